@@ -1,0 +1,84 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/operatorkit/operatorkit/testenv"
+)
+
+// env is the API server shared by every test in this package. Tests must not
+// stop or restart it; a test that needs that starts its own with testenv.New.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var err error
+	env, err = testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start test environment: %v\n", err)
+		return 1
+	}
+	defer env.Stop()
+	return m.Run()
+}
+
+var nsCounter atomic.Int64
+
+// newNamespace creates a namespace of its own for t on the shared server and
+// returns its name. Namespaces are never deleted: without a controller-manager
+// they would never finish terminating.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", dnsName(t.Name()), nsCounter.Add(1))
+	_, err := kubeClient(t).CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// kubeClient returns a typed clientset for the shared server.
+func kubeClient(t testing.TB) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatalf("new clientset: %v", err)
+	}
+	return c
+}
+
+// dnsName turns a test name into a DNS-1123 label prefix of at most 40 chars.
+func dnsName(s string) string {
+	s = strings.ToLower(s)
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > 40 {
+		out = strings.TrimRight(out[:40], "-")
+	}
+	return out
+}
