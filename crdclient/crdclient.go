@@ -1,0 +1,396 @@
+package crdclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsclientv1 "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/retry"
+)
+
+// The parameters of the backoff used when EnsureCreated or EnsureDeleted is
+// given a nil backoff.BackOff: exponential from DefaultInitialInterval,
+// growing by half each time up to DefaultMaxInterval, giving up after
+// DefaultMaxElapsedTime. A CRD is usually established within a second or
+// two; deleting one with many custom resources can take longer.
+const (
+	DefaultInitialInterval = 50 * time.Millisecond
+	DefaultMaxInterval     = 2 * time.Second
+	DefaultMaxElapsedTime  = time.Minute
+)
+
+// NewDefaultBackOff returns the backoff used when none is given; see
+// DefaultInitialInterval.
+func NewDefaultBackOff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = DefaultInitialInterval
+	b.Multiplier = 1.5
+	b.MaxInterval = DefaultMaxInterval
+	b.MaxElapsedTime = DefaultMaxElapsedTime
+	b.Reset()
+	return b
+}
+
+// Config configures a CRDClient.
+type Config struct {
+	// Client talks to the apiextensions API. Required.
+	Client apiextensionsclient.Interface
+	// Logger receives debug logs of each step. nil means no logs.
+	Logger log.Logger
+}
+
+// CRDClient creates, updates and deletes CustomResourceDefinitions and waits
+// for the API server to act on them. Create it with New; it is safe for
+// concurrent use.
+type CRDClient struct {
+	crds      apiextensionsclientv1.CustomResourceDefinitionInterface
+	discovery discovery.DiscoveryInterface
+	logger    log.Logger
+}
+
+// New validates config and returns a CRDClient.
+func New(config Config) (*CRDClient, error) {
+	if config.Client == nil {
+		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
+	}
+	if config.Logger == nil {
+		config.Logger = log.NewNopLogger()
+	}
+	return &CRDClient{
+		crds:      config.Client.ApiextensionsV1().CustomResourceDefinitions(),
+		discovery: config.Client.Discovery(),
+		logger:    config.Logger,
+	}, nil
+}
+
+// EnsureCreated makes the API server serve crd and waits until it does.
+//
+// If no CRD of that name exists it is created. If one exists, its spec is
+// replaced by crd.Spec (an update with the resourceVersion just read,
+// retried on conflict; skipped when the spec is already equal after
+// defaulting); its labels, annotations and status are left alone. A CRD that
+// is being deleted is waited for and then created anew. Then EnsureCreated
+// polls until the conditions NamesAccepted and Established are True (and,
+// where the server reports it, observed for the current generation), the
+// accepted names are the requested ones, and API discovery lists the
+// resource under every served version, so that every served version answers
+// requests when EnsureCreated returns.
+//
+// b paces the polls and the retries of transient failures (timeouts, 429,
+// 5xx, refused or reset connections); it is Reset first, and nil means
+// NewDefaultBackOff. EnsureCreated returns:
+//   - nil once the CRD is established;
+//   - an error wrapping ErrInvalidArgument for a nil crd or an empty name;
+//   - an error wrapping ErrInvalidCRD (and the server's StatusError) when the
+//     server rejects the CRD as invalid, at once;
+//   - an error wrapping ErrCRDNotAccepted, with the condition's reason and
+//     message, when NamesAccepted is False, at once;
+//   - an error wrapping ErrTimeout when b gives up, or context.Cause(ctx)
+//     when ctx ends, with the last state seen; the CRD is left as it is,
+//     never deleted;
+//   - any other API error, wrapped, at once.
+//
+// crd is not modified. EnsureCreated is idempotent.
+func (c *CRDClient) EnsureCreated(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) error {
+	if err := validate(crd); err != nil {
+		return err
+	}
+	logger := log.With(c.logger, "crd", crd.Name)
+	applied := false
+	return poll(ctx, initBackOff(b), "establish CRD "+crd.Name, func(ctx context.Context) error {
+		if !applied {
+			if err := c.apply(ctx, logger, crd); err != nil {
+				return err
+			}
+			applied = true
+		}
+		current, err := c.crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			applied = false
+			return pending("deleted by someone else while waiting for it")
+		case err != nil:
+			return classify(fmt.Sprintf("get CRD %s", crd.Name), err)
+		case current.DeletionTimestamp != nil:
+			applied = false
+			return pending("being deleted")
+		}
+		if err := established(current); err != nil {
+			return err
+		}
+		return c.discovered(ctx, current)
+	})
+}
+
+// discovered returns nil when every served version of crd lists its
+// resource in the API server's discovery, and a pending error otherwise.
+// Discovery and the custom resource handler follow the same informer inside
+// the API server, so a version that discovery lists is served.
+func (c *CRDClient) discovered(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		gv := crd.Spec.Group + "/" + v.Name
+		var list *metav1.APIResourceList
+		var err error
+		if d, ok := c.discovery.(discovery.ServerResourcesInterfaceWithContext); ok {
+			list, err = d.ServerResourcesForGroupVersionWithContext(ctx, gv)
+		} else {
+			list, err = c.discovery.ServerResourcesForGroupVersion(gv)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			return pending(fmt.Sprintf("version %s not in discovery yet", gv))
+		case err != nil:
+			return classify("discover "+gv, err)
+		}
+		found := false
+		for _, r := range list.APIResources {
+			found = found || r.Name == crd.Spec.Names.Plural
+		}
+		if !found {
+			return pending(fmt.Sprintf("resource %s not in discovery of %s yet", crd.Spec.Names.Plural, gv))
+		}
+	}
+	return nil
+}
+
+// apply creates crd or updates the spec of the existing CRD.
+func (c *CRDClient) apply(ctx context.Context, logger log.Logger, crd *apiextensionsv1.CustomResourceDefinition) error {
+	desired := crd.DeepCopy()
+	desired.ResourceVersion = ""
+	desired.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+	_, err := c.crds.Create(ctx, desired, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		level.Debug(logger).Log("msg", "created CRD")
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		return c.updateSpec(ctx, logger, desired)
+	case apierrors.IsInvalid(err):
+		return rejected("create", crd.Name, err)
+	}
+	return classify("create CRD "+crd.Name, err)
+}
+
+func (c *CRDClient) updateSpec(ctx context.Context, logger log.Logger, desired *apiextensionsv1.CustomResourceDefinition) error {
+	want := defaultedSpec(&desired.Spec)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		current, err := c.crds.Get(ctx, desired.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if current.DeletionTimestamp != nil {
+			return pending("being deleted; will create it again once it is gone")
+		}
+		if equality.Semantic.DeepEqual(defaultedSpec(&current.Spec), want) {
+			level.Debug(logger).Log("msg", "CRD exists with the same spec")
+			return nil
+		}
+		updated := current.DeepCopy()
+		updated.Spec = *desired.Spec.DeepCopy()
+		if _, err := c.crds.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		level.Debug(logger).Log("msg", "updated CRD spec")
+		return nil
+	})
+	var p *pendingError
+	switch {
+	case err == nil || errors.As(err, &p):
+		return err
+	case apierrors.IsNotFound(err):
+		return pending("deleted by someone else while updating it")
+	case apierrors.IsInvalid(err):
+		return rejected("update", desired.Name, err)
+	}
+	return classify("update CRD "+desired.Name, err)
+}
+
+// established returns nil when crd is served, an error wrapping
+// ErrCRDNotAccepted when its names are refused, and a pending error
+// otherwise.
+func established(crd *apiextensionsv1.CustomResourceDefinition) error {
+	names := condition(crd, apiextensionsv1.NamesAccepted)
+	if names != nil && names.Status == apiextensionsv1.ConditionFalse && current(crd, names) {
+		return fmt.Errorf("%w: CRD %s: NamesAccepted is False, reason %s: %s", ErrCRDNotAccepted, crd.Name, names.Reason, names.Message)
+	}
+	for _, t := range []apiextensionsv1.CustomResourceDefinitionConditionType{apiextensionsv1.NamesAccepted, apiextensionsv1.Established} {
+		c := condition(crd, t)
+		switch {
+		case c == nil:
+			return pending(fmt.Sprintf("no %s condition yet", t))
+		case c.Status != apiextensionsv1.ConditionTrue:
+			return pending(fmt.Sprintf("%s is %s, reason %s: %s", t, c.Status, c.Reason, c.Message))
+		case !current(crd, c):
+			return pending(fmt.Sprintf("%s observed generation %d, not %d yet", t, c.ObservedGeneration, crd.Generation))
+		}
+	}
+	requested := defaultedSpec(&crd.Spec)
+	if !equality.Semantic.DeepEqual(crd.Status.AcceptedNames, requested.Names) {
+		return pending(fmt.Sprintf("accepted names %+v are not the requested %+v yet", crd.Status.AcceptedNames, requested.Names))
+	}
+	return nil
+}
+
+// defaultedSpec returns a copy of spec with the defaults the API server
+// applies, so that specs read from the server and given by callers compare
+// equal when they mean the same.
+func defaultedSpec(spec *apiextensionsv1.CustomResourceDefinitionSpec) apiextensionsv1.CustomResourceDefinitionSpec {
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: *spec.DeepCopy()}
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	return crd.Spec
+}
+
+func condition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
+	for i := range crd.Status.Conditions {
+		if crd.Status.Conditions[i].Type == t {
+			return &crd.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// current reports whether c reflects crd's current generation. Servers
+// without the CRDObservedGenerationTracking feature leave ObservedGeneration
+// zero; their conditions are taken as current.
+func current(crd *apiextensionsv1.CustomResourceDefinition, c *apiextensionsv1.CustomResourceDefinitionCondition) bool {
+	return c.ObservedGeneration == 0 || c.ObservedGeneration >= crd.Generation
+}
+
+// EnsureDeleted deletes the CRD named crd.Name, and with it every custom
+// resource of that kind, and waits until it is gone. A CRD that does not
+// exist is success, at once.
+//
+// The delete carries the UID of the CRD read just before (a precondition),
+// so a CRD re-created by someone else in between is never deleted; if one
+// appears while waiting, the CRD that was deleted is gone and EnsureDeleted
+// returns nil. b paces the polls and the retries of transient failures; it
+// is Reset first, and nil means NewDefaultBackOff. When b gives up (error
+// wrapping ErrTimeout) or ctx ends (wrapping context.Cause), the error says
+// what was last seen, typically the finalizers still pending. It returns an
+// error wrapping ErrInvalidArgument for a nil crd or an empty name. Only
+// crd.Name is used; crd is not modified. EnsureDeleted is idempotent.
+func (c *CRDClient) EnsureDeleted(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) error {
+	if err := validate(crd); err != nil {
+		return err
+	}
+	logger := log.With(c.logger, "crd", crd.Name)
+	var uid types.UID // of the CRD being deleted
+	return poll(ctx, initBackOff(b), "delete CRD "+crd.Name, func(ctx context.Context) error {
+		current, err := c.crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			level.Debug(logger).Log("msg", "CRD is gone")
+			return nil
+		case err != nil:
+			return classify("get CRD "+crd.Name, err)
+		case uid != "" && current.UID != uid:
+			level.Debug(logger).Log("msg", "CRD is gone and was created again by someone else")
+			return nil
+		}
+		uid = current.UID
+		if current.DeletionTimestamp == nil {
+			err := c.crds.Delete(ctx, crd.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case apierrors.IsConflict(err):
+				uid = "" // replaced between Get and Delete: look again
+				return pending("replaced while deleting it")
+			case err != nil:
+				return classify("delete CRD "+crd.Name, err)
+			}
+			level.Debug(logger).Log("msg", "deleted CRD, waiting for it to be gone")
+		}
+		return pending(fmt.Sprintf("still there, finalizers %v", current.Finalizers))
+	})
+}
+
+func validate(crd *apiextensionsv1.CustomResourceDefinition) error {
+	if crd == nil {
+		return fmt.Errorf("%w: crd must not be nil", ErrInvalidArgument)
+	}
+	if crd.Name == "" {
+		return fmt.Errorf("%w: crd.Name must not be empty", ErrInvalidArgument)
+	}
+	return nil
+}
+
+func initBackOff(b backoff.BackOff) backoff.BackOff {
+	if b == nil {
+		return NewDefaultBackOff()
+	}
+	b.Reset()
+	return b
+}
+
+// pendingError says that the wanted state is not reached yet and why; poll
+// tries again after the next backoff interval.
+type pendingError struct{ reason string }
+
+func (e *pendingError) Error() string { return e.reason }
+
+func pending(reason string) error { return &pendingError{reason: reason} }
+
+// classify turns a transient API or network error into a pending one, and
+// wraps any other with what.
+func classify(what string, err error) error {
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) {
+		return pending(fmt.Sprintf("%s: %v", what, err))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func rejected(op, name string, err error) error {
+	return fmt.Errorf("%w: %s of CRD %s refused by the API server (reason %s): %w", ErrInvalidCRD, op, name, apierrors.ReasonForError(err), err)
+}
+
+// poll runs op until it returns anything but a pending error, waiting b's
+// next interval between attempts. It returns op's result, or an error with
+// the last pending reason when b stops (ErrTimeout) or ctx ends.
+func poll(ctx context.Context, b backoff.BackOff, what string, op func(context.Context) error) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		}
+		err := op(ctx)
+		var p *pendingError
+		if !errors.As(err, &p) {
+			if err != nil && ctx.Err() != nil {
+				return fmt.Errorf("%s: %w", what, errors.Join(err, context.Cause(ctx)))
+			}
+			return err
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return fmt.Errorf("%s: %w: last seen: %s", what, ErrTimeout, p.reason)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: last seen: %s: %w", what, p.reason, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,43 @@
+// Package crdclient makes sure a CustomResourceDefinition (apiextensions.k8s.io/v1)
+// is served by the API server, or is gone, before an operator starts
+// watching its custom resources.
+//
+// [CRDClient.EnsureCreated] creates the CRD or brings the spec of an
+// existing one to the given spec, then waits until the API server has
+// accepted its names and established it. [CRDClient.EnsureDeleted] deletes
+// it (and so every custom resource of it) and waits until it is gone.
+//
+// # Guarantees
+//
+//   - Idempotent: both calls may be repeated, from any starting state.
+//   - Says why: a CRD the API server refuses fails at once, never retried,
+//     with an error that wraps [ErrInvalidCRD] (a schema or field error; the
+//     server's StatusError with every field error is wrapped too) or
+//     [ErrCRDNotAccepted] (a names conflict; the NamesAccepted condition's
+//     reason and message are in the error).
+//   - Bounded: waiting and retrying follow the backoff.BackOff given, and
+//     stop when the context ends. A nil backoff means [NewDefaultBackOff]:
+//     exponential from 50ms to at most 2s between attempts, giving up after
+//     one minute. Only transient failures are retried (timeouts, 429, 5xx,
+//     refused or reset connections); other API errors are returned at once.
+//   - Never destructive by accident: EnsureCreated never deletes anything,
+//     also not when its wait times out; EnsureDeleted deletes with a UID
+//     precondition, so it never deletes a CRD that someone else re-created
+//     in the meantime.
+//   - Only the spec is managed: an existing CRD keeps its labels,
+//     annotations and status; its spec is replaced (not merged) by the one
+//     given, with an update carrying the resourceVersion just read and
+//     retried on conflict. A CRD being deleted is waited for and then
+//     created anew.
+//
+// Establishment is read from the conditions NamesAccepted and Established.
+// On API servers that report the conditions' observedGeneration (the
+// CRDObservedGenerationTracking feature, on by default since Kubernetes
+// 1.36), EnsureCreated also waits until they describe the current
+// generation. The conditions alone do not say that a version added by an
+// update is served yet (Established stays True throughout), so EnsureCreated
+// also waits until API discovery lists the resource under every served
+// version, as controller-runtime's envtest does. Other changes to an
+// existing version (schema, printer columns) take effect as the API
+// server's own CRD informer catches up, normally within milliseconds.
+package crdclient

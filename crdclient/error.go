@@ -1,0 +1,35 @@
+package crdclient
+
+import "errors"
+
+// ErrInvalidConfig is returned by New when Config is incomplete; the message
+// names the missing field.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// ErrInvalidArgument is returned when EnsureCreated or EnsureDeleted is
+// called with a nil CRD or one without a name. Nothing is sent to the API
+// server then.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// ErrInvalidCRD is returned by EnsureCreated when the API server rejects the
+// CRD as invalid (HTTP 422, reason Invalid). The error also wraps the API
+// server's *errors.StatusError, whose message lists every field error, so
+// k8s.io/apimachinery/pkg/api/errors.IsInvalid is true for it as well. It is
+// never retried.
+var ErrInvalidCRD = errors.New("CRD rejected as invalid")
+
+// ErrCRDNotAccepted is returned by EnsureCreated when the API server accepted
+// the object but not its names: the NamesAccepted condition is False, for
+// instance because another CRD of the same group already uses the plural,
+// kind or a short name. The message carries the condition's reason (such as
+// KindConflict) and message. It is never retried.
+var ErrCRDNotAccepted = errors.New("CRD names not accepted")
+
+// ErrTimeout is returned when the backoff gave up before the CRD reached the
+// wanted state (established, or gone). The message says what was last
+// observed. When the context ends first, the error wraps context.Cause
+// instead.
+var ErrTimeout = errors.New("timed out")
+
+// IsInvalidConfig reports whether err is or wraps ErrInvalidConfig.
+func IsInvalidConfig(err error) bool { return errors.Is(err, ErrInvalidConfig) }

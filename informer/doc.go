@@ -1,0 +1,65 @@
+// Package informer provides a client-go shared informer for the objects of
+// one GroupVersionResource, read through a dynamic client, with the
+// settings an operator needs in a Config: namespace, label and field
+// selectors, resync period, a transform (and a switch to drop
+// managedFields), a logger and Prometheus metrics.
+//
+// An [Informer] lists the objects once, then watches them, and keeps a
+// local cache that [Informer.Get] and [Informer.List] read without any API
+// request. Changes reach consumers in two ways:
+//
+//   - event handlers ([Informer.AddEventHandler]), client-go's
+//     ResourceEventHandler, which is what the Framework uses;
+//   - the channel view of the original operatorkit ([Informer.Watch]): an
+//     update channel (adds, updates and resyncs), a delete channel and an
+//     error channel.
+//
+// [Interface] holds what a consumer needs, and the informertest package has
+// an in-memory fake of it for unit tests.
+//
+// # Guarantees
+//
+//   - Level-based cache: the cache holds the latest state the informer has
+//     seen. Consumers should read the object from the cache when they act,
+//     not keep the copy from an event. Cached objects are shared: never
+//     modify them, DeepCopy first.
+//   - Per-handler order: each handler gets its calls one at a time, in the
+//     order the informer saw the changes, from its own goroutine.
+//   - No head-of-line blocking: every handler has its own unbounded buffer,
+//     so a slow handler (or a Watch consumer that does not read) delays only
+//     itself. The price is memory when a consumer falls far behind.
+//   - Resync: every Config.ResyncPeriod (DefaultResyncPeriod, 5 minutes, by
+//     default) each cached object is delivered again as an update whose old
+//     and new objects are equal. Resyncs replay the cache; they make no API
+//     request. A negative ResyncPeriod disables them.
+//   - Recovery: when the watch fails or expires the informer lists and
+//     watches again by itself, with client-go's backoff, and turns the
+//     difference into the right adds, updates and deletes; a delete it could
+//     not see itself comes as a cache.DeletedFinalStateUnknown tombstone to
+//     handlers (Watch unwraps it).
+//   - Clean stop: [Informer.Run] returns only when every goroutine the
+//     informer started has ended, including those of Watch calls, whose
+//     channels are closed by then; a Watch also ends, earlier, with its own
+//     context. Event handlers must return: client-go waits for them.
+//
+// # Metrics
+//
+// With Config.Registerer set, New registers (reusing the collectors another
+// Informer registered before):
+//
+//	operatorkit_informer_cache_objects{informer}        gauge: objects cached by running informers
+//	operatorkit_informer_events_total{informer,event}   counter: event is add, update or delete (resyncs not counted)
+//	operatorkit_informer_watch_errors_total{informer}   counter: errors that ended a list or watch
+//
+// The informer label is Config.Name (by default GVR.Resource). Informers
+// that share a name share these series. The label sets of one informer are
+// initialised to zero in New. When Run returns, the informer's objects are
+// taken out of the cache_objects gauge.
+//
+// # Logging
+//
+// The Informer logs with go-kit/log under the key "informer": start and stop
+// at debug level, list and watch failures at warn level (expired watches
+// and unexpected EOFs, which the informer handles routinely, at debug
+// level). client-go itself still logs through klog.
+package informer

@@ -1,0 +1,18 @@
+package informer
+
+import "errors"
+
+// ErrInvalidConfig is returned by New when Config is incomplete or
+// inconsistent; the message names the offending field.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// ErrAlreadyStarted is returned by Run when the Informer has been run before.
+// A client-go informer cannot be restarted: create a new Informer instead.
+var ErrAlreadyStarted = errors.New("informer already started")
+
+// ErrNotSynced is returned by WaitForCacheSync when its context ends before
+// the cache has synced.
+var ErrNotSynced = errors.New("informer cache not synced")
+
+// IsInvalidConfig reports whether err is or wraps ErrInvalidConfig.
+func IsInvalidConfig(err error) bool { return errors.Is(err, ErrInvalidConfig) }

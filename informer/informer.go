@@ -1,0 +1,366 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+)
+
+// DefaultResyncPeriod is the resync period used when Config.ResyncPeriod is
+// zero.
+const DefaultResyncPeriod = 5 * time.Minute
+
+// Config configures an Informer. Only Client and GVR are required.
+type Config struct {
+	// Client lists and watches the objects. Required.
+	Client dynamic.Interface
+	// GVR is the resource to inform about. Required: Version and Resource
+	// must not be empty (Group is empty for the core group).
+	GVR schema.GroupVersionResource
+	// Namespace restricts the informer to one namespace; "" means all
+	// namespaces (and is the only sensible value for cluster-scoped
+	// resources).
+	Namespace string
+	// LabelSelector restricts the informer to objects whose labels match it,
+	// in the syntax of labels.Parse ("app=web,tier!=db"). Objects whose
+	// labels stop matching are reported as deleted. Validated by New.
+	LabelSelector string
+	// FieldSelector restricts the informer to objects whose fields match it,
+	// in the syntax of fields.ParseSelector ("metadata.name=x"). The server
+	// supports only a few fields per resource (metadata.name and
+	// metadata.namespace everywhere). Validated by New.
+	FieldSelector string
+	// ResyncPeriod is how often every cached object is delivered again to
+	// the event handlers as an update whose old and new objects are the
+	// same, so that a level-based consumer reconciles everything
+	// periodically. Resyncs replay the cache; they make no API request.
+	// Zero means DefaultResyncPeriod; a negative value disables resyncs.
+	ResyncPeriod time.Duration
+	// DropManagedFields clears metadata.managedFields from every object
+	// before it is cached, which typically saves a third of the memory an
+	// object takes. Consumers then never see managedFields.
+	DropManagedFields bool
+	// Transform, if set, is applied to every object from the API server
+	// before it is cached, after DropManagedFields. It receives an
+	// *unstructured.Unstructured (already transformed objects are never
+	// passed again) and may change it in place or return another object,
+	// for instance a typed one converted with
+	// runtime.DefaultUnstructuredConverter. The result must still be a
+	// runtime.Object that satisfies meta.Accessor (the cache keys objects by
+	// namespace and name). It runs on the informer's hot path: keep it
+	// fast. An error makes client-go abandon the current list or watch and
+	// start over, so it should not fail.
+	Transform cache.TransformFunc
+	// Logger receives the informer's own logs. nil means no logs.
+	Logger log.Logger
+	// Registerer registers the informer's metrics (see the package
+	// documentation). nil means no metrics are registered.
+	Registerer prometheus.Registerer
+	// Name is the value of the "informer" label of the metrics and of the
+	// "informer" log key. Defaults to GVR.Resource.
+	Name string
+}
+
+// Informer is a client-go SharedIndexInformer for the objects of one
+// GroupVersionResource, read through a dynamic client. Create it with New;
+// all methods are safe for concurrent use.
+type Informer struct {
+	gvr      schema.GroupVersionResource
+	name     string
+	informer cache.SharedIndexInformer
+	logger   log.Logger
+	metrics  *metrics
+
+	started atomic.Bool
+	// cached counts the objects this informer added to the cache_objects
+	// gauge, so that Run can take them out again when it ends.
+	cached atomic.Int64
+
+	// stopping is closed (under mu, once) when the context given to Run
+	// ends; Watch goroutines and pending Watch sends end with it.
+	stopping        chan struct{}
+	stopOnce        sync.Once
+	mu              sync.Mutex
+	watchers        map[*watcher]struct{}
+	watchGoroutines sync.WaitGroup
+}
+
+// New validates config and returns an Informer that has not started yet:
+// call Run. It registers the metrics with config.Registerer, reusing
+// collectors that another Informer registered there before.
+func New(config Config) (*Informer, error) {
+	if config.Client == nil {
+		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
+	}
+	if config.GVR.Resource == "" {
+		return nil, fmt.Errorf("%w: %T.GVR.Resource must not be empty", ErrInvalidConfig, config)
+	}
+	if config.GVR.Version == "" {
+		return nil, fmt.Errorf("%w: %T.GVR.Version must not be empty", ErrInvalidConfig, config)
+	}
+	if _, err := labels.Parse(config.LabelSelector); err != nil {
+		return nil, fmt.Errorf("%w: %T.LabelSelector %q is invalid: %w", ErrInvalidConfig, config, config.LabelSelector, err)
+	}
+	if _, err := fields.ParseSelector(config.FieldSelector); err != nil {
+		return nil, fmt.Errorf("%w: %T.FieldSelector %q is invalid: %w", ErrInvalidConfig, config, config.FieldSelector, err)
+	}
+	if config.ResyncPeriod == 0 {
+		config.ResyncPeriod = DefaultResyncPeriod
+	}
+	if config.ResyncPeriod < 0 {
+		config.ResyncPeriod = 0 // client-go: no resync
+	}
+	if config.Logger == nil {
+		config.Logger = log.NewNopLogger()
+	}
+	if config.Name == "" {
+		config.Name = config.GVR.Resource
+	}
+
+	m, err := newMetrics(config.Registerer, config.Name)
+	if err != nil {
+		return nil, err
+	}
+
+	i := &Informer{
+		gvr:      config.GVR,
+		name:     config.Name,
+		logger:   log.With(config.Logger, "informer", config.Name),
+		metrics:  m,
+		watchers: make(map[*watcher]struct{}),
+		stopping: make(chan struct{}),
+	}
+	i.informer = cache.NewSharedIndexInformerWithOptions(
+		newListWatch(config.Client, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector),
+		&unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{
+			ResyncPeriod:      config.ResyncPeriod,
+			Indexers:          cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			ObjectDescription: config.GVR.String(),
+		},
+	)
+	if t := transform(config.DropManagedFields, config.Transform); t != nil {
+		if err := i.informer.SetTransform(t); err != nil {
+			return nil, fmt.Errorf("set transform: %w", err)
+		}
+	}
+	if err := i.informer.SetWatchErrorHandlerWithContext(i.onWatchError); err != nil {
+		return nil, fmt.Errorf("set watch error handler: %w", err)
+	}
+	// The metrics handler does not ask for resyncs, so that
+	// events_total{event="update"} counts real changes only.
+	noResync := time.Duration(0)
+	if _, err := i.informer.AddEventHandlerWithOptions(metricsHandler{i}, cache.HandlerOptions{ResyncPeriod: &noResync}); err != nil {
+		return nil, fmt.Errorf("add metrics handler: %w", err)
+	}
+	return i, nil
+}
+
+func newListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, namespace, labelSelector, fieldSelector string) cache.ListerWatcher {
+	ri := client.Resource(gvr).Namespace(namespace)
+	tweak := func(o *metav1.ListOptions) {
+		o.LabelSelector = labelSelector
+		o.FieldSelector = fieldSelector
+	}
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return ri.Watch(ctx, o)
+		},
+	}, client)
+}
+
+// transform chains the managedFields dropper and the user's transform.
+func transform(dropManagedFields bool, user cache.TransformFunc) cache.TransformFunc {
+	switch {
+	case !dropManagedFields:
+		return user
+	case user == nil:
+		return dropManagedFieldsTransform
+	}
+	return func(obj any) (any, error) {
+		obj, err := dropManagedFieldsTransform(obj)
+		if err != nil {
+			return nil, err
+		}
+		return user(obj)
+	}
+}
+
+func dropManagedFieldsTransform(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// Run starts the informer and blocks until ctx ends; then it stops every
+// goroutine the informer started (list, watch, resync and the event
+// handlers' delivery goroutines, the goroutines of Watch calls), waits for
+// them, and returns nil. Handlers are never called after Run returned, and
+// every Watch channel is closed by then. A handler that does not return
+// keeps Run from returning; a Watch consumer that does not read does not.
+// The cache keeps its last content.
+//
+// Run may be called only once: a second call, concurrent or later, returns
+// ErrAlreadyStarted at once.
+func (i *Informer) Run(ctx context.Context) error {
+	if !i.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("run informer %s: %w", i.name, ErrAlreadyStarted)
+	}
+	level.Debug(i.logger).Log("msg", "starting informer", "gvr", i.gvr.String())
+	// Release Watch consumers as soon as ctx ends: client-go waits for
+	// every handler call to return before RunWithContext does.
+	released := make(chan struct{})
+	stopAfter := context.AfterFunc(ctx, func() {
+		defer close(released)
+		i.closeStopping()
+	})
+	i.informer.RunWithContext(ctx)
+	if !stopAfter() {
+		<-released
+	}
+	i.closeStopping()
+	i.watchGoroutines.Wait()
+	// No handler runs any more: take this informer's objects out of the
+	// cache_objects gauge, which counts running informers only.
+	i.metrics.cacheObjects.Sub(float64(i.cached.Swap(0)))
+	level.Debug(i.logger).Log("msg", "informer stopped")
+	return nil
+}
+
+func (i *Informer) closeStopping() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.stopOnce.Do(func() { close(i.stopping) })
+}
+
+// HasSynced reports whether the cache has been filled by a complete initial
+// list. It never goes back to false, and says nothing about whether the
+// event handlers have processed that list: use the registration returned
+// by AddEventHandler for that.
+func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
+
+// WaitForCacheSync blocks until HasSynced is true or ctx ends, whichever
+// comes first. In the latter case it returns an error wrapping ErrNotSynced
+// and the context's cause. It does not start the informer: if Run is never
+// called it waits for ctx.
+func (i *Informer) WaitForCacheSync(ctx context.Context) error {
+	select {
+	case <-i.informer.HasSyncedChecker().Done():
+		return nil
+	case <-ctx.Done():
+		if i.HasSynced() {
+			return nil
+		}
+		return fmt.Errorf("informer %s: %w: %w", i.name, ErrNotSynced, context.Cause(ctx))
+	}
+}
+
+// Get returns the cached object with the key "namespace/name" (just "name"
+// for cluster-scoped objects); exists is false when there is none. The
+// object is an *unstructured.Unstructured unless Config.Transform returns
+// something else. It belongs to the cache: never modify it; DeepCopy it
+// first.
+func (i *Informer) Get(key string) (obj any, exists bool, err error) {
+	return i.informer.GetIndexer().GetByKey(key)
+}
+
+// List returns every cached object, in no particular order. The objects
+// belong to the cache: never modify them.
+func (i *Informer) List() []any { return i.informer.GetIndexer().List() }
+
+// AddEventHandler registers h and returns its registration, which
+// RemoveEventHandler takes and whose HasSynced reports whether h has seen
+// the initial list. h gets resyncs as updates every Config.ResyncPeriod.
+//
+// Calls to one handler are sequential, from a goroutine of their own, and
+// are buffered without bound: a slow handler delays only itself, never the
+// informer or other handlers. Handlers added after Run started first get an
+// add for every cached object. Objects passed to h belong to the cache:
+// never modify them. A deleted object may come as a
+// cache.DeletedFinalStateUnknown when the informer missed the delete.
+// Adding a handler after Run returned fails.
+func (i *Informer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	reg, err := i.informer.AddEventHandler(h)
+	if err != nil {
+		return nil, fmt.Errorf("add event handler to informer %s: %w", i.name, err)
+	}
+	return reg, nil
+}
+
+// RemoveEventHandler unregisters the handler of reg. It is idempotent. Calls
+// to the handler that were already queued may still happen after it
+// returns.
+func (i *Informer) RemoveEventHandler(reg cache.ResourceEventHandlerRegistration) error {
+	return i.informer.RemoveEventHandler(reg)
+}
+
+// SharedIndexInformer returns the underlying client-go informer, for
+// indexers and other features this type does not wrap. Do not call its
+// Run, SetTransform or SetWatchErrorHandler: the Informer owns them.
+func (i *Informer) SharedIndexInformer() cache.SharedIndexInformer { return i.informer }
+
+// GVR returns the resource the informer watches.
+func (i *Informer) GVR() schema.GroupVersionResource { return i.gvr }
+
+// onWatchError is the informer's watch error handler: it counts and logs
+// err and passes it on to the Watch error channels. io.EOF (a watch that
+// the server closed normally) is not an error.
+func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error) {
+	if errors.Is(err, io.EOF) {
+		return
+	}
+	i.metrics.watchErrors.Inc()
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.ErrUnexpectedEOF) {
+		level.Debug(i.logger).Log("msg", "watch closed, relisting", "err", err)
+	} else {
+		level.Warn(i.logger).Log("msg", "list or watch failed, retrying", "err", err)
+	}
+	err = fmt.Errorf("watch %s: %w", i.gvr.String(), err)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for w := range i.watchers {
+		w.sendError(err)
+	}
+}
+
+// metricsHandler keeps the informer's event and cache-size metrics.
+type metricsHandler struct{ i *Informer }
+
+func (h metricsHandler) OnAdd(any, bool) {
+	h.i.metrics.adds.Inc()
+	h.i.metrics.cacheObjects.Inc()
+	h.i.cached.Add(1)
+}
+
+func (h metricsHandler) OnUpdate(_, _ any) { h.i.metrics.updates.Inc() }
+
+func (h metricsHandler) OnDelete(any) {
+	h.i.metrics.deletes.Inc()
+	h.i.metrics.cacheObjects.Dec()
+	h.i.cached.Add(-1)
+}

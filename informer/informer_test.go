@@ -1,0 +1,403 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/klog/v2.(*loggingT).flushDaemon"),
+		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"))
+}
+
+var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+func widget(ns, name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("example.com/v1")
+	u.SetKind("Widget")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetLabels(labels)
+	return u
+}
+
+// fakeClient is a fake dynamic client whose watches signal on watching once
+// they are registered, so tests can wait for the informer's watch before
+// changing objects (the fake tracker has no resource versions to catch up
+// from).
+type fakeClient struct {
+	*fake.FakeDynamicClient
+	watching chan struct{}
+	once     sync.Once
+}
+
+func newFakeClient(objs ...runtime.Object) *fakeClient {
+	c := &fakeClient{
+		FakeDynamicClient: fake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{widgets: "WidgetList"}, objs...),
+		watching: make(chan struct{}),
+	}
+	c.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		if err == nil {
+			c.once.Do(func() { close(c.watching) })
+		}
+		return true, w, err
+	})
+	return c
+}
+
+// start runs inf until the test ends and waits for its cache and watch.
+func start(t *testing.T, inf *Informer, c *fakeClient) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run() = %v, want nil", err)
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Second)
+	defer syncCancel()
+	if err := inf.WaitForCacheSync(syncCtx); err != nil {
+		t.Fatalf("WaitForCacheSync() = %v", err)
+	}
+	select {
+	case <-c.watching:
+	case <-syncCtx.Done():
+		t.Fatal("watch not started")
+	}
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	client := newFakeClient()
+	tests := []struct {
+		name      string
+		config    Config
+		wantField string
+	}{
+		{name: "missing client", config: Config{GVR: widgets}, wantField: "informer.Config.Client"},
+		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
+		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},
+		{name: "bad label selector", config: Config{Client: client, GVR: widgets, LabelSelector: "a=b=c"}, wantField: "informer.Config.LabelSelector"},
+		{name: "bad field selector", config: Config{Client: client, GVR: widgets, FieldSelector: "metadata.name"}, wantField: "informer.Config.FieldSelector"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.config)
+			if !errors.Is(err, ErrInvalidConfig) || !IsInvalidConfig(err) {
+				t.Fatalf("New() error = %v, want ErrInvalidConfig", err)
+			}
+			if !strings.Contains(err.Error(), tt.wantField) {
+				t.Errorf("New() error = %q, want it to name %s", err, tt.wantField)
+			}
+		})
+	}
+
+	inf, err := New(Config{Client: client, GVR: widgets, LabelSelector: "app in (a,b),!legacy", FieldSelector: "metadata.name=x"})
+	if err != nil {
+		t.Fatalf("New() with valid selectors = %v", err)
+	}
+	if inf.GVR() != widgets || inf.name != "widgets" || inf.SharedIndexInformer() == nil {
+		t.Errorf("GVR, name = %v, %q; want %v, widgets", inf.GVR(), inf.name, widgets)
+	}
+}
+
+// recorder is an event handler that records what it is told.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, s)
+}
+
+func name(obj any) string {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return "tombstone:" + t.Key
+	}
+	return obj.(*unstructured.Unstructured).GetName()
+}
+
+func (r *recorder) OnAdd(obj any, initial bool) {
+	if initial {
+		r.add("initial " + name(obj))
+		return
+	}
+	r.add("add " + name(obj))
+}
+func (r *recorder) OnUpdate(_, obj any) { r.add("update " + name(obj)) }
+func (r *recorder) OnDelete(obj any)    { r.add("delete " + name(obj)) }
+
+func (r *recorder) waitFor(t *testing.T, want ...string) {
+	t.Helper()
+	var got []string
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		got = append(got[:0], r.events...)
+		return strings.Join(got, ",") == strings.Join(want, ","), nil
+	})
+	if err != nil {
+		t.Fatalf("events = %q, want %q", got, want)
+	}
+}
+
+func TestHandlersGetAndList(t *testing.T) {
+	client := newFakeClient(widget("ns", "a", nil))
+	reg := prometheus.NewPedanticRegistry()
+	inf, err := New(Config{Client: client, GVR: widgets, Registerer: reg, Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := &recorder{}
+	if _, err := inf.AddEventHandler(before); err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf, client)
+
+	after := &recorder{}
+	afterReg, err := inf.AddEventHandler(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri := client.Resource(widgets).Namespace("ns")
+	ctx := context.Background()
+	if _, err := ri.Create(ctx, widget("ns", "b", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before.waitFor(t, "initial a", "add b")
+	after.waitFor(t, "initial a", "add b")
+	if !afterReg.HasSynced() {
+		t.Error("registration of a handler that got the initial list: HasSynced() = false")
+	}
+
+	b := widget("ns", "b", map[string]string{"changed": "yes"})
+	if _, err := ri.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before.waitFor(t, "initial a", "add b", "update b")
+
+	obj, exists, err := inf.Get("ns/b")
+	if err != nil || !exists || obj.(*unstructured.Unstructured).GetLabels()["changed"] != "yes" {
+		t.Errorf("Get(ns/b) = %v, %v, %v; want the updated widget", obj, exists, err)
+	}
+	if _, exists, _ := inf.Get("ns/nope"); exists {
+		t.Error("Get(ns/nope) exists")
+	}
+
+	if err := inf.RemoveEventHandler(afterReg); err != nil {
+		t.Fatal(err)
+	}
+	if err := ri.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before.waitFor(t, "initial a", "add b", "update b", "delete a")
+	after.waitFor(t, "initial a", "add b", "update b")
+	if got := len(inf.List()); got != 1 {
+		t.Errorf("len(List()) = %d, want 1", got)
+	}
+
+	want := `
+# HELP operatorkit_informer_cache_objects Objects in the cache of running informers.
+# TYPE operatorkit_informer_cache_objects gauge
+operatorkit_informer_cache_objects{informer="test"} 1
+# HELP operatorkit_informer_events_total Add, update and delete notifications delivered by informers, not counting resyncs.
+# TYPE operatorkit_informer_events_total counter
+operatorkit_informer_events_total{event="add",informer="test"} 2
+operatorkit_informer_events_total{event="delete",informer="test"} 1
+operatorkit_informer_events_total{event="update",informer="test"} 1
+# HELP operatorkit_informer_watch_errors_total Errors that ended an informer's list or watch (the informer retries by itself).
+# TYPE operatorkit_informer_watch_errors_total counter
+operatorkit_informer_watch_errors_total{informer="test"} 0
+`
+	// The metrics handler runs on its own goroutine: poll.
+	var cmpErr error
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		cmpErr = testutil.GatherAndCompare(reg, strings.NewReader(want))
+		return cmpErr == nil, nil
+	})
+	if cmpErr != nil {
+		t.Error(cmpErr)
+	}
+}
+
+func TestRunTwiceAndAfterStop(t *testing.T) {
+	client := newFakeClient(widget("ns", "a", nil))
+	reg := prometheus.NewRegistry()
+	inf, err := New(Config{Client: client, GVR: widgets, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.Run(ctx); !errors.Is(err, ErrAlreadyStarted) {
+		t.Errorf("second Run() = %v, want ErrAlreadyStarted", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run() = %v, want nil", err)
+	}
+	if err := inf.Run(context.Background()); !errors.Is(err, ErrAlreadyStarted) {
+		t.Errorf("Run() after stop = %v, want ErrAlreadyStarted", err)
+	}
+	if _, err := inf.AddEventHandler(&recorder{}); err == nil {
+		t.Error("AddEventHandler() after stop = nil error")
+	}
+	// The stopped informer's objects leave the gauge; the cache keeps them.
+	if got := testutil.ToFloat64(inf.metrics.cacheObjects); got != 0 {
+		t.Errorf("cache_objects after stop = %v, want 0", got)
+	}
+	if _, exists, _ := inf.Get("ns/a"); !exists {
+		t.Error("Get(ns/a) after stop: not in cache")
+	}
+
+	// A second informer with the same registry reuses the collectors.
+	if _, err := New(Config{Client: client, GVR: widgets, Registerer: reg}); err != nil {
+		t.Errorf("New() with the same registry = %v", err)
+	}
+}
+
+func TestWaitForCacheSyncContextEnds(t *testing.T) {
+	inf, err := New(Config{Client: newFakeClient(), GVR: widgets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := inf.WaitForCacheSync(ctx); !errors.Is(err, ErrNotSynced) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitForCacheSync() without Run = %v, want ErrNotSynced and DeadlineExceeded", err)
+	}
+	if inf.HasSynced() {
+		t.Error("HasSynced() without Run = true")
+	}
+}
+
+func TestTransforms(t *testing.T) {
+	withManaged := func(name string) *unstructured.Unstructured {
+		u := widget("ns", name, nil)
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}})
+		return u
+	}
+	tests := []struct {
+		name        string
+		drop        bool
+		transform   cache.TransformFunc
+		wantManaged bool
+		wantLabel   string
+	}{
+		{name: "none", wantManaged: true},
+		{name: "drop managed fields", drop: true},
+		{
+			name: "transform sees managed fields dropped",
+			drop: true,
+			transform: func(obj any) (any, error) {
+				u := obj.(*unstructured.Unstructured)
+				u.SetLabels(map[string]string{"managed": map[bool]string{true: "seen", false: "gone"}[len(u.GetManagedFields()) > 0]})
+				return u, nil
+			},
+			wantLabel: "gone",
+		},
+		{
+			name: "transform only",
+			transform: func(obj any) (any, error) {
+				u := obj.(*unstructured.Unstructured)
+				u.SetLabels(map[string]string{"managed": map[bool]string{true: "seen", false: "gone"}[len(u.GetManagedFields()) > 0]})
+				return u, nil
+			},
+			wantManaged: true,
+			wantLabel:   "seen",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := newFakeClient(withManaged("listed"))
+			inf, err := New(Config{Client: client, GVR: widgets, DropManagedFields: tt.drop, Transform: tt.transform})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start(t, inf, client)
+			if _, err := client.Resource(widgets).Namespace("ns").Create(context.Background(), withManaged("watched"), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{"ns/listed", "ns/watched"} {
+				var obj any
+				err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+					var exists bool
+					obj, exists, _ = inf.Get(key)
+					return exists, nil
+				})
+				if err != nil {
+					t.Fatalf("%s never cached", key)
+				}
+				u := obj.(*unstructured.Unstructured)
+				if got := len(u.GetManagedFields()) > 0; got != tt.wantManaged {
+					t.Errorf("%s: has managedFields = %v, want %v", key, got, tt.wantManaged)
+				}
+				if got := u.GetLabels()["managed"]; got != tt.wantLabel {
+					t.Errorf("%s: label managed = %q, want %q", key, got, tt.wantLabel)
+				}
+			}
+		})
+	}
+}
+
+func TestWatchErrorsAreCountedAndForwarded(t *testing.T) {
+	client := newFakeClient()
+	var failed sync.Once
+	client.PrependWatchReactor("*", func(clienttesting.Action) (bool, watch.Interface, error) {
+		handled := false
+		failed.Do(func() { handled = true })
+		if handled {
+			return true, nil, errors.New("boom")
+		}
+		return false, nil, nil
+	})
+	reg := prometheus.NewRegistry()
+	inf, err := New(Config{Client: client, GVR: widgets, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, _, errs := inf.Watch(ctx)
+	start(t, inf, client) // the watch is retried after the error
+	select {
+	case err := <-errs:
+		if !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "widgets") {
+			t.Errorf("watch error = %q, want it to say boom and name the resource", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch error on errChan")
+	}
+	if got := testutil.ToFloat64(inf.metrics.watchErrors); got != 1 {
+		t.Errorf("watch_errors_total = %v, want 1", got)
+	}
+}

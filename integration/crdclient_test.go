@@ -1,0 +1,242 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/operatorkit/operatorkit/crdclient"
+)
+
+// crdTimeout bounds one EnsureCreated or EnsureDeleted in these tests.
+const crdTimeout = time.Minute
+
+var crdGroupCounter atomic.Int64
+
+// uniqueCRDGroup returns an API group no other test on the shared server
+// uses.
+func uniqueCRDGroup(t *testing.T) string {
+	return fmt.Sprintf("%s-%d.operatorkit.example", dnsName(t.Name()), crdGroupCounter.Add(1))
+}
+
+// namespacedCRD returns (without creating it) a namespaced CRD in group with
+// the given kind, plural kind+"s" lower-cased, one served and stored version
+// v1, and a schema that keeps any spec.
+func namespacedCRD(group, kind string) *apiextensionsv1.CustomResourceDefinition {
+	plural := strings.ToLower(kind) + "s"
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: openObjectSchema()},
+			}},
+		},
+	}
+}
+
+func openObjectSchema() *apiextensionsv1.JSONSchemaProps {
+	preserve := true
+	return &apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", XPreserveUnknownFields: &preserve},
+		},
+	}
+}
+
+func apiextensionsClientset(t *testing.T) apiextensionsclient.Interface {
+	t.Helper()
+	c, err := apiextensionsclient.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatalf("new apiextensions clientset: %v", err)
+	}
+	return c
+}
+
+func newCRDClient(t *testing.T) *crdclient.CRDClient {
+	t.Helper()
+	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t)})
+	if err != nil {
+		t.Fatalf("crdclient.New: %v", err)
+	}
+	return c
+}
+
+// deleteCRDOnCleanup deletes crd when the test ends (t.Context is already
+// cancelled then, hence a context of its own).
+func deleteCRDOnCleanup(t *testing.T, c *crdclient.CRDClient, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), crdTimeout)
+		defer cancel()
+		if err := c.EnsureDeleted(ctx, crd, nil); err != nil {
+			t.Errorf("cleanup: delete CRD %s: %v", crd.Name, err)
+		}
+	})
+}
+
+// createWidgetCRD creates a Widget CRD in a group of the test's own, waits
+// until it is established, deletes it when the test ends, and returns the
+// resource of its version v1.
+func createWidgetCRD(t *testing.T) schema.GroupVersionResource {
+	t.Helper()
+	c := newCRDClient(t)
+	crd := namespacedCRD(uniqueCRDGroup(t), "Widget")
+	ctx, cancel := context.WithTimeout(t.Context(), crdTimeout)
+	defer cancel()
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
+	}
+	deleteCRDOnCleanup(t, c, crd)
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
+}
+
+func dynamicClientset(t *testing.T) dynamic.Interface {
+	t.Helper()
+	c, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatalf("new dynamic client: %v", err)
+	}
+	return c
+}
+
+func crdCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType) apiextensionsv1.ConditionStatus {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func TestCRDClientCreateUpdateDelete(t *testing.T) {
+	c := newCRDClient(t)
+	crds := apiextensionsClientset(t).ApiextensionsV1().CustomResourceDefinitions()
+	crd := namespacedCRD(uniqueCRDGroup(t), "Widget")
+	deleteCRDOnCleanup(t, c, crd)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*crdTimeout)
+	defer cancel()
+
+	// Create: established when EnsureCreated returns.
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated: %v", err)
+	}
+	got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crdCondition(got, apiextensionsv1.Established) != apiextensionsv1.ConditionTrue ||
+		crdCondition(got, apiextensionsv1.NamesAccepted) != apiextensionsv1.ConditionTrue {
+		t.Fatalf("after EnsureCreated: conditions %+v, want Established and NamesAccepted True", got.Status.Conditions)
+	}
+	rv := got.ResourceVersion
+
+	// Idempotent: the same spec again changes nothing.
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated again: %v", err)
+	}
+	if got, err = crds.Get(ctx, crd.Name, metav1.GetOptions{}); err != nil || got.ResourceVersion != rv {
+		t.Errorf("EnsureCreated with the same spec wrote the CRD: resourceVersion %s -> %s (err %v)", rv, got.ResourceVersion, err)
+	}
+
+	// Update: a printer column and a second served version.
+	updated := crd.DeepCopy()
+	updated.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Size", Type: "string", JSONPath: ".spec.size"}}
+	updated.Spec.Versions = append(updated.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: "v2", Served: true, Storage: false,
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: openObjectSchema()},
+	})
+	if err := c.EnsureCreated(ctx, updated, nil); err != nil {
+		t.Fatalf("EnsureCreated with an updated spec: %v", err)
+	}
+	if got, err = crds.Get(ctx, crd.Name, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Versions) != 2 || len(got.Spec.Versions[0].AdditionalPrinterColumns) != 1 {
+		t.Errorf("after update: versions %+v, want v1 with a printer column and v2", got.Spec.Versions)
+	}
+	// v2 is served at once: a custom resource can be created through it.
+	v2 := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v2", Resource: "widgets"}
+	ns := newNamespace(t)
+	w := &unstructured.Unstructured{}
+	w.SetAPIVersion(crd.Spec.Group + "/v2")
+	w.SetKind("Widget")
+	w.SetName("w1")
+	if _, err := dynamicClientset(t).Resource(v2).Namespace(ns).Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create a Widget through v2: %v", err)
+	}
+
+	// Delete: gone when EnsureDeleted returns, with its custom resources.
+	if err := c.EnsureDeleted(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureDeleted: %v", err)
+	}
+	if _, err := crds.Get(ctx, crd.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after EnsureDeleted: get = %v, want NotFound", err)
+	}
+	if err := c.EnsureDeleted(ctx, crd, nil); err != nil {
+		t.Errorf("EnsureDeleted of a missing CRD: %v", err)
+	}
+}
+
+func TestCRDClientInvalidSchema(t *testing.T) {
+	c := newCRDClient(t)
+	crd := namespacedCRD(uniqueCRDGroup(t), "Widget")
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema = &apiextensionsv1.JSONSchemaProps{Type: "string"}
+	ctx, cancel := context.WithTimeout(t.Context(), crdTimeout)
+	defer cancel()
+
+	start := time.Now()
+	err := c.EnsureCreated(ctx, crd, nil)
+	if !errors.Is(err, crdclient.ErrInvalidCRD) || !apierrors.IsInvalid(err) {
+		t.Fatalf("EnsureCreated with a string root schema = %v, want ErrInvalidCRD and an Invalid API error", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "must be object at the root") || !strings.Contains(msg, "openAPIV3Schema.type") {
+		t.Errorf("error = %q, want the server's field error (openAPIV3Schema.type: must be object at the root)", msg)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("EnsureCreated took %v: a rejection must not be retried", d)
+	}
+	if _, err := apiextensionsClientset(t).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the invalid CRD exists: get = %v", err)
+	}
+}
+
+func TestCRDClientNamesConflict(t *testing.T) {
+	c := newCRDClient(t)
+	group := uniqueCRDGroup(t)
+	widgets := namespacedCRD(group, "Widget")
+	// Same group, other plural, same kind: the names controller refuses it.
+	gadgets := namespacedCRD(group, "Gadget")
+	gadgets.Spec.Names.Kind = "Widget"
+	gadgets.Spec.Names.ListKind = "GadgetList" // so that only the kind conflicts
+	deleteCRDOnCleanup(t, c, widgets)
+	deleteCRDOnCleanup(t, c, gadgets)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*crdTimeout)
+	defer cancel()
+
+	if err := c.EnsureCreated(ctx, widgets, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s): %v", widgets.Name, err)
+	}
+	err := c.EnsureCreated(ctx, gadgets, nil)
+	if !errors.Is(err, crdclient.ErrCRDNotAccepted) {
+		t.Fatalf("EnsureCreated of a CRD with a taken kind = %v, want ErrCRDNotAccepted", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "KindConflict") || !strings.Contains(msg, `"Widget" is already in use`) {
+		t.Errorf("error = %q, want the condition's reason KindConflict and its message", msg)
+	}
+}
