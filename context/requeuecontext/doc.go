@@ -1,0 +1,18 @@
+// Package requeuecontext carries the "requeue after" request of one
+// reconciliation in a context.Context.
+//
+// A resource calls SetRequeueAfter to ask for another reconciliation of the
+// object after a delay, also when this one succeeds (for example to poll an
+// external system). When several resources ask, the shortest delay wins. The
+// Framework reads it with RequeueAfter once the chain has finished; an error
+// from the chain takes precedence (the object is retried with backoff).
+//
+// Guarantees:
+//   - NewContext returns a child context with a new, empty request; it
+//     shadows a request the parent may hold.
+//   - SetRequeueAfter on a context without the signal does nothing, and
+//     RequeueAfter on such a context returns 0, false. framework.ProcessUpdate
+//     and ProcessDelete add the signal when their caller did not.
+//   - A negative delay counts as 0 (requeue at once).
+//   - All functions are safe for concurrent use from several goroutines.
+package requeuecontext

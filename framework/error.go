@@ -1,0 +1,84 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/operatorkit/operatorkit/internal/okerr"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+// ErrInvalidConfig is returned when a Config is incomplete or inconsistent;
+// the message names the field. It is the same value as the ErrInvalidConfig
+// of every other operatorkit package (crud, router, the wrappers), so
+// [IsInvalidConfig] matches their errors too.
+var ErrInvalidConfig = okerr.ErrInvalidConfig
+
+// ErrExecutionFailed is matched by every error [ProcessUpdate] and
+// [ProcessDelete] return for a failed or panicking resource.
+var ErrExecutionFailed = errors.New("execution failed")
+
+// ErrPanic is matched by a [*PanicError]: a resource panicked.
+var ErrPanic = errors.New("resource panicked")
+
+// ErrNoResourceSet is returned when no resource set handles an object. It is
+// router.ErrNoResourceSet, so errors.Is works across both packages.
+var ErrNoResourceSet = router.ErrNoResourceSet
+
+// IsInvalidConfig reports whether err matches [ErrInvalidConfig].
+func IsInvalidConfig(err error) bool { return errors.Is(err, ErrInvalidConfig) }
+
+// IsExecutionFailed reports whether err matches [ErrExecutionFailed].
+func IsExecutionFailed(err error) bool { return errors.Is(err, ErrExecutionFailed) }
+
+// IsNoResourceSet reports whether err matches [ErrNoResourceSet].
+func IsNoResourceSet(err error) bool { return errors.Is(err, ErrNoResourceSet) }
+
+// ExecutionError is the error of a resource that failed or panicked in
+// [ProcessUpdate] or [ProcessDelete]. It matches [ErrExecutionFailed] and
+// unwraps to the resource's error (a [*PanicError] after a panic).
+type ExecutionError struct {
+	// Resource is the name of the resource.
+	Resource string
+	// Operation is resource.OperationEnsureCreated or OperationEnsureDeleted.
+	Operation string
+	// Err is the resource's error.
+	Err error
+}
+
+// Error returns "<operation> <resource>: <err>", for example
+// "ensure created configmap: configmap: apply update change: <cause>" (a crud
+// resource names itself and its step too).
+func (e *ExecutionError) Error() string {
+	return fmt.Sprintf("%s %s: %v", e.Operation, e.Resource, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *ExecutionError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrExecutionFailed].
+func (e *ExecutionError) Is(target error) bool { return target == ErrExecutionFailed }
+
+// PanicError is a panic recovered from a resource. ProcessUpdate and
+// ProcessDelete return it wrapped in an [*ExecutionError]. It matches
+// [ErrPanic], and unwraps to the panic value when that is an error.
+type PanicError struct {
+	// Resource is the name of the resource that panicked.
+	Resource string
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the stack of the panicking goroutine, from runtime/debug.Stack.
+	Stack []byte
+}
+
+// Error returns "panic: <value>".
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error, else nil.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// Is reports whether target is [ErrPanic].
+func (e *PanicError) Is(target error) bool { return target == ErrPanic }

@@ -1,0 +1,78 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/internal/signal"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// The Prometheus namespace and subsystem of the framework's metrics, which
+// are named operatorkit_framework_<name>.
+const (
+	PrometheusNamespace = "operatorkit"
+	PrometheusSubsystem = "framework"
+)
+
+// ProcessUpdate runs EnsureCreated of each resource in order for obj, an
+// object that exists and is not being deleted. It returns nil when every
+// resource succeeded or the reconciliation was canceled, and otherwise the
+// first resource's error (or recovered panic) as an [*ExecutionError]. See
+// the package documentation for signals, cancellation and tracing. A nil
+// entry in resources is an error matching [ErrInvalidConfig].
+//
+// ProcessUpdate is a drop-in for an informer's UpdateFunc in simple setups;
+// the framework's runtime calls it with the latest cached object.
+func ProcessUpdate(ctx context.Context, obj any, resources []resource.Interface) error {
+	return process(ctx, obj, resources, resource.OperationEnsureCreated)
+}
+
+// ProcessDelete runs EnsureDeleted of each resource in order for obj, an
+// object being deleted. Results are as for [ProcessUpdate]. A nil return means
+// every resource finished its cleanup, unless a resource set
+// finalizerskeptcontext or the reconciliation was canceled; the caller decides
+// about the finalizer.
+func ProcessDelete(ctx context.Context, obj any, resources []resource.Interface) error {
+	return process(ctx, obj, resources, resource.OperationEnsureDeleted)
+}
+
+func process(ctx context.Context, obj any, resources []resource.Interface, op string) error {
+	for i, r := range resources {
+		if r == nil {
+			return fmt.Errorf("%w: resources[%d] must not be nil", ErrInvalidConfig, i)
+		}
+	}
+	ctx = signal.WithMissing(ctx)
+	t := trace.FromContext(ctx)
+	for _, r := range resources {
+		if reconciliationcanceledcontext.IsCanceled(ctx) {
+			t.Record(r.Name(), op, t.Now(), trace.OutcomeCanceled, nil)
+			return nil
+		}
+		start := t.Now()
+		err := ensure(signal.WithFlag(ctx, signal.ResourceCanceled), obj, r, op)
+		if err != nil {
+			t.Record(r.Name(), op, start, trace.OutcomeError, err)
+			return &ExecutionError{Resource: r.Name(), Operation: op, Err: err}
+		}
+		t.Record(r.Name(), op, start, trace.OutcomeDone, nil)
+	}
+	return nil
+}
+
+// ensure runs op of r and turns a panic into a *PanicError.
+func ensure(ctx context.Context, obj any, r resource.Interface, op string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Resource: r.Name(), Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if op == resource.OperationEnsureDeleted {
+		return r.EnsureDeleted(ctx, obj)
+	}
+	return r.EnsureCreated(ctx, obj)
+}

@@ -1,0 +1,11 @@
+// Package okerr holds the error values that several operatorkit packages
+// share, so that errors.Is matches across packages: crud.ErrInvalidConfig,
+// router.ErrInvalidConfig, framework.ErrInvalidConfig and the wrappers'
+// ErrInvalidConfig are all this one value.
+package okerr
+
+import "errors"
+
+// ErrInvalidConfig is returned by every New when its Config is incomplete or
+// inconsistent; the message names the field.
+var ErrInvalidConfig = errors.New("invalid config")

@@ -1,0 +1,175 @@
+// Package signal implements the reconciliation signals behind the
+// context/<x>context packages: one-way flags and a shortest-wins duration,
+// stored in a context.Context under keys only this module can build.
+//
+// Each signal costs one allocation when made alone (WithFlag, WithDuration),
+// and WithMissing adds all signals a context lacks in a single allocation and
+// a single context layer, which keeps framework.ProcessUpdate cheap and its
+// signal look-ups short.
+package signal
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Key identifies one signal. Its values are the context keys of the signals;
+// code outside this module cannot build them, so they never collide.
+type Key uint8
+
+// The signals, one per context/<x>context package.
+const (
+	ReconciliationCanceled Key = iota
+	ResourceCanceled
+	FinalizersKept
+	UpdateAllowed
+	DeletionAllowed
+	UpdateNecessary
+	Requeue // a *Duration; all others are a *Flag
+	numKeys
+)
+
+// Flag is a one-way boolean: once Set it stays set. The zero value is unset.
+// Its methods are safe for concurrent use and do nothing on a nil *Flag.
+type Flag struct{ v atomic.Bool }
+
+// Set sets f. It is a no-op on a nil f.
+func (f *Flag) Set() {
+	if f != nil {
+		f.v.Store(true)
+	}
+}
+
+// IsSet reports whether f was set; false for a nil f.
+func (f *Flag) IsSet() bool { return f != nil && f.v.Load() }
+
+// Duration keeps the shortest duration it was given. The zero value holds
+// none. Its methods are safe for concurrent use and do nothing on a nil
+// *Duration.
+type Duration struct {
+	v atomic.Int64 // ^d of the shortest d so far (d >= 0, so never 0); 0 when none
+}
+
+// SetMin records d unless a shorter one is already held. A negative d counts
+// as 0. It is a no-op on a nil dur.
+func (dur *Duration) SetMin(d time.Duration) {
+	if dur == nil {
+		return
+	}
+	if d < 0 {
+		d = 0
+	}
+	enc := ^int64(d) // a shorter d gives a greater enc
+	for {
+		old := dur.v.Load()
+		if old != 0 && old >= enc {
+			return
+		}
+		if dur.v.CompareAndSwap(old, enc) {
+			return
+		}
+	}
+}
+
+// Get returns the shortest duration recorded and true, or 0 and false when
+// none was (or dur is nil).
+func (dur *Duration) Get() (time.Duration, bool) {
+	if dur == nil {
+		return 0, false
+	}
+	enc := dur.v.Load()
+	if enc == 0 {
+		return 0, false
+	}
+	return time.Duration(^enc), true
+}
+
+// FlagFrom returns the flag stored in ctx under key, or nil when ctx has none.
+func FlagFrom(ctx context.Context, key Key) *Flag {
+	f, _ := ctx.Value(key).(*Flag)
+	return f
+}
+
+// DurationFrom returns the requeue duration stored in ctx, or nil when ctx has
+// none.
+func DurationFrom(ctx context.Context) *Duration {
+	d, _ := ctx.Value(Requeue).(*Duration)
+	return d
+}
+
+// WithFlag returns a child of ctx holding a new, unset flag under key. It
+// shadows a flag ctx may already hold under key.
+func WithFlag(ctx context.Context, key Key) context.Context {
+	return &flagCtx{Context: ctx, key: key}
+}
+
+// WithDuration returns a child of ctx holding a new, empty requeue duration.
+func WithDuration(ctx context.Context) context.Context {
+	return &durationCtx{Context: ctx}
+}
+
+// WithMissing returns a child of ctx holding a new signal for every key except
+// ResourceCanceled that ctx does not hold yet, all in one allocation; signals
+// ctx already holds stay visible. It returns ctx itself when nothing is
+// missing. ResourceCanceled is left out because it must be fresh for every
+// resource (see WithFlag).
+func WithMissing(ctx context.Context) context.Context {
+	var owns [numKeys]bool
+	missing := false
+	for k := Key(0); k < numKeys; k++ {
+		if k != ResourceCanceled && ctx.Value(k) == nil {
+			owns[k] = true
+			missing = true
+		}
+	}
+	if !missing {
+		return ctx
+	}
+	return &setCtx{Context: ctx, owns: owns}
+}
+
+// flagCtx is a context layer holding one flag; being the layer and the flag in
+// one struct makes it a single allocation.
+type flagCtx struct {
+	context.Context
+	key  Key
+	flag Flag
+}
+
+func (c *flagCtx) Value(k any) any {
+	if key, ok := k.(Key); ok && key == c.key {
+		return &c.flag
+	}
+	return c.Context.Value(k)
+}
+
+type durationCtx struct {
+	context.Context
+	dur Duration
+}
+
+func (c *durationCtx) Value(k any) any {
+	if key, ok := k.(Key); ok && key == Requeue {
+		return &c.dur
+	}
+	return c.Context.Value(k)
+}
+
+// setCtx is one context layer holding every signal it owns.
+type setCtx struct {
+	context.Context
+	owns  [numKeys]bool
+	flags [numKeys]Flag // indexed by Key; the Requeue slot is unused
+	dur   Duration
+}
+
+func (c *setCtx) Value(k any) any {
+	if key, ok := k.(Key); ok && key < numKeys && c.owns[key] {
+		if key == Requeue {
+			return &c.dur
+		}
+		return &c.flags[key]
+	}
+	return c.Context.Value(k)
+}

@@ -1,0 +1,191 @@
+package crud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// Config is the configuration of a [Resource].
+type Config struct {
+	// Ops are the resource's operations. Required; Ops.Name() must not be
+	// empty.
+	Ops Ops
+	// Logger receives a debug message when the resource stops because of a
+	// cancel signal. Optional; defaults to a nop logger.
+	Logger log.Logger
+}
+
+// Resource is a resource.Interface that runs the steps of an [Ops]; see the
+// package documentation for the order, errors and cancellation. It is safe
+// for concurrent use when its Ops is.
+type Resource struct {
+	ops    Ops
+	name   string
+	logger log.Logger
+}
+
+var (
+	_ resource.Interface = (*Resource)(nil)
+	_ OpsWrapper         = (*Resource)(nil)
+)
+
+// New returns a Resource running config.Ops. It returns an error matching
+// [ErrInvalidConfig] when config.Ops is nil or its Name is empty.
+func New(config Config) (*Resource, error) {
+	if config.Ops == nil {
+		return nil, fmt.Errorf("%w: %T.Ops must not be empty", ErrInvalidConfig, config)
+	}
+	name := config.Ops.Name()
+	if name == "" {
+		return nil, fmt.Errorf("%w: %T.Ops.Name() must not be empty", ErrInvalidConfig, config)
+	}
+	logger := config.Logger
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	return &Resource{ops: config.Ops, name: name, logger: log.With(logger, "resource", name)}, nil
+}
+
+// Name returns the name of the resource's Ops, as read by New.
+func (r *Resource) Name() string { return r.name }
+
+// Ops returns the Ops the resource runs.
+func (r *Resource) Ops() Ops { return r.ops }
+
+// EnsureCreated runs GetCurrentState, GetDesiredState and NewUpdatePatch, then
+// applies the patch's create, update and delete parts in that order. It
+// returns the first step's error, wrapped with the resource and step name, or
+// nil when all steps succeeded or a cancel signal stopped the resource.
+func (r *Resource) EnsureCreated(ctx context.Context, obj any) error {
+	return r.ensure(ctx, obj, false)
+}
+
+// EnsureDeleted runs GetCurrentState, GetDesiredState and NewDeletePatch, then
+// applies the patch's create, update and delete parts in that order. Errors
+// and cancellation are as for [Resource.EnsureCreated].
+func (r *Resource) EnsureDeleted(ctx context.Context, obj any) error {
+	return r.ensure(ctx, obj, true)
+}
+
+// Plan is a dry run: it runs GetCurrentState, GetDesiredState and
+// NewDeletePatch (when deleting) or NewUpdatePatch, and returns the patch
+// without applying it. It returns a nil patch and nil error when a cancel
+// signal stopped it. Plan changes nothing as long as those three Ops methods
+// change nothing, as their contract requires; an Ops that writes in them is
+// the author's bug.
+func (r *Resource) Plan(ctx context.Context, obj any, deleting bool) (*Patch, error) {
+	patch, err := r.plan(ctx, trace.FromContext(ctx), obj, deleting)
+	if err == errStopped {
+		return nil, nil
+	}
+	return patch, err
+}
+
+// WrapOps returns a copy of r that runs wrap(r.Ops()), and true. It
+// implements [OpsWrapper].
+func (r *Resource) WrapOps(wrap func(Ops) Ops) (resource.Interface, bool) {
+	c := *r
+	c.ops = wrap(r.ops)
+	return &c, true
+}
+
+// errStopped ends a resource early because of a cancel signal; it never
+// leaves the package.
+var errStopped = errors.New("stopped by a cancel signal")
+
+func (r *Resource) ensure(ctx context.Context, obj any, deleting bool) error {
+	t := trace.FromContext(ctx)
+	patch, err := r.plan(ctx, t, obj, deleting)
+	if err == nil {
+		err = r.apply(ctx, t, obj, patch)
+	}
+	if err == errStopped {
+		return nil
+	}
+	return err
+}
+
+func (r *Resource) plan(ctx context.Context, t *trace.Trace, obj any, deleting bool) (*Patch, error) {
+	var current, desired any
+	err := r.step(ctx, t, StepGetCurrentState, func() (err error) {
+		current, err = r.ops.GetCurrentState(ctx, obj)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = r.step(ctx, t, StepGetDesiredState, func() (err error) {
+		desired, err = r.ops.GetDesiredState(ctx, obj)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var patch *Patch
+	if deleting {
+		err = r.step(ctx, t, StepNewDeletePatch, func() (err error) {
+			patch, err = r.ops.NewDeletePatch(ctx, obj, current, desired)
+			return err
+		})
+	} else {
+		err = r.step(ctx, t, StepNewUpdatePatch, func() (err error) {
+			patch, err = r.ops.NewUpdatePatch(ctx, obj, current, desired)
+			return err
+		})
+	}
+	return patch, err
+}
+
+func (r *Resource) apply(ctx context.Context, t *trace.Trace, obj any, patch *Patch) error {
+	create, ok := patch.CreateChange()
+	if err := r.applyPart(ctx, t, obj, StepApplyCreateChange, create, ok, r.ops.ApplyCreateChange); err != nil {
+		return err
+	}
+	update, ok := patch.UpdateChange()
+	if err := r.applyPart(ctx, t, obj, StepApplyUpdateChange, update, ok, r.ops.ApplyUpdateChange); err != nil {
+		return err
+	}
+	del, ok := patch.DeleteChange()
+	return r.applyPart(ctx, t, obj, StepApplyDeleteChange, del, ok, r.ops.ApplyDeleteChange)
+}
+
+func (r *Resource) applyPart(ctx context.Context, t *trace.Trace, obj any, step string, change any, set bool, apply func(ctx context.Context, obj, change any) error) error {
+	if !set {
+		t.Record(r.name, step, t.Now(), trace.OutcomeSkipped, nil)
+		return nil
+	}
+	return r.step(ctx, t, step, func() error { return apply(ctx, obj, change) })
+}
+
+// step runs f as the named step unless a cancel signal is set, records it in
+// t, and wraps its error with the resource and step name. It returns
+// errStopped when a signal stopped it.
+func (r *Resource) step(ctx context.Context, t *trace.Trace, step string, f func() error) error {
+	var reason string
+	switch {
+	case resourcecanceledcontext.IsCanceled(ctx):
+		reason = "resource canceled"
+	case reconciliationcanceledcontext.IsCanceled(ctx):
+		reason = "reconciliation canceled"
+	default:
+		start := t.Now()
+		if err := f(); err != nil {
+			t.Record(r.name, step, start, trace.OutcomeError, err)
+			return fmt.Errorf("%s: %s: %w", r.name, step, err)
+		}
+		t.Record(r.name, step, start, trace.OutcomeDone, nil)
+		return nil
+	}
+	level.Debug(r.logger).Log("msg", "stopping before step", "step", step, "reason", reason)
+	t.Record(r.name, step, t.Now(), trace.OutcomeCanceled, nil)
+	return errStopped
+}

@@ -1,0 +1,42 @@
+package resource
+
+import "context"
+
+// The operations of [Interface], as used in errors, logs, traces and the
+// "operation" label of metrics.
+const (
+	// OperationEnsureCreated names [Interface.EnsureCreated].
+	OperationEnsureCreated = "ensure created"
+	// OperationEnsureDeleted names [Interface.EnsureDeleted].
+	OperationEnsureDeleted = "ensure deleted"
+)
+
+// Interface is one resource of an operator: it manages one piece of state
+// (a ConfigMap, a cloud load balancer, a status field) for the objects the
+// operator watches. See the package documentation for the guarantees the
+// framework makes to every resource.
+type Interface interface {
+	// Name returns the resource's name. It identifies the resource in errors,
+	// logs, traces and metric labels, so it must be non-empty, constant, and
+	// unique within a resource set.
+	Name() string
+
+	// EnsureCreated makes the state this resource manages match obj, which is
+	// the latest known version of an object that exists and is not being
+	// deleted. It is called by framework.ProcessUpdate on every add, update
+	// and resync of the object, in chain order. It must be idempotent: it runs
+	// again on the next event or resync, and after any error in the chain.
+	// Returning an error stops the chain for this reconciliation and makes
+	// the framework retry the object with backoff; returning nil lets the
+	// next resource run.
+	EnsureCreated(ctx context.Context, obj any) error
+
+	// EnsureDeleted removes the state this resource manages for obj, which is
+	// the last known version of an object being deleted (it has a deletion
+	// timestamp, or is already gone). It is called by framework.ProcessDelete
+	// in chain order. It must be idempotent and succeed when there is nothing
+	// left to delete: it runs again until every resource of the chain returned
+	// nil, and only then does the framework remove its finalizer. Returning an
+	// error stops the chain and makes the framework retry with backoff.
+	EnsureDeleted(ctx context.Context, obj any) error
+}

@@ -1,0 +1,7 @@
+package metrics
+
+import "github.com/operatorkit/operatorkit/internal/okerr"
+
+// ErrInvalidConfig is returned by [New] when its Config is incomplete; the
+// message names the field. It is the same value as framework.ErrInvalidConfig.
+var ErrInvalidConfig = okerr.ErrInvalidConfig

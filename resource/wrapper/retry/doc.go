@@ -1,0 +1,24 @@
+// Package retry wraps a resource.Interface so that failed operations are
+// retried with a backoff from github.com/cenkalti/backoff/v4.
+//
+// What is retried: when the wrapped resource runs a crud.Resource underneath
+// (a *crud.Resource, or another wrapper around one; see crud.OpsWrapper),
+// each CRUD step is retried on its own, so a failed apply is retried without
+// reading the current and desired state again. Otherwise the whole
+// EnsureCreated or EnsureDeleted is retried. Every retried call gets a new
+// backoff from Config.BackOffFactory.
+//
+// Guarantees:
+//   - An error marked with [Permanent] is never retried, and is returned with
+//     its mark, so the framework's backoff can honour it too.
+//   - Retries stop when the backoff returns backoff.Stop (the last error is
+//     returned) or when ctx is done (the last error joined with
+//     context.Cause(ctx) is returned); waiting never outlives ctx.
+//   - Each retry is logged at warn level with the keys resource, operation
+//     (a crud.Step* or resource.Operation* name), attempt (1 for the first
+//     failure), backoff and err.
+//
+// Wrappers compose: retry.New(Config{Resource: metrics(crud)}) retries each
+// step and times each attempt; metrics wrapping retry(crud) times each step
+// including its retries.
+package retry

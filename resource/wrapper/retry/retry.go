@@ -1,0 +1,153 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/operatorkit/operatorkit/internal/opswrap"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+)
+
+// DefaultBackOffFactory returns a factory of short, bounded exponential
+// backoffs for retrying within one reconciliation: at most 3 retries (4
+// attempts), waiting about 100ms, 200ms and 400ms (±50% jitter), and never
+// retrying once 5s have passed since the first attempt. Longer waits belong
+// to the framework's per-object backoff.
+func DefaultBackOffFactory() func() backoff.BackOff {
+	return func() backoff.BackOff {
+		return backoff.WithMaxRetries(backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(100*time.Millisecond),
+			backoff.WithMultiplier(2),
+			backoff.WithMaxInterval(time.Second),
+			backoff.WithMaxElapsedTime(5*time.Second),
+		), 3)
+	}
+}
+
+// Config is the configuration of a [Resource].
+type Config struct {
+	// Resource is the resource to retry. Required.
+	Resource resource.Interface
+	// BackOffFactory returns a new backoff for each retried call. Optional;
+	// defaults to DefaultBackOffFactory().
+	BackOffFactory func() backoff.BackOff
+	// Logger receives a warning for every retry. Optional; defaults to a nop
+	// logger.
+	Logger log.Logger
+}
+
+// Resource is a resource.Interface that retries the wrapped resource; see the
+// package documentation. It is safe for concurrent use when the wrapped
+// resource is and BackOffFactory returns a new backoff on every call.
+type Resource struct {
+	wrapped    resource.Interface // as given in Config
+	inner      resource.Interface // what runs: wrapped, or its copy with retrying steps
+	perStep    bool
+	newBackOff func() backoff.BackOff
+	logger     log.Logger
+}
+
+var (
+	_ resource.Interface = (*Resource)(nil)
+	_ crud.OpsWrapper    = (*Resource)(nil)
+)
+
+// New returns a Resource retrying config.Resource. It returns an error
+// matching [ErrInvalidConfig] when config.Resource is nil.
+func New(config Config) (*Resource, error) {
+	if config.Resource == nil {
+		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
+	}
+	if config.BackOffFactory == nil {
+		config.BackOffFactory = DefaultBackOffFactory()
+	}
+	if config.Logger == nil {
+		config.Logger = log.NewNopLogger()
+	}
+	r := &Resource{
+		wrapped:    config.Resource,
+		newBackOff: config.BackOffFactory,
+		logger:     log.With(config.Logger, "resource", config.Resource.Name()),
+	}
+	r.inner, r.perStep = opswrap.Resource(config.Resource, r.retry)
+	return r, nil
+}
+
+// Name returns the wrapped resource's name.
+func (r *Resource) Name() string { return r.wrapped.Name() }
+
+// EnsureCreated runs the wrapped resource's EnsureCreated, retrying each
+// CRUD step or the whole call as described in the package documentation.
+func (r *Resource) EnsureCreated(ctx context.Context, obj any) error {
+	if r.perStep {
+		return r.inner.EnsureCreated(ctx, obj)
+	}
+	return r.retry(ctx, resource.OperationEnsureCreated, func(ctx context.Context) error {
+		return r.inner.EnsureCreated(ctx, obj)
+	})
+}
+
+// EnsureDeleted runs the wrapped resource's EnsureDeleted, retrying each
+// CRUD step or the whole call as described in the package documentation.
+func (r *Resource) EnsureDeleted(ctx context.Context, obj any) error {
+	if r.perStep {
+		return r.inner.EnsureDeleted(ctx, obj)
+	}
+	return r.retry(ctx, resource.OperationEnsureDeleted, func(ctx context.Context) error {
+		return r.inner.EnsureDeleted(ctx, obj)
+	})
+}
+
+// Unwrap returns the wrapped resource, as given in Config.
+func (r *Resource) Unwrap() resource.Interface { return r.wrapped }
+
+// WrapOps implements crud.OpsWrapper: when r retries the steps of a
+// crud.Resource, it returns a copy of r whose underlying Ops is wrap of the
+// retrying Ops, and true; otherwise nil and false.
+func (r *Resource) WrapOps(wrap func(crud.Ops) crud.Ops) (resource.Interface, bool) {
+	if !r.perStep {
+		return nil, false
+	}
+	inner, ok := opswrap.WrapOps(r.inner, wrap)
+	if !ok {
+		return nil, false
+	}
+	c := *r
+	c.inner = inner
+	return &c, true
+}
+
+// retry calls op until it succeeds, fails permanently, the backoff stops or
+// ctx is done.
+func (r *Resource) retry(ctx context.Context, operation string, op func(ctx context.Context) error) error {
+	b := r.newBackOff()
+	b.Reset()
+	for attempt := 1; ; attempt++ {
+		err := op(ctx)
+		if err == nil || IsPermanent(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errors.Join(err, context.Cause(ctx))
+		}
+		wait := b.NextBackOff()
+		if wait == backoff.Stop {
+			return err
+		}
+		level.Warn(r.logger).Log("msg", "retrying", "operation", operation, "attempt", attempt, "backoff", wait, "err", err)
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return errors.Join(err, context.Cause(ctx))
+		case <-timer.C:
+		}
+	}
+}

@@ -1,0 +1,292 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/goleak"
+
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/crud/crudtest"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var errBoom = errors.New("boom")
+
+// flaky is a plain resource whose operations return errs in turn (the last
+// one repeats) and count their calls.
+type flaky struct {
+	mu    sync.Mutex
+	errs  []error
+	calls int
+	hook  func() // run on every call
+}
+
+func (f *flaky) Name() string { return "flaky" }
+
+func (f *flaky) EnsureCreated(context.Context, any) error { return f.call() }
+
+func (f *flaky) EnsureDeleted(context.Context, any) error { return f.call() }
+
+func (f *flaky) call() error {
+	f.mu.Lock()
+	f.calls++
+	n := f.calls
+	f.mu.Unlock()
+	if f.hook != nil {
+		f.hook()
+	}
+	if len(f.errs) == 0 {
+		return nil
+	}
+	return f.errs[min(n, len(f.errs))-1]
+}
+
+func (f *flaky) Calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// zeroRetries allows n retries without waiting.
+func zeroRetries(n uint64) func() backoff.BackOff {
+	return func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, n) }
+}
+
+// logRecorder is a log.Logger keeping every record.
+type logRecorder struct {
+	mu      sync.Mutex
+	records [][]any
+}
+
+func (l *logRecorder) Log(keyvals ...any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, keyvals)
+	return nil
+}
+
+func (l *logRecorder) Records() []map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]string
+	for _, kv := range l.records {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestNew(t *testing.T) {
+	_, err := retry.New(retry.Config{})
+	if !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.Resource must not be empty") {
+		t.Fatalf("New() error = %v, want ErrInvalidConfig naming Resource", err)
+	}
+	f := &flaky{}
+	r, err := retry.New(retry.Config{Resource: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Unwrap() != resource.Interface(f) || r.Name() != "flaky" {
+		t.Fatalf("Unwrap() = %v, Name() = %q", r.Unwrap(), r.Name())
+	}
+	if _, ok := r.WrapOps(func(o crud.Ops) crud.Ops { return o }); ok {
+		t.Fatal("WrapOps() ok = true for a wrapper around a plain resource")
+	}
+}
+
+func TestRetry(t *testing.T) {
+	permanent := retry.Permanent(errBoom)
+	tests := []struct {
+		name      string
+		errs      []error
+		retries   uint64
+		wantCalls int
+		wantErr   error
+	}{
+		{name: "success", errs: nil, retries: 3, wantCalls: 1},
+		{name: "succeeds on the third attempt", errs: []error{errBoom, errBoom, nil}, retries: 3, wantCalls: 3},
+		{name: "bounded", errs: []error{errBoom}, retries: 2, wantCalls: 3, wantErr: errBoom},
+		{name: "no retries", errs: []error{errBoom}, retries: 0, wantCalls: 1, wantErr: errBoom},
+		{name: "permanent is not retried", errs: []error{permanent}, retries: 3, wantCalls: 1, wantErr: errBoom},
+		{name: "wrapped permanent is not retried", errs: []error{fmt.Errorf("step: %w", permanent)}, retries: 3, wantCalls: 1, wantErr: errBoom},
+	}
+	for _, tt := range tests {
+		for _, op := range []string{resource.OperationEnsureCreated, resource.OperationEnsureDeleted} {
+			t.Run(tt.name+"/"+op, func(t *testing.T) {
+				f := &flaky{errs: tt.errs}
+				logs := &logRecorder{}
+				r, err := retry.New(retry.Config{Resource: f, BackOffFactory: zeroRetries(tt.retries), Logger: logs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ensure := r.EnsureCreated
+				if op == resource.OperationEnsureDeleted {
+					ensure = r.EnsureDeleted
+				}
+				err = ensure(context.Background(), nil)
+				if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+					t.Fatalf("error = %v, want %v", err, tt.wantErr)
+				}
+				if f.Calls() != tt.wantCalls {
+					t.Fatalf("calls = %d, want %d", f.Calls(), tt.wantCalls)
+				}
+				if len(tt.errs) > 0 && retry.IsPermanent(tt.errs[0]) && !retry.IsPermanent(err) {
+					t.Fatal("the permanent mark was lost")
+				}
+				// One warning per retry, numbered from 1.
+				records := logs.Records()
+				if wantRetries := tt.wantCalls - 1; len(records) != wantRetries {
+					t.Fatalf("%d log records, want %d: %v", len(records), tt.wantCalls-1, records)
+				}
+				for i, rec := range records {
+					if rec["level"] != "warn" || rec["resource"] != "flaky" || rec["operation"] != op || rec["attempt"] != fmt.Sprint(i+1) || rec["err"] != "boom" {
+						t.Errorf("log record %d = %v", i, rec)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRetryContext(t *testing.T) {
+	errCause := errors.New("shutting down")
+	tests := []struct {
+		name   string
+		cancel func(cancel context.CancelCauseFunc) func() // returns the resource's hook
+	}{
+		{name: "done before waiting", cancel: func(cancel context.CancelCauseFunc) func() {
+			return func() { cancel(errCause) }
+		}},
+		{name: "done while waiting", cancel: func(cancel context.CancelCauseFunc) func() {
+			return func() { time.AfterFunc(20*time.Millisecond, func() { cancel(errCause) }) }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			var once sync.Once
+			hook := tt.cancel(cancel)
+			f := &flaky{errs: []error{errBoom}, hook: func() { once.Do(hook) }}
+			r, err := retry.New(retry.Config{
+				Resource:       f,
+				BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			err = r.EnsureCreated(ctx, nil)
+			if !errors.Is(err, errBoom) || !errors.Is(err, errCause) {
+				t.Fatalf("error = %v, want it to join %v and %v", err, errBoom, errCause)
+			}
+			if f.Calls() != 1 {
+				t.Fatalf("calls = %d, want 1", f.Calls())
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("returned after %v", d)
+			}
+		})
+	}
+}
+
+func TestRetryCrudPerStep(t *testing.T) {
+	p := crud.NewPatch()
+	p.SetUpdateChange("u")
+	tests := []struct {
+		name      string
+		errs      map[string][]error
+		wantCalls map[string]int
+		wantErr   error
+	}{
+		{
+			name:      "apply fails once",
+			errs:      map[string][]error{crud.StepApplyUpdateChange: {errBoom, nil}},
+			wantCalls: map[string]int{crud.StepGetCurrentState: 1, crud.StepGetDesiredState: 1, crud.StepNewUpdatePatch: 1, crud.StepApplyUpdateChange: 2},
+		},
+		{
+			name:      "read fails twice",
+			errs:      map[string][]error{crud.StepGetDesiredState: {errBoom, errBoom, nil}},
+			wantCalls: map[string]int{crud.StepGetCurrentState: 1, crud.StepGetDesiredState: 3, crud.StepNewUpdatePatch: 1, crud.StepApplyUpdateChange: 1},
+		},
+		{
+			name:      "apply always fails",
+			errs:      map[string][]error{crud.StepApplyUpdateChange: {errBoom}},
+			wantCalls: map[string]int{crud.StepGetCurrentState: 1, crud.StepApplyUpdateChange: 4},
+			wantErr:   errBoom,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := &crudtest.Ops{Resource: "configmap", Patch: p, Errors: tt.errs}
+			c, err := crud.New(crud.Config{Ops: ops})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := retry.New(retry.Config{Resource: c, BackOffFactory: zeroRetries(3)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = r.EnsureCreated(context.Background(), nil)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("error = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "configmap: apply update change: ") {
+				t.Fatalf("error = %q does not name resource and step", err)
+			}
+			for step, want := range tt.wantCalls {
+				if got := ops.Count(step); got != want {
+					t.Errorf("%s called %d times, want %d", step, got, want)
+				}
+			}
+			if r.Unwrap() != resource.Interface(c) {
+				t.Fatal("Unwrap() does not return the crud resource")
+			}
+		})
+	}
+}
+
+func TestDefaultBackOffFactory(t *testing.T) {
+	factory := retry.DefaultBackOffFactory()
+	b := factory()
+	var n int
+	var total time.Duration
+	for d := b.NextBackOff(); d != backoff.Stop; d = b.NextBackOff() {
+		total += d
+		if n++; n > 10 {
+			t.Fatal("backoff does not stop")
+		}
+	}
+	if n < 3 || n > 5 {
+		t.Fatalf("backoff allows %d retries, want 3 to 5", n)
+	}
+	if total > 5*time.Second {
+		t.Fatalf("backoff waits %v in total, want at most 5s", total)
+	}
+}
+
+func TestPermanent(t *testing.T) {
+	if retry.Permanent(nil) != nil {
+		t.Fatal("Permanent(nil) != nil")
+	}
+	err := retry.Permanent(errBoom)
+	if !retry.IsPermanent(err) || !retry.IsPermanent(fmt.Errorf("x: %w", err)) || retry.IsPermanent(errBoom) {
+		t.Fatal("IsPermanent is wrong")
+	}
+	if !errors.Is(err, errBoom) || err.Error() != "boom" {
+		t.Fatalf("Permanent(errBoom) = %q does not keep its cause", err)
+	}
+}

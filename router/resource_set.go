@@ -1,0 +1,121 @@
+package router
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+
+	"github.com/operatorkit/operatorkit/resource"
+)
+
+// ResourceSetConfig is the configuration of a [ResourceSet].
+type ResourceSetConfig struct {
+	// Handles reports whether the set reconciles obj. Required. It must be
+	// cheap and free of side effects: the router calls the Handles of every
+	// set for every reconciliation.
+	Handles func(obj any) bool
+	// InitCtx prepares the context of one reconciliation of obj, for example
+	// by adding context/<x>context signals or values the resources share. It
+	// runs before the set's resources; an error fails the reconciliation.
+	// Optional; the identity when nil.
+	InitCtx func(ctx context.Context, obj any) (context.Context, error)
+	// Logger receives a debug message when InitCtx fails. Optional; defaults
+	// to a nop logger.
+	Logger log.Logger
+	// Resources are the set's resources, in the order they run. Required;
+	// entries must not be nil and their names must be unique.
+	Resources []resource.Interface
+	// Name identifies the set in errors, logs, traces and metrics, for
+	// example the version "v1" it handles. Optional.
+	Name string
+}
+
+// ResourceSet is an ordered list of resources with the predicate that says
+// which objects they reconcile. It is immutable and safe for concurrent use
+// when its Handles and InitCtx functions are.
+type ResourceSet struct {
+	handles   func(obj any) bool
+	initCtx   func(ctx context.Context, obj any) (context.Context, error)
+	logger    log.Logger
+	resources []resource.Interface
+	name      string
+}
+
+// NewResourceSet returns a ResourceSet. It returns an error matching
+// [ErrInvalidConfig], naming the field, when Handles or Resources is empty,
+// when an entry of Resources is nil, or when two resources have the same
+// name.
+func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
+	if config.Handles == nil {
+		return nil, fmt.Errorf("%w: %T.Handles must not be empty", ErrInvalidConfig, config)
+	}
+	if len(config.Resources) == 0 {
+		return nil, fmt.Errorf("%w: %T.Resources must not be empty", ErrInvalidConfig, config)
+	}
+	seen := make(map[string]int, len(config.Resources))
+	for i, r := range config.Resources {
+		if r == nil {
+			return nil, fmt.Errorf("%w: %T.Resources[%d] must not be nil", ErrInvalidConfig, config, i)
+		}
+		name := r.Name()
+		if j, ok := seen[name]; ok {
+			return nil, fmt.Errorf("%w: %T.Resources[%d] and Resources[%d] have the same name %q", ErrInvalidConfig, config, j, i, name)
+		}
+		seen[name] = i
+	}
+	logger := config.Logger
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	if config.Name != "" {
+		logger = log.With(logger, "resourceSet", config.Name)
+	}
+	return &ResourceSet{
+		handles:   config.Handles,
+		initCtx:   config.InitCtx,
+		logger:    logger,
+		resources: append([]resource.Interface(nil), config.Resources...),
+		name:      config.Name,
+	}, nil
+}
+
+// Handles reports whether the set reconciles obj, by calling
+// ResourceSetConfig.Handles.
+func (s *ResourceSet) Handles(obj any) bool { return s.handles(obj) }
+
+// InitCtx returns the context for one reconciliation of obj, from
+// ResourceSetConfig.InitCtx, or ctx itself when that is nil. Its error is
+// returned wrapped with the set's name.
+func (s *ResourceSet) InitCtx(ctx context.Context, obj any) (context.Context, error) {
+	if s.initCtx == nil {
+		return ctx, nil
+	}
+	ctx, err := s.initCtx(ctx, obj)
+	if err != nil {
+		level.Debug(s.logger).Log("msg", "init ctx failed", "err", err)
+		return nil, fmt.Errorf("resource set %s: init ctx: %w", s.displayName(-1), err)
+	}
+	return ctx, nil
+}
+
+// Resources returns the set's resources in the order they run. The caller
+// must not modify the returned slice.
+func (s *ResourceSet) Resources() []resource.Interface { return s.resources }
+
+// Name returns ResourceSetConfig.Name; it may be empty.
+func (s *ResourceSet) Name() string { return s.name }
+
+// displayName returns the set's name quoted, or its position in the router
+// when it has none (i < 0: unknown).
+func (s *ResourceSet) displayName(i int) string {
+	switch {
+	case s.name != "":
+		return fmt.Sprintf("%q", s.name)
+	case i >= 0:
+		return fmt.Sprintf("#%d", i)
+	default:
+		return "(unnamed)"
+	}
+}

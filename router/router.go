@@ -1,0 +1,107 @@
+package router
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// Config is the configuration of a [Router].
+type Config struct {
+	// Logger receives a debug message when no set handles an object.
+	// Optional; defaults to a nop logger.
+	Logger log.Logger
+	// ResourceSets are the sets to choose from. Required; entries must not be
+	// nil and their names, when not empty, must be unique.
+	ResourceSets []*ResourceSet
+}
+
+// Router returns, for an object, the one resource set that handles it (the
+// seed's ResourceRouter). It is immutable and safe for concurrent use when
+// the sets' Handles functions are.
+type Router struct {
+	logger log.Logger
+	sets   []*ResourceSet
+}
+
+// New returns a Router. It returns an error matching [ErrInvalidConfig],
+// naming the field, when ResourceSets is empty, holds a nil entry or two sets
+// with the same non-empty name.
+func New(config Config) (*Router, error) {
+	if len(config.ResourceSets) == 0 {
+		return nil, fmt.Errorf("%w: %T.ResourceSets must not be empty", ErrInvalidConfig, config)
+	}
+	seen := make(map[string]int, len(config.ResourceSets))
+	for i, s := range config.ResourceSets {
+		if s == nil {
+			return nil, fmt.Errorf("%w: %T.ResourceSets[%d] must not be nil", ErrInvalidConfig, config, i)
+		}
+		if s.name == "" {
+			continue
+		}
+		if j, ok := seen[s.name]; ok {
+			return nil, fmt.Errorf("%w: %T.ResourceSets[%d] and ResourceSets[%d] have the same name %q", ErrInvalidConfig, config, j, i, s.name)
+		}
+		seen[s.name] = i
+	}
+	logger := config.Logger
+	if logger == nil {
+		logger = log.NewNopLogger()
+	}
+	return &Router{logger: logger, sets: append([]*ResourceSet(nil), config.ResourceSets...)}, nil
+}
+
+// ResourceSet returns the one resource set whose Handles returns true for
+// obj. It returns an error matching [ErrNoResourceSet] when there is none and
+// one matching [ErrMultipleResourceSets], naming how many and which, when
+// there are several. Both errors name the object.
+func (r *Router) ResourceSet(obj any) (*ResourceSet, error) {
+	first := -1
+	var matches []int // indexes of all matches, built only once there are two
+	for i, s := range r.sets {
+		if !s.Handles(obj) {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		if matches == nil {
+			matches = []int{first}
+		}
+		matches = append(matches, i)
+	}
+	switch {
+	case first < 0:
+		level.Debug(r.logger).Log("msg", "no resource set handles the object", "object", objectName(obj))
+		return nil, fmt.Errorf("%w handles %s", ErrNoResourceSet, objectName(obj))
+	case matches != nil:
+		names := make([]string, len(matches))
+		for k, i := range matches {
+			names[k] = r.sets[i].displayName(i)
+		}
+		return nil, fmt.Errorf("%w: %d resource sets handle %s: %s", ErrMultipleResourceSets, len(matches), objectName(obj), strings.Join(names, ", "))
+	}
+	return r.sets[first], nil
+}
+
+// ResourceSets returns the router's sets in the order given. The caller must
+// not modify the returned slice.
+func (r *Router) ResourceSets() []*ResourceSet { return r.sets }
+
+// objectName names obj in errors and logs: "namespace/name" (or "name") of
+// the given type when obj has Kubernetes object metadata, else its type.
+func objectName(obj any) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Sprintf("object of type %T", obj)
+	}
+	name := m.GetName()
+	if ns := m.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return fmt.Sprintf("%T %s", obj, name)
+}

@@ -1,0 +1,198 @@
+package router_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/crud/crudtest"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+func newCrud(t testing.TB, name string) resource.Interface {
+	t.Helper()
+	r, err := crud.New(crud.Config{Ops: crudtest.Nop(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// versionSet returns a set named name that handles ConfigMaps labelled
+// version=version.
+func versionSet(t testing.TB, name, version string) *router.ResourceSet {
+	t.Helper()
+	s, err := router.NewResourceSet(router.ResourceSetConfig{
+		Name: name,
+		Handles: func(obj any) bool {
+			cm, ok := obj.(*corev1.ConfigMap)
+			return ok && cm.Labels["version"] == version
+		},
+		Resources: []resource.Interface{newCrud(t, "a"), newCrud(t, "b")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func configMap(version string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "foo", Labels: map[string]string{"version": version}}}
+}
+
+func TestNewResourceSet(t *testing.T) {
+	handles := func(any) bool { return true }
+	a := newCrud(t, "a")
+	tests := []struct {
+		name    string
+		config  router.ResourceSetConfig
+		wantMsg string
+	}{
+		{name: "missing handles", config: router.ResourceSetConfig{Resources: []resource.Interface{a}}, wantMsg: "router.ResourceSetConfig.Handles must not be empty"},
+		{name: "missing resources", config: router.ResourceSetConfig{Handles: handles}, wantMsg: "router.ResourceSetConfig.Resources must not be empty"},
+		{name: "nil resource", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, nil}}, wantMsg: "router.ResourceSetConfig.Resources[1] must not be nil"},
+		{name: "duplicate name", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, newCrud(t, "b"), newCrud(t, "a")}}, wantMsg: `router.ResourceSetConfig.Resources[0] and Resources[2] have the same name "a"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := router.NewResourceSet(tt.config)
+			if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Fatalf("NewResourceSet() error = %v, want ErrInvalidConfig with %q", err, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	v1 := versionSet(t, "v1", "1")
+	tests := []struct {
+		name    string
+		config  router.Config
+		wantMsg string
+	}{
+		{name: "missing sets", config: router.Config{}, wantMsg: "router.Config.ResourceSets must not be empty"},
+		{name: "nil set", config: router.Config{ResourceSets: []*router.ResourceSet{v1, nil}}, wantMsg: "router.Config.ResourceSets[1] must not be nil"},
+		{name: "duplicate name", config: router.Config{ResourceSets: []*router.ResourceSet{v1, versionSet(t, "v1", "2")}}, wantMsg: `router.Config.ResourceSets[0] and ResourceSets[1] have the same name "v1"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := router.New(tt.config)
+			if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Fatalf("New() error = %v, want ErrInvalidConfig with %q", err, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestRouterResourceSet(t *testing.T) {
+	unnamed, err := router.NewResourceSet(router.ResourceSetConfig{
+		Handles:   func(obj any) bool { cm, ok := obj.(*corev1.ConfigMap); return ok && cm.Labels["version"] == "3" },
+		Resources: []resource.Interface{newCrud(t, "a")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{
+		versionSet(t, "v1", "1"),
+		versionSet(t, "v2", "2"),
+		versionSet(t, "v2-again", "3"),
+		unnamed,
+		versionSet(t, "v3", "3"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		obj      any
+		wantSet  string
+		wantErr  error
+		wantMsgs []string
+	}{
+		{name: "0 sets", obj: configMap("9"), wantErr: router.ErrNoResourceSet, wantMsgs: []string{"no resource set handles *v1.ConfigMap default/foo"}},
+		{name: "0 sets, no metadata", obj: "just a string", wantErr: router.ErrNoResourceSet, wantMsgs: []string{"object of type string"}},
+		{name: "1 set", obj: configMap("2"), wantSet: "v2"},
+		{name: "3 sets", obj: configMap("3"), wantErr: router.ErrMultipleResourceSets, wantMsgs: []string{"3 resource sets handle *v1.ConfigMap default/foo", `"v2-again", #3, "v3"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := r.ResourceSet(tt.obj)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("ResourceSet() error = %v, want %v", err, tt.wantErr)
+			}
+			for _, msg := range tt.wantMsgs {
+				if !strings.Contains(err.Error(), msg) {
+					t.Errorf("error %q lacks %q", err, msg)
+				}
+			}
+			if tt.wantErr == nil && set.Name() != tt.wantSet {
+				t.Fatalf("ResourceSet() = %q, want %q", set.Name(), tt.wantSet)
+			}
+			if router.IsNoResourceSet(err) != errors.Is(tt.wantErr, router.ErrNoResourceSet) {
+				t.Fatalf("IsNoResourceSet(%v) is wrong", err)
+			}
+		})
+	}
+	if n := len(r.ResourceSets()); n != 5 {
+		t.Fatalf("ResourceSets() has %d sets, want 5", n)
+	}
+}
+
+type ctxKey struct{}
+
+func TestResourceSetInitCtx(t *testing.T) {
+	errInit := errors.New("no credentials")
+	tests := []struct {
+		name    string
+		initCtx func(context.Context, any) (context.Context, error)
+		wantVal any
+		wantErr error
+	}{
+		{name: "nil is the identity"},
+		{name: "adds a value", initCtx: func(ctx context.Context, obj any) (context.Context, error) {
+			return context.WithValue(ctx, ctxKey{}, obj), nil
+		}, wantVal: "obj"},
+		{name: "error names the set", initCtx: func(ctx context.Context, obj any) (context.Context, error) {
+			return nil, errInit
+		}, wantErr: errInit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := router.NewResourceSet(router.ResourceSetConfig{
+				Name:      "v1",
+				Handles:   func(any) bool { return true },
+				InitCtx:   tt.initCtx,
+				Resources: []resource.Interface{newCrud(t, "a")},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := context.Background()
+			ctx, err := s.InitCtx(base, "obj")
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("InitCtx() error = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if !strings.Contains(err.Error(), `resource set "v1": init ctx: no credentials`) {
+					t.Fatalf("InitCtx() error = %q does not name the set", err)
+				}
+				return
+			}
+			if tt.initCtx == nil && ctx != base {
+				t.Fatal("InitCtx() without a function changed the context")
+			}
+			if got := ctx.Value(ctxKey{}); got != tt.wantVal {
+				t.Fatalf("value = %v, want %v", got, tt.wantVal)
+			}
+			if len(s.Resources()) != 1 || s.Resources()[0].Name() != "a" {
+				t.Fatalf("Resources() = %v", s.Resources())
+			}
+		})
+	}
+}

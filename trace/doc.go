@@ -1,0 +1,20 @@
+// Package trace records the steps of one reconciliation: which resource ran
+// which step, when, for how long and with what outcome.
+//
+// A caller that wants a trace puts a [Trace] into the reconciliation's context
+// with [NewContext]; crud.Resource records every CRUD step and
+// framework.ProcessUpdate and ProcessDelete record every resource's ensure
+// step (resource.OperationEnsureCreated or OperationEnsureDeleted). Step names
+// are the crud.Step* and resource.Operation* constants.
+//
+// Outcomes: [OutcomeDone] and [OutcomeError] are steps that ran;
+// [OutcomeSkipped] is a step that did not run because there was nothing to do
+// (an absent patch part); [OutcomeCanceled] is the first step that did not run
+// because the resource or the reconciliation was canceled (the steps after it
+// are not recorded).
+//
+// Cost: without a trace in the context, [Record] and [Trace.Record] do nothing
+// and allocate nothing, and recorders skip reading the clock by taking their
+// start time from [Trace.Now], which returns the zero time for a nil trace.
+// With a trace, each step costs one append under a mutex.
+package trace

@@ -1,0 +1,182 @@
+package trace
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Outcome is how a step ended.
+type Outcome string
+
+// The outcomes of a step.
+const (
+	// OutcomeDone is a step that ran and succeeded.
+	OutcomeDone Outcome = "done"
+	// OutcomeSkipped is a step that did not run because there was nothing to
+	// do, such as an apply step for a patch part that is not set.
+	OutcomeSkipped Outcome = "skipped"
+	// OutcomeCanceled is a step that did not run because the resource or the
+	// reconciliation was canceled.
+	OutcomeCanceled Outcome = "canceled"
+	// OutcomeError is a step that ran and failed.
+	OutcomeError Outcome = "error"
+)
+
+// Step is one recorded step of a reconciliation.
+type Step struct {
+	// Resource is the name of the resource the step belongs to.
+	Resource string `json:"resource"`
+	// Step is the step's name, a crud.Step* or resource.Operation* constant.
+	Step string `json:"step"`
+	// Outcome is how the step ended.
+	Outcome Outcome `json:"outcome"`
+	// Start is when the step started.
+	Start time.Time `json:"start"`
+	// Duration is how long the step took; about 0 for steps that did not run.
+	Duration time.Duration `json:"duration"`
+	// Error is the step's error message when Outcome is OutcomeError.
+	Error string `json:"error,omitempty"`
+}
+
+// Trace is the record of one reconciliation of one object. The caller that
+// runs the reconciliation fills Object and ResourceSet, passes the Trace to
+// [NewContext], and calls [Trace.Finish] at the end; resources and the
+// framework append Steps through [Record].
+//
+// Once passed to NewContext, a Trace is safe for concurrent use through its
+// methods; read it with [Trace.Snapshot] rather than through its fields while
+// the reconciliation may still be running.
+type Trace struct {
+	// Object identifies the reconciled object, usually "namespace/name".
+	Object string `json:"object"`
+	// ResourceSet is the name of the resource set that handled the object.
+	ResourceSet string `json:"resourceSet,omitempty"`
+	// Start is when the reconciliation started; NewContext sets it when zero.
+	Start time.Time `json:"start"`
+	// Duration is how long the reconciliation took; set by Finish.
+	Duration time.Duration `json:"duration"`
+	// Steps are the recorded steps in the order they ended.
+	Steps []Step `json:"steps"`
+	// Result is the caller's summary of the outcome, such as "success",
+	// "error" or "requeue"; set by Finish.
+	Result string `json:"result,omitempty"`
+	// RequeueAfter is the requeue delay asked for, if any; set by Finish.
+	RequeueAfter time.Duration `json:"requeueAfter,omitempty"`
+	// Error is the reconciliation's error message, if any; set by Finish.
+	Error string `json:"error,omitempty"`
+
+	// mu guards the fields once the Trace is in a context. It is a pointer,
+	// set by NewContext, so that a Trace value from Snapshot can be copied
+	// freely (go vet's copylocks).
+	mu *sync.Mutex
+}
+
+type contextKey struct{}
+
+// NewContext returns a child of ctx carrying t, so that the steps of the
+// reconciliation run with that context are recorded into t. It sets t.Start
+// to the current time when it is zero. Call it before t is shared with other
+// goroutines. A nil t returns ctx unchanged.
+func NewContext(ctx context.Context, t *Trace) context.Context {
+	if t == nil {
+		return ctx
+	}
+	if t.mu == nil {
+		t.mu = new(sync.Mutex)
+	}
+	if t.Start.IsZero() {
+		t.Start = time.Now()
+	}
+	return context.WithValue(ctx, contextKey{}, t)
+}
+
+// FromContext returns the Trace carried by ctx, or nil when there is none.
+func FromContext(ctx context.Context) *Trace {
+	t, _ := ctx.Value(contextKey{}).(*Trace)
+	return t
+}
+
+// Record appends a step to the Trace carried by ctx; see [Trace.Record]. It
+// does nothing, and allocates nothing, when ctx carries no Trace. It is safe
+// for concurrent use.
+func Record(ctx context.Context, resource, step string, start time.Time, outcome Outcome, err error) {
+	FromContext(ctx).Record(resource, step, start, outcome, err)
+}
+
+// Record appends the step of resource that started at start and ended now
+// with outcome; err, if not nil, becomes the step's Error. It does nothing on
+// a nil t, so recorders can call it unconditionally after a single
+// [FromContext]. It is safe for concurrent use.
+func (t *Trace) Record(resource, step string, start time.Time, outcome Outcome, err error) {
+	if t == nil {
+		return
+	}
+	s := Step{Resource: resource, Step: step, Outcome: outcome, Start: start, Duration: time.Since(start)}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	t.lock()
+	t.Steps = append(t.Steps, s)
+	t.unlock()
+}
+
+// Now returns the current time when t is not nil and the zero time when it is,
+// so that recorders read the clock only when they record.
+func (t *Trace) Now() time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Finish sets Duration (since Start), Result, RequeueAfter and Error (from
+// err, when not nil). It is meant for the caller that runs the
+// reconciliation, once the chain has returned. It does nothing on a nil t and
+// is safe for concurrent use.
+func (t *Trace) Finish(result string, requeueAfter time.Duration, err error) {
+	if t == nil {
+		return
+	}
+	t.lock()
+	defer t.unlock()
+	t.Duration = time.Since(t.Start)
+	t.Result = result
+	t.RequeueAfter = requeueAfter
+	if err != nil {
+		t.Error = err.Error()
+	}
+}
+
+// Snapshot returns a copy of t, with its own Steps slice, taken under t's
+// lock. The copy is a plain value, detached from any context. Snapshot of a
+// nil t returns the zero Trace.
+func (t *Trace) Snapshot() Trace {
+	if t == nil {
+		return Trace{}
+	}
+	t.lock()
+	defer t.unlock()
+	return Trace{
+		Object:       t.Object,
+		ResourceSet:  t.ResourceSet,
+		Start:        t.Start,
+		Duration:     t.Duration,
+		Steps:        append([]Step(nil), t.Steps...),
+		Result:       t.Result,
+		RequeueAfter: t.RequeueAfter,
+		Error:        t.Error,
+	}
+}
+
+func (t *Trace) lock() {
+	if t.mu != nil {
+		t.mu.Lock()
+	}
+}
+
+func (t *Trace) unlock() {
+	if t.mu != nil {
+		t.mu.Unlock()
+	}
+}

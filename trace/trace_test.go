@@ -1,0 +1,107 @@
+package trace_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+func TestRecordWithoutTrace(t *testing.T) {
+	ctx := context.Background()
+	if trace.FromContext(ctx) != nil {
+		t.Fatal("FromContext on a plain context returned a trace")
+	}
+	if trace.NewContext(ctx, nil) != ctx {
+		t.Fatal("NewContext with a nil trace changed the context")
+	}
+	var nilTrace *trace.Trace
+	if !nilTrace.Now().IsZero() {
+		t.Fatal("Now on a nil trace read the clock")
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		trace.Record(ctx, "r", "s", time.Time{}, trace.OutcomeError, errors.New("x"))
+	})
+	// errors.New above allocates once; Record itself must not.
+	if allocs > 1 {
+		t.Fatalf("Record without a trace allocated %v times", allocs-1)
+	}
+	nilTrace.Finish("success", 0, nil)
+	if got := nilTrace.Snapshot(); got.Object != "" || got.Steps != nil {
+		t.Fatalf("Snapshot of nil trace = %+v", got)
+	}
+}
+
+func TestRecord(t *testing.T) {
+	tr := &trace.Trace{Object: "default/foo", ResourceSet: "v1"}
+	ctx := trace.NewContext(context.Background(), tr)
+	if trace.FromContext(ctx) != tr {
+		t.Fatal("FromContext did not return the trace")
+	}
+	if tr.Start.IsZero() {
+		t.Fatal("NewContext did not set Start")
+	}
+
+	tests := []struct {
+		outcome trace.Outcome
+		err     error
+		wantErr string
+	}{
+		{outcome: trace.OutcomeDone},
+		{outcome: trace.OutcomeSkipped},
+		{outcome: trace.OutcomeCanceled},
+		{outcome: trace.OutcomeError, err: errors.New("boom"), wantErr: "boom"},
+	}
+	for i, tt := range tests {
+		trace.Record(ctx, "configmap", "get current state", tr.Now(), tt.outcome, tt.err)
+		got := tr.Snapshot().Steps[i]
+		if got.Resource != "configmap" || got.Step != "get current state" || got.Outcome != tt.outcome || got.Error != tt.wantErr || got.Start.IsZero() || got.Duration < 0 {
+			t.Errorf("step %d = %+v", i, got)
+		}
+	}
+
+	tr.Finish("requeue", time.Minute, errors.New("late"))
+	snap := tr.Snapshot()
+	if snap.Result != "requeue" || snap.RequeueAfter != time.Minute || snap.Error != "late" || snap.Duration <= 0 {
+		t.Fatalf("after Finish: %+v", snap)
+	}
+
+	// The snapshot is detached.
+	snap.Steps[0].Resource = "changed"
+	if tr.Snapshot().Steps[0].Resource != "configmap" {
+		t.Fatal("Snapshot shares its Steps with the trace")
+	}
+
+	b, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"object":"default/foo"`, `"resourceSet":"v1"`, `"outcome":"error"`, `"error":"boom"`, `"result":"requeue"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON %s lacks %s", b, want)
+		}
+	}
+}
+
+func TestRecordConcurrent(t *testing.T) {
+	tr := &trace.Trace{}
+	ctx := trace.NewContext(context.Background(), tr)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			trace.Record(ctx, "r", "s", tr.Now(), trace.OutcomeDone, nil)
+			_ = tr.Snapshot()
+		}()
+	}
+	wg.Wait()
+	if n := len(tr.Snapshot().Steps); n != 50 {
+		t.Fatalf("recorded %d steps, want 50", n)
+	}
+}
