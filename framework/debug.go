@@ -1,0 +1,93 @@
+package framework
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// DebugPath is where DebugHandler serves: DebugPath lists recently reconciled
+// objects with their last result, DebugPath + "/<namespace>/<name>" (or
+// "/<name>" for cluster-scoped objects) shows an object's last traces and,
+// in dry-run mode, its last plan.
+const DebugPath = "/debug/reconciliations"
+
+// ObjectDebug is the JSON document served for one object.
+type ObjectDebug struct {
+	Object string         `json:"object"`
+	Traces []trace.Trace  `json:"traces"`
+	Plans  []ResourcePlan `json:"plans,omitempty"`
+}
+
+// DebugHandler returns an http.Handler for DebugPath and below. It answers
+// JSON, or readable text when the request accepts text/plain (curl -H
+// 'Accept: text/plain') or has ?format=text. Mount it next to /metrics:
+//
+//	mux.Handle(framework.DebugPath, f.DebugHandler())
+//	mux.Handle(framework.DebugPath+"/", f.DebugHandler())
+//
+// Traces hold object keys, resource and step names, durations and error
+// messages, never object contents; still, serve it on a loopback or
+// otherwise protected address.
+func (f *Framework) DebugHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		text := r.URL.Query().Get("format") == "text" || strings.Contains(r.Header.Get("Accept"), "text/plain")
+		key := strings.Trim(strings.TrimPrefix(r.URL.Path, DebugPath), "/")
+		if key == "" {
+			f.serveList(w, text)
+			return
+		}
+		traces, plans := f.traces.get(key)
+		if traces == nil && plans == nil {
+			http.Error(w, fmt.Sprintf("no traces kept for %q (never reconciled, or dropped from the bounded store)", key), http.StatusNotFound)
+			return
+		}
+		if !text {
+			writeJSON(w, ObjectDebug{Object: key, Traces: traces, Plans: plans})
+			return
+		}
+		var b strings.Builder
+		for i := len(traces) - 1; i >= 0; i-- {
+			formatTrace(&b, traces[i])
+			b.WriteByte('\n')
+		}
+		if plans != nil {
+			b.WriteString("last dry-run plan:\n")
+			FormatPlans(&b, plans)
+		}
+		writeText(w, b.String())
+	})
+}
+
+func (f *Framework) serveList(w http.ResponseWriter, text bool) {
+	list := f.traces.summaries()
+	if !text {
+		writeJSON(w, list)
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-50s %-10s %-16s %12s  %s\n", "OBJECT", "SET", "RESULT", "DURATION", "ERROR")
+	for _, s := range list {
+		fmt.Fprintf(&b, "%-50s %-10s %-16s %12s  %s\n", s.Object, s.ResourceSet, s.Result, s.Duration, s.Error)
+	}
+	writeText(w, b.String())
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeText(w http.ResponseWriter, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(s))
+}

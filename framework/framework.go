@@ -1,0 +1,339 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/operatorkit/operatorkit/crdclient"
+	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+// Defaults of Config.
+const (
+	// DefaultWorkers is the number of reconciling workers when Config.Workers is 0.
+	DefaultWorkers = 1
+	// DefaultReconcileTimeout bounds one reconciliation when
+	// Config.ReconcileTimeout is 0.
+	DefaultReconcileTimeout = 2 * time.Minute
+	// DefaultTraceObjects is how many objects keep traces when
+	// Config.TraceObjects is 0.
+	DefaultTraceObjects = 1000
+	// DefaultTracesPerObject is how many traces each object keeps when
+	// Config.TracesPerObject is 0.
+	DefaultTracesPerObject = 4
+	// FinalizerPrefix starts every finalizer the Framework writes; the
+	// finalizer is FinalizerPrefix + Config.Name.
+	FinalizerPrefix = "operatorkit.io/"
+)
+
+// Config configures a Framework. Fields marked Required make New fail when
+// they are empty; the others have documented defaults.
+type Config struct {
+	// Name identifies the operator: it names the finalizer
+	// ("operatorkit.io/<Name>"), the work queue, log lines and the
+	// "controller" label of every metric. Required; it must be usable in a
+	// finalizer (a DNS-1123 subdomain of at most 63 characters after the
+	// prefix).
+	Name string
+	// Informer is the cache the workers read objects from and whose events
+	// feed the work queue. Boot runs it. Required.
+	Informer informer.Interface
+	// ResourceRouter picks the ResourceSet for each object. Required.
+	ResourceRouter *router.Router
+	// Client writes the Framework's finalizer on the reconciled objects.
+	// Required unless DryRun or DisableFinalizers is set.
+	Client dynamic.Interface
+	// Resource is the GroupVersionResource of the reconciled objects, used
+	// with Client. Required with Client.
+	Resource schema.GroupVersionResource
+	// CRD, when set, is created or updated by Boot before the informer runs.
+	CRD *apiextensionsv1.CustomResourceDefinition
+	// CRDClient ensures CRD. Required when CRD is set.
+	CRDClient *crdclient.CRDClient
+	// Logger receives the Framework's logs. Defaults to a nop logger.
+	Logger log.Logger
+	// Registerer registers the Framework's and the work queue's metrics.
+	// Nil registers nothing (the metrics still work in memory).
+	Registerer prometheus.Registerer
+	// EventRecorder, when set, records a Warning event on an object whose
+	// reconciliation failed and a Normal event when it recovers.
+	EventRecorder record.EventRecorder
+	// BackOffFactory makes the per-object backoff used to requeue an object
+	// whose reconciliation failed. A backoff that stops is held at its last
+	// interval: objects are retried until they succeed, never dropped.
+	// Defaults to DefaultRequeueBackOff. Ignored when RateLimiter is set.
+	BackOffFactory func() backoff.BackOff
+	// RateLimiter, when set, replaces BackOffFactory with a client-go rate
+	// limiter for failed objects.
+	RateLimiter workqueue.TypedRateLimiter[string]
+	// Workers is how many objects are reconciled at once (never the same
+	// object twice at once). Defaults to DefaultWorkers.
+	Workers int
+	// ReconcileTimeout bounds one reconciliation; its context ends after it.
+	// A timed-out reconciliation counts as failed and is retried with
+	// backoff. Defaults to DefaultReconcileTimeout.
+	ReconcileTimeout time.Duration
+	// UpdatePredicate decides whether an update event enqueues the object.
+	// Defaults to DefaultUpdatePredicate, which ignores the Framework's own
+	// finalizer and status writes.
+	UpdatePredicate func(oldObj, newObj any) bool
+	// DryRun makes the Framework reconcile without writing: each crud
+	// resource computes its plan (see Plan), which is traced and logged;
+	// no finalizer is written and nothing is applied.
+	DryRun bool
+	// DisableFinalizers stops the Framework from adding its finalizer. A
+	// delete is then processed from the informer's last state of the object,
+	// and lost if the process is down when it happens.
+	DisableFinalizers bool
+	// TraceObjects caps how many objects keep traces (least recently
+	// reconciled objects are dropped first). Defaults to DefaultTraceObjects;
+	// negative disables tracing.
+	TraceObjects int
+	// TracesPerObject caps the traces kept per object. Defaults to
+	// DefaultTracesPerObject.
+	TracesPerObject int
+}
+
+// Framework runs the resource chain for every object of one kind: informer
+// events feed a rate-limited work queue keyed by namespace/name; workers take
+// keys, read the latest object from the cache, let the router pick the
+// ResourceSet and run ProcessUpdate or ProcessDelete, with finalizers,
+// per-object backoff, requeues, traces and metrics. Create it with New and
+// run it with Boot. Its methods are safe for concurrent use.
+type Framework struct {
+	name             string
+	finalizer        string
+	informer         informer.Interface
+	router           *router.Router
+	client           dynamic.Interface
+	resource         schema.GroupVersionResource
+	crd              *apiextensionsv1.CustomResourceDefinition
+	crdClient        *crdclient.CRDClient
+	logger           log.Logger
+	recorder         record.EventRecorder
+	workers          int
+	reconcileTimeout time.Duration
+	updatePredicate  func(oldObj, newObj any) bool
+	dryRun           bool
+	finalizers       bool
+
+	limiter  workqueue.TypedRateLimiter[string]
+	provider workqueue.MetricsProvider
+	// queue is created by Boot (client-go's queue starts goroutines, which
+	// a Framework that is never booted must not leak); nil before.
+	queueMu sync.RWMutex
+	queue   workqueue.TypedRateLimitingInterface[string]
+	metrics *metrics
+	traces  *traceStore
+	state   *objectState
+
+	bootOnce sync.Once
+	booted   chan struct{}
+}
+
+// New validates config and returns a Framework ready to Boot. Errors wrap
+// ErrInvalidConfig and name the field.
+func New(config Config) (*Framework, error) {
+	if config.Name == "" {
+		return nil, fmt.Errorf("%w: framework.Config.Name must not be empty", ErrInvalidConfig)
+	}
+	finalizer := FinalizerPrefix + config.Name
+	if errs := validation.IsQualifiedName(finalizer); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: framework.Config.Name %q does not make a valid finalizer %q: %v", ErrInvalidConfig, config.Name, finalizer, errs)
+	}
+	if config.Informer == nil {
+		return nil, fmt.Errorf("%w: framework.Config.Informer must not be empty", ErrInvalidConfig)
+	}
+	if config.ResourceRouter == nil {
+		return nil, fmt.Errorf("%w: framework.Config.ResourceRouter must not be empty", ErrInvalidConfig)
+	}
+	writes := !config.DryRun && !config.DisableFinalizers
+	if writes && config.Client == nil {
+		return nil, fmt.Errorf("%w: framework.Config.Client must not be empty (it writes finalizers; set DisableFinalizers to run without)", ErrInvalidConfig)
+	}
+	if config.Client != nil && config.Resource.Resource == "" {
+		return nil, fmt.Errorf("%w: framework.Config.Resource must name the reconciled resource when Client is set", ErrInvalidConfig)
+	}
+	if config.CRD != nil && config.CRDClient == nil {
+		return nil, fmt.Errorf("%w: framework.Config.CRDClient must not be empty when CRD is set", ErrInvalidConfig)
+	}
+	if config.Workers < 0 {
+		return nil, fmt.Errorf("%w: framework.Config.Workers must not be negative, got %d", ErrInvalidConfig, config.Workers)
+	}
+	if config.ReconcileTimeout < 0 {
+		return nil, fmt.Errorf("%w: framework.Config.ReconcileTimeout must not be negative, got %s", ErrInvalidConfig, config.ReconcileTimeout)
+	}
+	if config.Workers == 0 {
+		config.Workers = DefaultWorkers
+	}
+	if config.ReconcileTimeout == 0 {
+		config.ReconcileTimeout = DefaultReconcileTimeout
+	}
+	if config.UpdatePredicate == nil {
+		config.UpdatePredicate = DefaultUpdatePredicate
+	}
+	if config.Logger == nil {
+		config.Logger = log.NewNopLogger()
+	}
+	if config.TraceObjects == 0 {
+		config.TraceObjects = DefaultTraceObjects
+	}
+	if config.TracesPerObject <= 0 {
+		config.TracesPerObject = DefaultTracesPerObject
+	}
+	limiter := config.RateLimiter
+	if limiter == nil {
+		factory := config.BackOffFactory
+		if factory == nil {
+			factory = DefaultRequeueBackOff
+		}
+		limiter = newBackOffRateLimiter(factory)
+	}
+
+	m, provider, err := newMetrics(config.Name, config.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	f := &Framework{
+		name:             config.Name,
+		finalizer:        finalizer,
+		informer:         config.Informer,
+		router:           config.ResourceRouter,
+		client:           config.Client,
+		resource:         config.Resource,
+		crd:              config.CRD,
+		crdClient:        config.CRDClient,
+		logger:           log.With(config.Logger, "controller", config.Name),
+		recorder:         config.EventRecorder,
+		workers:          config.Workers,
+		reconcileTimeout: config.ReconcileTimeout,
+		updatePredicate:  config.UpdatePredicate,
+		dryRun:           config.DryRun,
+		finalizers:       writes,
+		limiter:          limiter,
+		provider:         provider,
+		metrics:          m,
+		traces:           newTraceStore(config.TraceObjects, config.TracesPerObject),
+		state:            newObjectState(),
+		booted:           make(chan struct{}),
+	}
+	m.bindState(f.state)
+	return f, nil
+}
+
+// add puts key on the work queue; before Boot the key is only pending (see
+// objectState) and Boot queues it.
+func (f *Framework) add(key string) {
+	f.queueMu.RLock()
+	q := f.queue
+	f.queueMu.RUnlock()
+	if q != nil {
+		q.Add(key)
+	}
+}
+
+// Finalizer returns the finalizer the Framework adds to reconciled objects.
+func (f *Framework) Finalizer() string { return f.finalizer }
+
+// Booted returns a channel that is closed once Boot has synced the cache and
+// started the workers.
+func (f *Framework) Booted() <-chan struct{} { return f.booted }
+
+// Boot runs the Framework until ctx ends: it ensures the CRD when one is
+// configured, registers its event handlers on the informer, runs the
+// informer, waits for its cache, and starts the workers. When ctx ends it
+// stops taking work and returns after the in-flight reconciliations have
+// finished (each is bounded by ReconcileTimeout); it returns nil then. It
+// returns an error, without starting workers, when the CRD cannot be ensured
+// or the cache does not sync. Boot may be called once.
+func (f *Framework) Boot(ctx context.Context) error {
+	first := false
+	f.bootOnce.Do(func() { first = true })
+	if !first {
+		return fmt.Errorf("framework %s: Boot called twice", f.name)
+	}
+	logger := f.logger
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(f.limiter, workqueue.TypedRateLimitingQueueConfig[string]{
+		Name:            f.name,
+		MetricsProvider: f.provider,
+	})
+	defer queue.ShutDown()
+	f.queueMu.Lock()
+	f.queue = queue
+	f.queueMu.Unlock()
+	// Keys enqueued before Boot (Enqueue, drop-in handlers) are pending.
+	for _, key := range f.state.pendingKeys() {
+		queue.Add(key)
+	}
+
+	if f.crd != nil {
+		level.Info(logger).Log("msg", "ensuring CRD", "crd", f.crd.Name)
+		if err := f.crdClient.EnsureCreated(ctx, f.crd, nil); err != nil {
+			return fmt.Errorf("framework %s: ensure CRD %s: %w", f.name, f.crd.Name, err)
+		}
+	}
+	reg, err := f.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    f.AddFunc,
+		UpdateFunc: f.UpdateFunc,
+		DeleteFunc: f.DeleteFunc,
+	})
+	if err != nil {
+		return fmt.Errorf("framework %s: add event handler: %w", f.name, err)
+	}
+	_ = reg
+
+	var wg sync.WaitGroup
+	defer wg.Wait() // the informer's goroutine ends with ctx
+	informerErr := make(chan error, 1)
+	wg.Go(func() { informerErr <- f.informer.Run(ctx) })
+
+	level.Info(logger).Log("msg", "waiting for cache sync")
+	if err := f.informer.WaitForCacheSync(ctx); err != nil {
+		select {
+		case runErr := <-informerErr:
+			if runErr != nil {
+				return fmt.Errorf("framework %s: run informer: %w", f.name, runErr)
+			}
+		default:
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("framework %s: %w", f.name, err)
+	}
+
+	for i := 0; i < f.workers; i++ {
+		wg.Go(func() {
+			for f.processNextItem(ctx) {
+			}
+		})
+	}
+	close(f.booted)
+	level.Info(logger).Log("msg", "booted", "workers", f.workers)
+
+	<-ctx.Done()
+	level.Info(logger).Log("msg", "stopping: waiting for in-flight reconciliations")
+	queue.ShutDown()
+	wg.Wait()
+	if err := <-informerErr; err != nil && !errors.Is(err, context.Canceled) {
+		level.Warn(logger).Log("msg", "informer stopped with error", "err", err)
+	}
+	level.Info(logger).Log("msg", "stopped")
+	return nil
+}

@@ -1,0 +1,427 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/router"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+func object(name string, generation int64, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("test.operatorkit.io/v1")
+	u.SetKind("Thing")
+	u.SetNamespace("ns")
+	u.SetName(name)
+	u.SetGeneration(generation)
+	u.SetResourceVersion(fmt.Sprint(generation))
+	u.SetLabels(labels)
+	return u
+}
+
+// funcResource is a resource.Interface whose EnsureCreated runs create.
+type funcResource struct {
+	name   string
+	create func(ctx context.Context, obj any) error
+	calls  atomic.Int64
+}
+
+func (r *funcResource) Name() string { return r.name }
+func (r *funcResource) EnsureCreated(ctx context.Context, obj any) error {
+	r.calls.Add(1)
+	if r.create == nil {
+		return nil
+	}
+	return r.create(ctx, obj)
+}
+func (r *funcResource) EnsureDeleted(ctx context.Context, obj any) error { return nil }
+
+var _ resource.Interface = (*funcResource)(nil)
+
+func testRouter(t *testing.T, handles func(obj any) bool, resources ...resource.Interface) *router.Router {
+	t.Helper()
+	if handles == nil {
+		handles = func(any) bool { return true }
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: handles, Resources: resources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func fastBackOff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.RandomizationFactor, b.MaxElapsedTime = time.Millisecond, 20*time.Millisecond, 0, 0
+	b.Reset()
+	return b
+}
+
+// boot runs f.Boot until the test ends and checks that it returns nil.
+func boot(t *testing.T, f *Framework) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Boot(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Boot() = %v, want nil", err)
+		}
+	})
+	select {
+	case <-f.Booted():
+	case err := <-done:
+		t.Fatalf("Boot returned early: %v", err)
+	}
+}
+
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	inf := informertest.New()
+	rt := testRouter(t, nil, &funcResource{name: "r"})
+	valid := Config{Name: "op", Informer: inf, ResourceRouter: rt, DisableFinalizers: true}
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		field  string
+	}{
+		{"missing name", func(c *Config) { c.Name = "" }, "Name"},
+		{"name not a finalizer", func(c *Config) { c.Name = "Bad Name!" }, "Name"},
+		{"missing informer", func(c *Config) { c.Informer = nil }, "Informer"},
+		{"missing router", func(c *Config) { c.ResourceRouter = nil }, "ResourceRouter"},
+		{"missing client with finalizers", func(c *Config) { c.DisableFinalizers = false }, "Client"},
+		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
+		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
+		{"negative timeout", func(c *Config) { c.ReconcileTimeout = -time.Second }, "ReconcileTimeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := valid
+			tt.mutate(&c)
+			_, err := New(c)
+			if !errors.Is(err, ErrInvalidConfig) || !IsInvalidConfig(err) {
+				t.Fatalf("New() error = %v, want ErrInvalidConfig", err)
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("New() error = %q, want it to name %s", err, tt.field)
+			}
+		})
+	}
+	if _, err := New(valid); err != nil {
+		t.Fatalf("New(valid) = %v", err)
+	}
+}
+
+func TestDefaultUpdatePredicate(t *testing.T) {
+	base := object("a", 1, map[string]string{"l": "1"})
+	with := func(f func(u *unstructured.Unstructured)) *unstructured.Unstructured {
+		u := base.DeepCopy()
+		u.SetResourceVersion("99")
+		f(u)
+		return u
+	}
+	now := metav1.Now()
+	tests := []struct {
+		name string
+		new  *unstructured.Unstructured
+		want bool
+	}{
+		{"resync (same resourceVersion)", base.DeepCopy(), true},
+		{"status or finalizer write only", with(func(u *unstructured.Unstructured) { u.SetFinalizers([]string{"x"}) }), false},
+		{"spec change bumps generation", with(func(u *unstructured.Unstructured) { u.SetGeneration(2) }), true},
+		{"label change", with(func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"l": "2"}) }), true},
+		{"annotation change", with(func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"a": "b"}) }), true},
+		{"deletion starts", with(func(u *unstructured.Unstructured) { u.SetDeletionTimestamp(&now) }), true},
+		{"no generation tracking", with(func(u *unstructured.Unstructured) { u.SetGeneration(0) }), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DefaultUpdatePredicate(base, tt.new); got != tt.want {
+				t.Fatalf("DefaultUpdatePredicate() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestPanicIsRecoveredCountedAndRetried: a resource that panics for one
+// object is recovered, counted, retried with backoff until it stops
+// panicking; another object converges meanwhile.
+func TestPanicIsRecoveredCountedAndRetried(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, so it runs after Boot has stopped
+	var panics atomic.Int64
+	var okCalls sync.Map
+	r := &funcResource{name: "fragile", create: func(ctx context.Context, obj any) error {
+		u := obj.(*unstructured.Unstructured)
+		if u.GetName() == "bad" && panics.Add(1) <= 3 {
+			panic("boom")
+		}
+		okCalls.Store(u.GetName(), true)
+		return nil
+	}}
+	inf := informertest.New(object("bad", 1, nil), object("good", 1, nil))
+	reg := prometheus.NewRegistry()
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Registerer: reg, BackOffFactory: fastBackOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "both objects reconciled", func() bool {
+		_, bad := okCalls.Load("bad")
+		_, good := okCalls.Load("good")
+		return bad && good
+	})
+	if got := testutil.ToFloat64(f.metrics.panics); got != 3 {
+		t.Errorf("panics counted = %v, want 3", got)
+	}
+	trs := f.Traces("ns/bad")
+	if len(trs) == 0 || trs[len(trs)-1].Result != ResultSuccess {
+		t.Fatalf("traces of bad = %+v, want last success", trs)
+	}
+	var sawPanic bool
+	for _, tr := range trs {
+		if tr.Result == ResultPanic && strings.Contains(tr.Error, "boom") {
+			sawPanic = true
+		}
+	}
+	if !sawPanic {
+		t.Errorf("no trace with result panic among %+v", trs)
+	}
+}
+
+// TestNoResourceSetIsNotRetriedHot: an object no set handles is reconciled
+// once per change, not retried.
+func TestNoResourceSetIsNotRetriedHot(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, so it runs after Boot has stopped
+	r := &funcResource{name: "r"}
+	handles := func(obj any) bool { return obj.(*unstructured.Unstructured).GetName() != "stray" }
+	inf := informertest.New(object("stray", 1, nil), object("ok", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, handles, r), DisableFinalizers: true, BackOffFactory: fastBackOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "ok reconciled", func() bool { return r.calls.Load() >= 1 })
+	pollUntil(t, "stray reconciled", func() bool { return len(f.Traces("ns/stray")) >= 1 })
+	// Give a hot loop every chance to show: the queue must stay empty.
+	pollUntil(t, "queue empty", func() bool { return f.queue.Len() == 0 })
+	if n := len(f.Traces("ns/stray")); n != 1 {
+		t.Fatalf("reconciliations of stray = %d, want 1", n)
+	}
+	if got := f.Traces("ns/stray")[0]; got.Result != ResultNoResourceSet || !IsNoResourceSet(errors.New(got.Error)) && !strings.Contains(got.Error, "no resource set") {
+		t.Fatalf("stray trace = %+v, want no_resource_set", got)
+	}
+}
+
+// TestUpdatesCoalesce: many updates of one object while a reconciliation
+// runs end in few reconciliations, never two at once for one object.
+func TestUpdatesCoalesce(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, so it runs after Boot has stopped
+	var running, maxRunning, calls atomic.Int64
+	release := make(chan struct{})
+	r := &funcResource{name: "slow", create: func(ctx context.Context, obj any) error {
+		if n := running.Add(1); n > maxRunning.Load() {
+			maxRunning.Store(n)
+		}
+		defer running.Add(-1)
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		return nil
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "first reconciliation running", func() bool { return running.Load() == 1 })
+	for g := int64(2); g < 50; g++ {
+		if err := inf.Update(object("a", g, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	pollUntil(t, "second reconciliation", func() bool { return calls.Load() >= 2 && f.queue.Len() == 0 && running.Load() == 0 })
+	if got := calls.Load(); got != 2 {
+		t.Errorf("reconciliations = %d, want 2 (48 updates coalesced into one)", got)
+	}
+	if maxRunning.Load() != 1 {
+		t.Errorf("max concurrent reconciliations of one object = %d, want 1", maxRunning.Load())
+	}
+}
+
+// TestTimeoutEndsHungReconciliation: a resource that hangs is ended by the
+// reconcile timeout, counted as an error, and retried; workers stay free.
+func TestTimeoutEndsHungReconciliation(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, so it runs after Boot has stopped
+	var hung atomic.Int64
+	r := &funcResource{name: "hang", create: func(ctx context.Context, obj any) error {
+		if obj.(*unstructured.Unstructured).GetName() == "stuck" && hung.Add(1) <= 2 {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}}
+	inf := informertest.New(object("stuck", 1, nil), object("free", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Workers: 1, ReconcileTimeout: 50 * time.Millisecond, BackOffFactory: fastBackOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "stuck succeeds after timeouts", func() bool {
+		trs := f.Traces("ns/stuck")
+		return len(trs) > 0 && trs[len(trs)-1].Result == ResultSuccess
+	})
+	pollUntil(t, "free reconciled", func() bool { return len(f.Traces("ns/free")) > 0 })
+	var timeouts int
+	for _, tr := range f.Traces("ns/stuck") {
+		if tr.Result == ResultError && strings.Contains(tr.Error, "deadline exceeded") {
+			timeouts++
+		}
+	}
+	if timeouts != 2 {
+		t.Errorf("timed-out reconciliations = %d, want 2", timeouts)
+	}
+}
+
+// TestTraceStoreStaysWithinCap: 10,000 objects never grow the store past its
+// caps.
+func TestTraceStoreStaysWithinCap(t *testing.T) {
+	s := newTraceStore(100, 3)
+	for i := 0; i < 10000; i++ {
+		for j := 0; j < 5; j++ {
+			tr := &trace.Trace{Object: fmt.Sprint(i)}
+			ctx := trace.NewContext(context.Background(), tr)
+			for k := 0; k < MaxStepsPerTrace+10; k++ {
+				trace.Record(ctx, "r", "step", time.Now(), trace.OutcomeDone, nil)
+			}
+			s.add(fmt.Sprint(i), tr)
+		}
+	}
+	if s.len() != 100 {
+		t.Fatalf("objects kept = %d, want 100", s.len())
+	}
+	if _, ok := s.byKey["0"]; ok {
+		t.Fatal("the least recently reconciled object was not dropped")
+	}
+	traces, _ := s.get("9999")
+	if len(traces) != 3 {
+		t.Fatalf("traces kept for one object = %d, want 3", len(traces))
+	}
+	if n := len(traces[0].Steps); n != MaxStepsPerTrace {
+		t.Fatalf("steps kept in one trace = %d, want %d", n, MaxStepsPerTrace)
+	}
+}
+
+func TestDebugHandler(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, so it runs after Boot has stopped
+	r := &funcResource{name: "r", create: func(ctx context.Context, obj any) error {
+		trace.Record(ctx, "r", "ensure created", time.Now(), trace.OutcomeDone, nil)
+		return nil
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "a reconciled", func() bool { return len(f.Traces("ns/a")) > 0 })
+	srv := httptest.NewServer(f.DebugHandler())
+	defer srv.Close()
+	get := func(path, accept string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(DebugPath, ""); code != 200 || !strings.Contains(body, `"object": "ns/a"`) || !strings.Contains(body, `"result": "success"`) {
+		t.Errorf("list = %d %s", code, body)
+	}
+	if code, body := get(DebugPath+"/ns/a", "text/plain"); code != 200 || !strings.Contains(body, "ensure created") || !strings.Contains(body, "result=success") {
+		t.Errorf("object text = %d %s", code, body)
+	}
+	if code, _ := get(DebugPath+"/ns/missing", ""); code != http.StatusNotFound {
+		t.Errorf("missing object = %d, want 404", code)
+	}
+	srv.Client().CloseIdleConnections()
+}
+
+// BenchmarkEventToWorker measures the path of one update event through the
+// predicate, the queue and a worker to a reconciliation of one no-op
+// resource, end to end.
+func BenchmarkEventToWorker(b *testing.B) {
+	done := make(chan struct{}, 1)
+	r := &funcResource{name: "noop", create: func(ctx context.Context, obj any) error {
+		done <- struct{}{}
+		return nil
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	set, _ := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{r}})
+	rt, _ := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: rt, DisableFinalizers: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.Boot(ctx) }()
+	<-f.Booted()
+	<-done // initial add
+	objs := make([]*unstructured.Unstructured, b.N)
+	for i := range objs {
+		objs[i] = object("a", int64(i+2), nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = inf.Update(objs[i])
+		<-done
+	}
+	b.StopTimer()
+	cancel()
+	<-stopped
+}
+
+func widgetLikeCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "things.test.operatorkit.io"}}
+}

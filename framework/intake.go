@@ -1,0 +1,141 @@
+package framework
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/go-kit/log/level"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// AddFunc enqueues obj. It is the informer's AddFunc; Boot registers it, and
+// it can be used as a drop-in with an informer of one's own.
+func (f *Framework) AddFunc(obj any) {
+	f.enqueueObject(obj)
+}
+
+// UpdateFunc enqueues newObj when the update predicate (Config.UpdatePredicate)
+// says the change matters. It is the informer's UpdateFunc; Boot registers
+// it, and it can be used as a drop-in with an informer of one's own. The
+// worker always reconciles the latest object from the cache, never newObj.
+func (f *Framework) UpdateFunc(oldObj, newObj any) {
+	if !f.updatePredicate(oldObj, newObj) {
+		f.metrics.eventsFiltered.Inc()
+		return
+	}
+	f.enqueueObject(newObj)
+}
+
+// DeleteFunc handles the disappearance of an object. With finalizers an
+// object is gone only after its delete chain ran, so nothing is left to do;
+// an object that vanished without the Framework's finalizer (finalizers
+// disabled, or deleted before its first reconciliation) is reconciled once
+// more from its last known state, which runs its delete chain. It accepts
+// cache.DeletedFinalStateUnknown tombstones.
+func (f *Framework) DeleteFunc(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		level.Warn(f.logger).Log("msg", "cannot key deleted object", "err", err)
+		return
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		level.Warn(f.logger).Log("msg", "deleted object has no metadata", "object", key, "err", err)
+		return
+	}
+	if f.state.finalized(acc.GetUID()) {
+		f.state.forget(key)
+		f.metrics.forget(key)
+		return
+	}
+	f.state.setTombstone(key, obj)
+	f.add(key)
+}
+
+// Enqueue asks for a reconciliation of the object with key
+// "namespace/name". It is how watches on other kinds (children, external
+// systems) wake the owner up. Duplicate keys are coalesced.
+func (f *Framework) Enqueue(key string) {
+	f.state.markPending(key)
+	f.add(key)
+}
+
+// ProcessEvents feeds the seed's event channels (see informer.Watch) into
+// the work queue: updates as UpdateFunc without a predicate, deletes as
+// DeleteFunc, errors logged and counted. It returns when ctx ends or both
+// event channels are closed. Workers run only while Boot runs.
+func (f *Framework) ProcessEvents(ctx context.Context, deleteChan, updateChan <-chan watch.Event, errChan <-chan error) {
+	for deleteChan != nil || updateChan != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-deleteChan:
+			if !ok {
+				deleteChan = nil
+				continue
+			}
+			f.DeleteFunc(e.Object)
+		case e, ok := <-updateChan:
+			if !ok {
+				updateChan = nil
+				continue
+			}
+			f.enqueueObject(e.Object)
+		case err, ok := <-errChan:
+			if !ok {
+				errChan = nil
+				continue
+			}
+			f.metrics.watchErrors.Inc()
+			level.Warn(f.logger).Log("msg", "watch error", "err", err)
+		}
+	}
+}
+
+func (f *Framework) enqueueObject(obj any) {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		level.Warn(f.logger).Log("msg", "cannot key object", "err", err)
+		return
+	}
+	f.Enqueue(key)
+}
+
+// DefaultUpdatePredicate reports whether an update event should enqueue the
+// object. It is true for periodic resyncs (same resourceVersion), objects
+// without generation tracking (generation 0), and changes of generation
+// (spec), labels, annotations or deletion state, and of finalizers while
+// the object is being deleted. It is false for writes that change none of
+// these, such as status updates and the Framework's own finalizer patch, so
+// that an operator is not woken up by its own writes.
+func DefaultUpdatePredicate(oldObj, newObj any) bool {
+	o, err := meta.Accessor(oldObj)
+	if err != nil {
+		return true
+	}
+	n, err := meta.Accessor(newObj)
+	if err != nil {
+		return true
+	}
+	switch {
+	case o.GetResourceVersion() == n.GetResourceVersion():
+		return true // resync
+	case n.GetGeneration() == 0:
+		return true
+	case o.GetGeneration() != n.GetGeneration():
+		return true
+	case (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil):
+		return true
+	case !maps.Equal(o.GetLabels(), n.GetLabels()), !maps.Equal(o.GetAnnotations(), n.GetAnnotations()):
+		return true
+	case n.GetDeletionTimestamp() != nil && !slices.Equal(o.GetFinalizers(), n.GetFinalizers()):
+		return true
+	}
+	return false
+}

@@ -1,0 +1,359 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operatorkit/operatorkit/context/deletionallowedcontext"
+	"github.com/operatorkit/operatorkit/context/finalizerskeptcontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
+	"github.com/operatorkit/operatorkit/context/updateallowedcontext"
+	"github.com/operatorkit/operatorkit/context/updatenecessarycontext"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+	"github.com/operatorkit/operatorkit/router"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// Results of one reconciliation, the "result" label of
+// operatorkit_framework_reconciliations_total and Trace.Result.
+const (
+	ResultSuccess       = "success"
+	ResultRequeue       = "requeue"        // success, and a resource asked for another run later
+	ResultFinalizerKept = "finalizer_kept" // delete chain ran, a resource kept the finalizer
+	ResultError         = "error"
+	ResultPermanent     = "permanent_error" // not retried until the object changes
+	ResultPanic         = "panic"
+	ResultNoResourceSet = "no_resource_set"
+	ResultSkipped       = "skipped" // nothing to do (gone, or deleting without our finalizer)
+	ResultDryRun        = "dry_run"
+)
+
+// outcome is what one reconciliation tells the worker.
+type outcome struct {
+	result       string
+	err          error
+	requeueAfter time.Duration
+	rateLimited  bool // requeue with the object's backoff
+}
+
+// processNextItem takes one key off the queue and reconciles it. It returns
+// false when the queue is shut down.
+func (f *Framework) processNextItem(ctx context.Context) bool {
+	key, shutdown := f.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer f.queue.Done(key)
+	if ctx.Err() != nil {
+		// Stopping: leave the key; it is reconciled after the next Boot
+		// (the object is level-based state in the API server).
+		return false
+	}
+
+	// An in-flight reconciliation finishes when Boot's ctx ends; it is
+	// bounded by the reconcile timeout instead.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.reconcileTimeout)
+	o := f.reconcile(rctx, key)
+	cancel()
+
+	switch {
+	case o.result == ResultPanic || o.result == ResultError:
+		f.queue.AddRateLimited(key)
+	case o.rateLimited:
+		f.queue.AddRateLimited(key)
+	default:
+		f.queue.Forget(key)
+		if o.requeueAfter > 0 {
+			f.queue.AddAfter(key, o.requeueAfter)
+		}
+	}
+	return true
+}
+
+// reconcile runs the resource chain once for key and records trace, metrics,
+// logs and events.
+func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
+	start := time.Now()
+	tr := &trace.Trace{Object: key, Start: start}
+	logger := log.With(f.logger, "object", key)
+
+	var obj any
+	defer func() {
+		if r := recover(); r != nil {
+			o = outcome{result: ResultPanic, err: &PanicError{Resource: "framework", Value: r, Stack: debug.Stack()}}
+		}
+		d := time.Since(start)
+		f.finish(ctx, logger, key, obj, tr, o, d)
+	}()
+
+	obj, exists, err := f.informer.Get(key)
+	if err != nil {
+		return outcome{result: ResultError, err: fmt.Errorf("get %s from cache: %w", key, err)}
+	}
+	tombstone := false
+	if !exists {
+		if obj, tombstone = f.state.tombstone(key); !tombstone {
+			f.state.forget(key)
+			f.metrics.forget(key)
+			return outcome{result: ResultSkipped}
+		}
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return outcome{result: ResultPermanent, err: fmt.Errorf("object %s has no metadata: %w", key, err)}
+	}
+
+	set, err := f.router.ResourceSet(obj)
+	if err != nil {
+		if errors.Is(err, router.ErrNoResourceSet) {
+			return outcome{result: ResultNoResourceSet, err: err}
+		}
+		return outcome{result: ResultPermanent, err: err}
+	}
+	tr.ResourceSet = set.Name()
+	f.state.setResourceSet(key, set.Name())
+
+	ctx = trace.NewContext(newSignals(ctx), tr)
+	ctx, err = set.InitCtx(ctx, obj)
+	if err != nil {
+		return outcome{result: ResultError, err: fmt.Errorf("init context of resource set %s: %w", set.Name(), err)}
+	}
+
+	deleting := tombstone || acc.GetDeletionTimestamp() != nil
+	ours := slices.Contains(acc.GetFinalizers(), f.finalizer)
+	if deleting && !tombstone {
+		f.state.setDeleting(key, acc.GetDeletionTimestamp().Time, ours)
+	}
+
+	if f.dryRun {
+		plans, err := Plan(ctx, obj, set.Resources())
+		if err != nil {
+			return outcome{result: ResultError, err: err}
+		}
+		f.traces.addPlans(key, plans)
+		return outcome{result: ResultDryRun}
+	}
+
+	if deleting {
+		if !tombstone && !ours && f.finalizers {
+			// Our finalizer is gone: the delete chain already ran, or the
+			// object was never ours. Another finalizer keeps it.
+			return outcome{result: ResultSkipped}
+		}
+		if err := ProcessDelete(ctx, obj, set.Resources()); err != nil {
+			return errorOutcome(err)
+		}
+		if finalizerskeptcontext.IsKept(ctx) {
+			o := outcome{result: ResultFinalizerKept, rateLimited: true}
+			if d, ok := requeuecontext.RequeueAfter(ctx); ok {
+				o.rateLimited, o.requeueAfter = false, d
+			}
+			return o
+		}
+		if tombstone {
+			f.state.forget(key)
+			return outcome{result: ResultSuccess}
+		}
+		if ours {
+			if err := f.removeFinalizer(ctx, acc); err != nil {
+				return outcome{result: ResultError, err: err}
+			}
+		}
+		f.state.setDeleting(key, time.Time{}, false)
+		return outcome{result: ResultSuccess}
+	}
+
+	if f.finalizers && !ours {
+		if obj, err = f.addFinalizer(ctx, obj, acc); err != nil {
+			return outcome{result: ResultError, err: err}
+		}
+	}
+	if err := ProcessUpdate(ctx, obj, set.Resources()); err != nil {
+		return errorOutcome(err)
+	}
+	if d, ok := requeuecontext.RequeueAfter(ctx); ok {
+		return outcome{result: ResultRequeue, requeueAfter: d}
+	}
+	return outcome{result: ResultSuccess}
+}
+
+func errorOutcome(err error) outcome {
+	var pe *PanicError
+	switch {
+	case errors.As(err, &pe):
+		return outcome{result: ResultPanic, err: err}
+	case retry.IsPermanent(err):
+		return outcome{result: ResultPermanent, err: err}
+	}
+	return outcome{result: ResultError, err: err}
+}
+
+// newSignals gives ctx every context signal of one reconciliation.
+func newSignals(ctx context.Context) context.Context {
+	ctx = reconciliationcanceledcontext.NewContext(ctx)
+	ctx = resourcecanceledcontext.NewContext(ctx)
+	ctx = finalizerskeptcontext.NewContext(ctx)
+	ctx = requeuecontext.NewContext(ctx)
+	ctx = updateallowedcontext.NewContext(ctx)
+	ctx = deletionallowedcontext.NewContext(ctx)
+	ctx = updatenecessarycontext.NewContext(ctx)
+	return ctx
+}
+
+// finish records the outcome of one reconciliation: metrics, trace, log,
+// events and object state.
+func (f *Framework) finish(ctx context.Context, logger log.Logger, key string, obj any, tr *trace.Trace, o outcome, d time.Duration) {
+	f.metrics.observe(o.result, d)
+	tr.Finish(o.result, o.requeueAfter, o.err)
+	f.traces.add(key, tr)
+
+	switch o.result {
+	case ResultSuccess, ResultRequeue, ResultDryRun:
+		recovered := f.queue.NumRequeues(key) > 0
+		f.state.done(key)
+		f.metrics.lastSuccess.SetToCurrentTime()
+		if recovered {
+			f.event(obj, corev1.EventTypeNormal, "Reconciled", "reconciled after earlier failures")
+		}
+	case ResultSkipped, ResultNoResourceSet, ResultPermanent:
+		f.state.done(key)
+	}
+
+	switch o.result {
+	case ResultPanic:
+		var pe *PanicError
+		errors.As(o.err, &pe)
+		f.metrics.panics.Inc()
+		f.metrics.countError(resourceOf(o.err), stepOf(tr))
+		level.Error(logger).Log("msg", "reconciliation panicked", "err", o.err, "stack", string(pe.Stack))
+		f.event(obj, corev1.EventTypeWarning, "ReconcilePanicked", o.err.Error())
+	case ResultError, ResultPermanent:
+		f.metrics.countError(resourceOf(o.err), stepOf(tr))
+		level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
+		f.event(obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
+	case ResultNoResourceSet:
+		level.Warn(logger).Log("msg", "no resource set handles the object; not retried until it changes", "err", o.err)
+		f.event(obj, corev1.EventTypeWarning, "NoResourceSet", o.err.Error())
+	}
+	// traceLine is a fmt.Stringer: formatted only when debug logs are on.
+	level.Debug(logger).Log("msg", "reconciled", "trace", traceLine{tr})
+}
+
+// event records an event on obj when an EventRecorder is configured.
+func (f *Framework) event(obj any, eventType, reason, message string) {
+	if f.recorder == nil {
+		return
+	}
+	ro, ok := obj.(runtime.Object)
+	if !ok || ro == nil {
+		return
+	}
+	const maxMessage = 1024
+	if len(message) > maxMessage {
+		message = message[:maxMessage] + "..."
+	}
+	f.recorder.Event(ro, eventType, reason, message)
+}
+
+// finalizerPatch is a JSON merge patch of metadata.finalizers with a
+// resourceVersion precondition: the API server rejects it with a conflict
+// when the object changed since it was read, so no finalizer written by
+// someone else in between is lost.
+type finalizerPatch struct {
+	Metadata struct {
+		Finalizers      []string `json:"finalizers"`
+		ResourceVersion string   `json:"resourceVersion"`
+	} `json:"metadata"`
+}
+
+func (f *Framework) patchFinalizers(ctx context.Context, acc metav1.Object, finalizers []string) (string, error) {
+	var p finalizerPatch
+	p.Metadata.Finalizers = finalizers
+	p.Metadata.ResourceVersion = acc.GetResourceVersion()
+	data, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	res, err := f.client.Resource(f.resource).Namespace(acc.GetNamespace()).Patch(ctx, acc.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+	if err != nil {
+		return "", err
+	}
+	return res.GetResourceVersion(), nil
+}
+
+// addFinalizer adds the Framework's finalizer and returns a copy of obj with
+// the new finalizers and resourceVersion, so that resources which write the
+// object (status) do not conflict with this write. A conflict is returned as
+// an error: the object is retried with its latest state.
+func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object) (any, error) {
+	finalizers := append(slices.Clone(acc.GetFinalizers()), f.finalizer)
+	rv, err := f.patchFinalizers(ctx, acc, finalizers)
+	if err != nil {
+		return nil, fmt.Errorf("add finalizer %s: %w", f.finalizer, err)
+	}
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return obj, nil
+	}
+	cp := ro.DeepCopyObject()
+	cacc, err := meta.Accessor(cp)
+	if err != nil {
+		return obj, nil
+	}
+	cacc.SetFinalizers(finalizers)
+	cacc.SetResourceVersion(rv)
+	return cp, nil
+}
+
+// removeFinalizer removes the Framework's finalizer after the delete chain
+// succeeded. A 404 means the object is gone already.
+func (f *Framework) removeFinalizer(ctx context.Context, acc metav1.Object) error {
+	finalizers := slices.DeleteFunc(slices.Clone(acc.GetFinalizers()), func(s string) bool { return s == f.finalizer })
+	if _, err := f.patchFinalizers(ctx, acc, finalizers); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer %s: %w", f.finalizer, err)
+	}
+	f.state.markFinalized(acc.GetUID())
+	return nil
+}
+
+// resourceOf returns the resource an error came from, "framework" when none.
+func resourceOf(err error) string {
+	var ee *ExecutionError
+	if errors.As(err, &ee) {
+		return ee.Resource
+	}
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		return pe.Resource
+	}
+	return "framework"
+}
+
+// stepOf returns the step that failed first in the trace: the innermost one
+// (a crud step comes before the "ensure created" that wraps it), or
+// "reconcile" when the trace holds no failed step.
+func stepOf(tr *trace.Trace) string {
+	s := tr.Snapshot()
+	for _, st := range s.Steps {
+		if st.Outcome == trace.OutcomeError {
+			return st.Step
+		}
+	}
+	return "reconcile"
+}

@@ -1,0 +1,154 @@
+package framework
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// objectState is what the Framework remembers about objects between
+// reconciliations: last states of objects that vanished without its
+// finalizer, UIDs whose finalizer it removed, since when each object waits
+// for a successful reconciliation, and which objects are in deletion. It
+// feeds the stuck-object gauges. Every entry is removed when its object is
+// gone, so it is bounded by the number of live objects.
+type objectState struct {
+	mu         sync.Mutex
+	now        func() time.Time
+	tombstones map[string]any
+	finalizedU map[types.UID]struct{}
+	pending    map[string]time.Time // key -> first time it needed a reconciliation not yet done
+	deleting   map[string]time.Time // key -> deletionTimestamp, while our finalizer is on it
+	sets       map[string]string    // key -> resource set name
+	setCounts  map[string]int
+}
+
+func newObjectState() *objectState {
+	return &objectState{
+		now:        time.Now,
+		tombstones: map[string]any{},
+		finalizedU: map[types.UID]struct{}{},
+		pending:    map[string]time.Time{},
+		deleting:   map[string]time.Time{},
+		sets:       map[string]string{},
+		setCounts:  map[string]int{},
+	}
+}
+
+func (s *objectState) setTombstone(key string, obj any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tombstones[key] = obj
+	if _, ok := s.pending[key]; !ok {
+		s.pending[key] = s.now()
+	}
+}
+
+func (s *objectState) tombstone(key string) (any, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.tombstones[key]
+	return obj, ok
+}
+
+func (s *objectState) markFinalized(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finalizedU[uid] = struct{}{}
+}
+
+// finalized reports whether the Framework removed its finalizer from the
+// object with uid, and forgets it: the object is gone now.
+func (s *objectState) finalized(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.finalizedU[uid]
+	delete(s.finalizedU, uid)
+	return ok
+}
+
+func (s *objectState) markPending(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pending[key]; !ok {
+		s.pending[key] = s.now()
+	}
+}
+
+func (s *objectState) pendingKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, 0, len(s.pending))
+	for k := range s.pending {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func (s *objectState) done(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, key)
+}
+
+func (s *objectState) setDeleting(key string, since time.Time, deleting bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if deleting {
+		s.deleting[key] = since
+	} else {
+		delete(s.deleting, key)
+	}
+}
+
+func (s *objectState) setResourceSet(key, set string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.sets[key]
+	if ok && old == set {
+		return
+	}
+	if ok {
+		s.setCounts[old]--
+	}
+	s.sets[key] = set
+	s.setCounts[set]++
+}
+
+// forget drops everything about key: the object is gone.
+func (s *objectState) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tombstones, key)
+	delete(s.pending, key)
+	delete(s.deleting, key)
+	if set, ok := s.sets[key]; ok {
+		s.setCounts[set]--
+		delete(s.sets, key)
+	}
+}
+
+// stats returns the stuck-object figures: how many objects are in deletion,
+// the age of the oldest deletion and of the oldest pending reconciliation,
+// and the number of objects per resource set.
+func (s *objectState) stats() (inDeletion int, oldestDeletion, oldestPending time.Duration, perSet map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, t := range s.deleting {
+		if d := now.Sub(t); d > oldestDeletion {
+			oldestDeletion = d
+		}
+	}
+	for _, t := range s.pending {
+		if d := now.Sub(t); d > oldestPending {
+			oldestPending = d
+		}
+	}
+	perSet = make(map[string]int, len(s.setCounts))
+	for k, v := range s.setCounts {
+		perSet[k] = v
+	}
+	return len(s.deleting), oldestDeletion, oldestPending, perSet
+}

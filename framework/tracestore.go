@@ -1,0 +1,172 @@
+package framework
+
+import (
+	"container/list"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// MaxStepsPerTrace caps the steps one stored trace keeps; a chain with more
+// steps keeps its first MaxStepsPerTrace-1 and its last one.
+const MaxStepsPerTrace = 64
+
+// traceStore keeps the last traces of recently reconciled objects: at most
+// maxObjects objects (least recently reconciled dropped first), at most
+// perObject traces each (oldest dropped first), each trace at most
+// MaxStepsPerTrace steps. A stored trace costs about 300 bytes plus 150 per
+// step, so the defaults (1000 objects x 4 traces, ~10 steps) stay under
+// about 8 MB.
+type traceStore struct {
+	mu         sync.Mutex
+	maxObjects int
+	perObject  int
+	lru        *list.List               // of *objectTraces, front = most recent
+	byKey      map[string]*list.Element // key -> element in lru
+}
+
+type objectTraces struct {
+	key    string
+	traces []trace.Trace // oldest first
+	plans  []ResourcePlan
+}
+
+func newTraceStore(maxObjects, perObject int) *traceStore {
+	return &traceStore{maxObjects: maxObjects, perObject: perObject, lru: list.New(), byKey: map[string]*list.Element{}}
+}
+
+func (s *traceStore) entry(key string) *objectTraces {
+	if e, ok := s.byKey[key]; ok {
+		s.lru.MoveToFront(e)
+		return e.Value.(*objectTraces)
+	}
+	ot := &objectTraces{key: key}
+	s.byKey[key] = s.lru.PushFront(ot)
+	for s.lru.Len() > s.maxObjects {
+		last := s.lru.Back()
+		s.lru.Remove(last)
+		delete(s.byKey, last.Value.(*objectTraces).key)
+	}
+	return ot
+}
+
+func (s *traceStore) add(key string, tr *trace.Trace) {
+	if s.maxObjects <= 0 {
+		return
+	}
+	snap := tr.Snapshot()
+	if n := len(snap.Steps); n > MaxStepsPerTrace {
+		snap.Steps = append(snap.Steps[:MaxStepsPerTrace-1:MaxStepsPerTrace-1], snap.Steps[n-1])
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ot := s.entry(key)
+	if len(ot.traces) >= s.perObject {
+		copy(ot.traces, ot.traces[1:])
+		ot.traces = ot.traces[:len(ot.traces)-1]
+	}
+	ot.traces = append(ot.traces, snap)
+}
+
+func (s *traceStore) addPlans(key string, plans []ResourcePlan) {
+	if s.maxObjects <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entry(key).plans = plans
+}
+
+func (s *traceStore) get(key string) ([]trace.Trace, []ResourcePlan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byKey[key]
+	if !ok {
+		return nil, nil
+	}
+	ot := e.Value.(*objectTraces)
+	return append([]trace.Trace(nil), ot.traces...), ot.plans
+}
+
+// ObjectSummary is one line of the list of recently reconciled objects.
+type ObjectSummary struct {
+	Object      string        `json:"object"`
+	ResourceSet string        `json:"resourceSet,omitempty"`
+	Result      string        `json:"result"`
+	Start       time.Time     `json:"start"`
+	Duration    time.Duration `json:"duration"`
+	Error       string        `json:"error,omitempty"`
+}
+
+// summaries lists the stored objects, most recently reconciled first.
+func (s *traceStore) summaries() []ObjectSummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ObjectSummary, 0, s.lru.Len())
+	for e := s.lru.Front(); e != nil; e = e.Next() {
+		ot := e.Value.(*objectTraces)
+		if len(ot.traces) == 0 {
+			continue
+		}
+		t := ot.traces[len(ot.traces)-1]
+		out = append(out, ObjectSummary{Object: ot.key, ResourceSet: t.ResourceSet, Result: t.Result, Start: t.Start, Duration: t.Duration, Error: t.Error})
+	}
+	return out
+}
+
+func (s *traceStore) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lru.Len()
+}
+
+// Traces returns the last traces of the object with key "namespace/name",
+// oldest first, or nil when none is kept (never reconciled, or dropped from
+// the bounded store). The traces are copies.
+func (f *Framework) Traces(key string) []trace.Trace {
+	t, _ := f.traces.get(key)
+	return t
+}
+
+// Plans returns the plans computed by the last dry-run reconciliation of the
+// object with key (Config.DryRun), or nil.
+func (f *Framework) Plans(key string) []ResourcePlan {
+	_, p := f.traces.get(key)
+	return p
+}
+
+// traceLine formats a trace on one line for the debug log. It is a
+// fmt.Stringer so that it is formatted only when the line is written.
+type traceLine struct{ t *trace.Trace }
+
+func (l traceLine) String() string {
+	s := l.t.Snapshot()
+	var b strings.Builder
+	fmt.Fprintf(&b, "set=%s result=%s duration=%s", s.ResourceSet, s.Result, s.Duration)
+	for _, st := range s.Steps {
+		fmt.Fprintf(&b, " [%s %s %s %s]", st.Resource, st.Step, st.Outcome, st.Duration)
+	}
+	return b.String()
+}
+
+// formatTrace writes a readable multi-line form of t.
+func formatTrace(b *strings.Builder, t trace.Trace) {
+	fmt.Fprintf(b, "%s  %s  set=%s  result=%s  duration=%s", t.Start.Format(time.RFC3339Nano), t.Object, t.ResourceSet, t.Result, t.Duration)
+	if t.RequeueAfter > 0 {
+		fmt.Fprintf(b, "  requeueAfter=%s", t.RequeueAfter)
+	}
+	b.WriteByte('\n')
+	if t.Error != "" {
+		fmt.Fprintf(b, "  error: %s\n", t.Error)
+	}
+	for _, st := range t.Steps {
+		fmt.Fprintf(b, "  %-24s %-20s %-8s %10s", st.Resource, st.Step, st.Outcome, st.Duration)
+		if st.Error != "" {
+			fmt.Fprintf(b, "  %s", st.Error)
+		}
+		b.WriteByte('\n')
+	}
+}
