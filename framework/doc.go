@@ -30,6 +30,71 @@
 //   - Cost: without a trace, a call costs one allocation for the signals plus
 //     one per resource run; see docs/benchmarks.md.
 //
+// # The runtime: Framework
+//
+// [New] and [Framework.Boot] run the chain for every object of one kind, the
+// flow of DESIGN.md:
+//
+//	informer events -> update predicate -> rate-limited work queue (key namespace/name)
+//	  -> worker: latest object from the informer cache -> router -> InitCtx
+//	  -> deleting ? ProcessDelete : (add finalizer) ProcessUpdate -> outcome
+//
+// Guarantees and choices:
+//   - Level-based: a worker always reconciles the object as the cache has it
+//     now, never the copy carried by an event; many events for one object
+//     coalesce into one reconciliation (client-go's queue dedups keys).
+//   - One at a time per object: the queue never hands one key to two
+//     workers at once. Config.Workers objects are reconciled in parallel.
+//   - Finalizers: the finalizer "operatorkit.io/<Name>" is added before the
+//     first EnsureCreated, with a JSON merge patch carrying the object's
+//     resourceVersion (a conflict is retried with the latest object, no
+//     finalizer of anyone else is lost). The chain then sees a copy of the
+//     object with the new resourceVersion, so a status write in the same
+//     reconciliation does not conflict. An object with a deletionTimestamp
+//     and our finalizer runs ProcessDelete; the finalizer is removed, with the
+//     same kind of patch, only when every EnsureDeleted succeeded and none set
+//     finalizerskeptcontext. An object deleted while the operator is down
+//     keeps the finalizer and is cleaned up after the next Boot.
+//   - Own writes do not wake the operator: [DefaultUpdatePredicate] drops
+//     updates that change neither generation, labels, annotations nor the
+//     deletion state (status writes, the finalizer patch). Resyncs and
+//     [Framework.Enqueue] always enqueue; watches on children call Enqueue.
+//   - Failures: an error requeues the object with its own exponential
+//     backoff ([DefaultRequeueBackOff], or Config.BackOffFactory /
+//     Config.RateLimiter), held at its maximum, never dropped; a success
+//     resets it. An error marked with retry.Permanent is not retried until
+//     the object changes (or a resync). A panic in a resource, InitCtx or
+//     Handles is recovered, logged with its stack, counted
+//     (operatorkit_framework_panics_total) and retried with backoff; other
+//     objects go on. Each reconciliation is bounded by
+//     Config.ReconcileTimeout; a timed-out one is a failure like any other,
+//     and the worker is free again.
+//   - Requeue: a resource may ask for another run with requeuecontext; the
+//     shortest delay asked for wins.
+//   - Unroutable objects: an object no ResourceSet handles is logged,
+//     counted (result "no_resource_set"), recorded as a Warning event, and
+//     not retried until it changes: routing is a pure function of the object,
+//     so retrying could not help. If the object is being deleted and carries
+//     our finalizer, the finalizer is kept: removing it could leak whatever
+//     an earlier release created for it, while keeping it is visible (the
+//     object stays Terminating, with an event saying why) and is fixed by
+//     deploying a release that handles the object, or by removing the
+//     finalizer by hand once its resources are known to be gone.
+//   - Shutdown: when Boot's context ends the Framework takes no new work,
+//     lets in-flight reconciliations finish (they are not canceled, only
+//     bounded by the reconcile timeout), stops the informer and returns nil.
+//     Keys still queued are reconciled after the next Boot, since the state
+//     they stand for is in the API server. No goroutine is left behind.
+//   - Dry run: with Config.DryRun the Framework computes every object's
+//     [Plan] (the read-only half of each crud resource), records it in the
+//     trace store and metrics, and writes nothing, not even its finalizer.
+//   - Traces: every reconciliation records its path (resource set, each
+//     resource and CRUD step with outcome and duration, result). The last
+//     Config.TracesPerObject traces of the last Config.TraceObjects objects
+//     are kept (memory bounded; see [MaxStepsPerTrace]), returned by
+//     [Framework.Traces], logged as one debug line, and served as JSON or text
+//     by [Framework.DebugHandler].
+//
 // # Errors
 //
 // Sentinels are compared with errors.Is: [ErrInvalidConfig] (the same value
@@ -40,5 +105,14 @@
 // # Metrics
 //
 // Metrics of this package are named operatorkit_framework_<name>, from
-// [PrometheusNamespace] and [PrometheusSubsystem].
+// [PrometheusNamespace] and [PrometheusSubsystem], and are labelled with the
+// Framework's name ("controller") and other low-cardinality values only
+// (result, resource, step, resource_set), never with object names:
+// reconciliations_total{result}, reconcile_duration_seconds, errors_total
+// {resource,step}, panics_total, last_successful_reconcile_timestamp_seconds,
+// objects_in_deletion, oldest_deletion_age_seconds,
+// oldest_pending_reconcile_age_seconds, objects{resource_set},
+// update_events_filtered_total and watch_errors_total. client-go's work
+// queue metrics are exported as operatorkit_workqueue_<name>{name}.
+// docs/observability.md describes each.
 package framework
