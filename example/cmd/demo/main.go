@@ -1,0 +1,116 @@
+// Command demo shows the example WebApp operator at work against a real
+// kube-apiserver started inside this process (testenv: etcd and the API
+// server from Go modules, nothing downloaded):
+//
+//  1. start the API server, write a kubeconfig for kubectl;
+//  2. install the WebApp CRD with crdclient;
+//  3. start the operator (the same code as webapp-operator);
+//  4. create --objects WebApps and wait until they converge;
+//  5. move half of them to release 2 and wait for their Services;
+//  6. delete a quarter and wait until their children are gone;
+//
+// then print a summary (objects, reconciles by result, API requests by verb,
+// wall time, reconcile latency) and exit 0 when everything converged, or 1
+// with the reason when not (or when --timeout passes). Convergence is read
+// from the API server, not taken from the operator. --hold keeps the server
+// running after the summary until Ctrl-C, for kubectl.
+//
+// The first build links k8s.io/kubernetes and takes minutes; later builds
+// are quick.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/operatorkit/operatorkit/example/internal/cli"
+)
+
+const cmdName = "demo"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the demo's flags.
+type options struct {
+	objects        int
+	namespace      string
+	workers        int
+	timeout        time.Duration
+	hold           bool
+	kubeconfig     string
+	metricsAddress string
+	logLevel       string
+	logFile        string
+	image          string
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flag.NewFlagSet(cmdName, flag.ContinueOnError)
+	fs.IntVar(&o.objects, "objects", 200, "number of WebApps to create (at least 4)")
+	fs.StringVar(&o.namespace, "namespace", "demo", "namespace of the WebApps")
+	fs.IntVar(&o.workers, "workers", 4, "operator workers (objects reconciled at the same time)")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up (exit 1) when the demo has not finished by then")
+	fs.BoolVar(&o.hold, "hold", false, "after the summary, keep the API server and the operator running until Ctrl-C")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "where to write the kubeconfig of the demo's API server (default: in a temporary directory)")
+	fs.StringVar(&o.metricsAddress, "metrics-address", "127.0.0.1:0", "address serving /metrics, /healthz and /debug/reconciliations (port 0 picks a free port)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "operator log level: debug, info, warn or error")
+	fs.StringVar(&o.logFile, "log-file", "", "file for the operator's and API server's logs (default: in a temporary directory)")
+	fs.StringVar(&o.image, "image", "nginxinc/nginx-unprivileged:1.27", "image of the WebApps (no pods run: the demo server has no kubelet)")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "usage: demo [flags]\n\nRuns the WebApp operator against an API server started in this process. Flags:")
+			fs.PrintDefaults()
+			return 0
+		}
+		return cli.Fail(stderr, cmdName, 2, err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	case o.objects < 4:
+		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("invalid value %d for flag -objects: must be at least 4", o.objects))
+	case o.workers < 1:
+		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("invalid value %d for flag -workers: must be at least 1", o.workers))
+	case o.timeout <= 0:
+		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("invalid value %s for flag -timeout: must be positive", o.timeout))
+	}
+	if _, err := cli.NewLogger(io.Discard, o.logLevel); err != nil {
+		return cli.Fail(stderr, cmdName, 2, err)
+	}
+
+	dir, err := os.MkdirTemp("", "operatorkit-demo-")
+	if err != nil {
+		return cli.Fail(stderr, cmdName, 1, err)
+	}
+	if o.kubeconfig == "" {
+		o.kubeconfig = filepath.Join(dir, "kubeconfig")
+	}
+	if o.logFile == "" {
+		o.logFile = filepath.Join(dir, "operator.log")
+	}
+	d := &demo{opts: o, out: stdout, tty: isTerminal(stdout)}
+	err = d.run(ctx)
+	if err != nil {
+		fmt.Fprintf(stdout, "\nresult: FAILED: %s\n", oneLine(err))
+		fmt.Fprintf(stdout, "logs kept in %s\n", o.logFile)
+		return cli.Fail(stderr, cmdName, 1, err)
+	}
+	os.RemoveAll(dir)
+	return 0
+}

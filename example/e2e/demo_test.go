@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// TestDemo builds the demo and runs it as a user would, with 20 objects: it
+// must exit 0, report every object converged and every delete processed,
+// and answer on /metrics while it runs.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the demo")
+	}
+	bin := build(t, "demo")
+	ctx := contextFor(t)
+
+	metricsURL := make(chan string, 1)
+	urlRE := regexp.MustCompile(`metrics:\s+(http://\S+/metrics)`)
+	p := start(t, bin, []string{"--objects", "20", "--timeout", "4m"}, func(line string) {
+		if m := urlRE.FindStringSubmatch(line); m != nil {
+			select {
+			case metricsURL <- m[1]:
+			default:
+			}
+		}
+	})
+
+	// Scrape /metrics while the demo runs, until the framework's metrics
+	// appear (the operator has started).
+	var scraped atomic.Bool
+	scrapeDone := make(chan struct{})
+	go func() {
+		defer close(scrapeDone)
+		var url string
+		select {
+		case url = <-metricsURL:
+		case <-p.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			select {
+			case <-p.done:
+				return true, nil
+			default:
+			}
+			body, err := get(ctx, url)
+			if err == nil && strings.Contains(body, "operatorkit_framework_reconciliations_total") {
+				scraped.Store(true)
+				return true, nil
+			}
+			return false, nil
+		})
+	}()
+
+	if code := p.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("demo exit code = %d, want 0", code)
+	}
+	<-scrapeDone
+	out := p.output()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^\s+converged\s+15/15 remaining WebApps Ready`),
+		regexp.MustCompile(`(?m)^\s+deletes processed\s+5/5 \(children left behind: 0\)`),
+		regexp.MustCompile(`(?m)^\s+objects\s+20 created, 10 moved to release 2, 5 deleted`),
+		regexp.MustCompile(`(?m)^\s+api requests\s+\d+ by the operator: .*patch \d+`),
+		regexp.MustCompile(`(?m)^\s+reconcile latency\s+p50 \S+, p99 \S+`),
+		regexp.MustCompile(`(?m)^result: OK`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("demo output lacks %s", want)
+		}
+	}
+	if !scraped.Load() {
+		t.Error("/metrics never answered with the framework's metrics while the demo ran")
+	}
+}
+
+func get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return string(b), &httpError{res.StatusCode}
+	}
+	return string(b), err
+}
+
+type httpError struct{ code int }
+
+func (e *httpError) Error() string { return http.StatusText(e.code) }

@@ -1,0 +1,68 @@
+// Package webapp is the example operator built on operatorkit: it keeps, for
+// every WebApp (example.operatorkit.io/v1alpha1), a ConfigMap with the
+// content, a Deployment serving it and, from release 2 on, a Service, and
+// reports what it did in the WebApp's status.
+//
+// # What an operator author writes
+//
+// Each child is a crud.Ops (configmap.go, deployment.go, service.go): the
+// current state read from a cache ([Children]), the desired state computed
+// from the WebApp alone ([DesiredConfigMap], [DesiredDeployment],
+// [DesiredService]), a patch comparing only the fields the operator owns
+// (so defaults and other writers' fields never cause updates), and apply
+// steps that write with server-side apply (field manager [ManagedBy], force)
+// and delete with a UID precondition. The status resource (status.go) is a
+// crud.Ops too, last in the chain. [NewResourceSets] wraps every resource
+// with the retry and metrics wrappers and builds one router.ResourceSet per
+// release; [New] wires them into a framework.Framework with informers.
+//
+// # Releases
+//
+// The label [LabelRelease] on a WebApp routes it ([ReleaseOf]): missing or
+// "1" is release 1 (ConfigMap and Deployment), "2" is release 2 (adds the
+// Service, and labels and annotates the Deployment's pod template, which
+// rolls its pods). Any other value routes nowhere: the framework reports
+// router.ErrNoResourceSet (log, metric, event) and leaves the object alone.
+// Moving a WebApp back from release 2 to 1 deletes its Service.
+//
+// # Status and events
+//
+// Conditions Ready and Degraded (with observedGeneration and
+// lastTransitionTime) are written with a JSON merge patch of the status
+// subresource carrying the resourceVersion they were computed from, and only
+// when their status, reason, message or generation change: writing the
+// status never causes another write. Ready means every child matches the
+// spec of the observed generation; it does not wait for pods to run (the
+// test API server has no kubelet), which a production operator would add
+// from the Deployment's status. A failing resource sets Ready False and
+// Degraded True with reason [ReasonReconcileFailed] and the error, and is
+// retried with backoff; a spec the operator cannot use ([Validate]: image
+// syntax, DNS-1035 name, replicas, content size beyond what the schema
+// checks) gets reason [ReasonInvalidSpec] and a permanent error
+// (retry.Permanent), so it is not retried until the object changes. The
+// framework records the Warning events (ReconcileFailed, NoResourceSet) and
+// the recovery after retried failures; this package adds [EventRecovered]
+// when a spec becomes valid again.
+//
+// # Deletes
+//
+// The test API server has no garbage collector, so deletes go through the
+// chain: the framework's finalizer keeps a deleted WebApp until every
+// resource's EnsureDeleted has deleted its child (a child already gone is
+// no error; an object without LabelManagedBy is never deleted). Children
+// still carry a controller owner reference for real clusters
+// (BlockOwnerDeletion unset: it would need the update permission on
+// webapps/finalizers).
+//
+// # Drift
+//
+// The [Operator] watches ConfigMaps, Deployments and Services labelled
+// LabelManagedBy=ManagedBy with shared informers (their listers are the
+// Children) and enqueues the owning WebApp on every change, so a child
+// changed or deleted by someone else is repaired at once.
+//
+// # Logs
+//
+// Logs carry object keys, resource and step names and errors, never objects
+// or their content.
+package webapp

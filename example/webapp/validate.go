@@ -1,0 +1,93 @@
+package webapp
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
+)
+
+// Limits the operator checks beyond the CRD schema.
+const (
+	// MaxContentBytes is the largest Content, in bytes, the operator puts
+	// into a ConfigMap (which holds at most 1 MiB). The schema limits
+	// characters, not bytes.
+	MaxContentBytes = 512 * 1024
+	// MaxReplicas mirrors the schema's maximum, for API servers that run
+	// without it (an old CRD, or a CRD installed by hand).
+	MaxReplicas = 100
+)
+
+// ErrInvalidSpec is wrapped by errors about a WebApp the operator cannot
+// use. Such errors are permanent: the operator reports them in the Degraded
+// condition and a Warning Event, and does not retry until the object
+// changes.
+var ErrInvalidSpec = errors.New("invalid spec")
+
+// imageRef is a simplified form of the container image reference grammar:
+// an optional registry host (with port) and path, lower-case path
+// components, an optional tag and an optional sha256 digest.
+var imageRef = regexp.MustCompile(`^` +
+	`(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*` +
+	`(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+	`(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?` +
+	`(?:@sha256:[a-f0-9]{64})?$`)
+
+// Validate reports whether the operator can use w: its name must be a
+// DNS-1035 label (it names the Service and is a label value), the image a
+// well-formed reference, replicas within 0..MaxReplicas (nil means 1) and
+// the content at most MaxContentBytes. The error wraps ErrInvalidSpec and
+// lists every problem; it is nil when w is usable.
+func Validate(w *v1alpha1.WebApp) error {
+	if w == nil {
+		return fmt.Errorf("%w: no object", ErrInvalidSpec)
+	}
+	var problems []string
+	if errs := validation.IsDNS1035Label(w.Name); len(errs) > 0 {
+		problems = append(problems, fmt.Sprintf("metadata.name %q cannot name a Service: %s", w.Name, strings.Join(errs, "; ")))
+	}
+	switch {
+	case w.Spec.Image == "":
+		problems = append(problems, "spec.image must not be empty")
+	case len(w.Spec.Image) > 512 || !imageRef.MatchString(w.Spec.Image):
+		problems = append(problems, fmt.Sprintf("spec.image %q is not a valid image reference", truncate(w.Spec.Image, 80)))
+	}
+	if r := w.Spec.Replicas; r != nil && (*r < 0 || *r > MaxReplicas) {
+		problems = append(problems, fmt.Sprintf("spec.replicas %d is not within 0..%d", *r, MaxReplicas))
+	}
+	if n := len(w.Spec.Content); n > MaxContentBytes {
+		problems = append(problems, fmt.Sprintf("spec.content has %d bytes, more than %d", n, MaxContentBytes))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidSpec, strings.Join(problems, "; "))
+}
+
+// replicas returns the replicas of w, 1 when unset.
+func replicas(w *v1alpha1.WebApp) int32 {
+	if w.Spec.Replicas == nil {
+		return 1
+	}
+	return *w.Spec.Replicas
+}
+
+// truncate shortens s to at most n bytes (on a rune boundary), marking the
+// cut with "...".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
