@@ -21,9 +21,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
 	"github.com/operatorkit/operatorkit/trace"
 )
@@ -424,4 +426,36 @@ func BenchmarkEventToWorker(b *testing.B) {
 
 func widgetLikeCRD() *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "things.test.operatorkit.io"}}
+}
+
+// TestEventsOnFailureAndRecovery: a failure records a Warning event; the
+// first success after it, even after a permanent error that was not
+// retried, records a Normal Recovered event.
+func TestEventsOnFailureAndRecovery(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	r := &funcResource{name: "picky", create: func(ctx context.Context, obj any) error {
+		if obj.(*unstructured.Unstructured).GetLabels()["fixed"] != "true" {
+			return retry.Permanent(errors.New("spec.image must not be empty"))
+		}
+		return nil
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	rec := record.NewFakeRecorder(10)
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, EventRecorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	if got := <-rec.Events; !strings.HasPrefix(got, "Warning ReconcileFailed") || !strings.Contains(got, "spec.image must not be empty") {
+		t.Fatalf("first event = %q, want a Warning ReconcileFailed saying why", got)
+	}
+	if err := inf.Update(object("a", 2, map[string]string{"fixed": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-rec.Events; !strings.HasPrefix(got, "Normal Recovered") {
+		t.Fatalf("event after the fix = %q, want Normal Recovered", got)
+	}
+	if n := r.calls.Load(); n != 2 {
+		t.Fatalf("reconciliations = %d, want 2 (the permanent error is not retried)", n)
+	}
 }

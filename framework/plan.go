@@ -96,9 +96,33 @@ func findPlanner(r resource.Interface) planner {
 	return nil
 }
 
+// ChangeDescriber is implemented by patch changes that can say in a few
+// lines what they would change ("replicas: 2 -> 3"). FormatPlans, the debug
+// endpoint and plan listings use it; without it a change is shown as JSON.
+type ChangeDescriber interface {
+	Describe() []string
+}
+
+// DescribeChange returns readable lines for a patch change: its Describe
+// when it is a ChangeDescriber, its String when it is a fmt.Stringer, and
+// otherwise its JSON, indented (or its Go value when it does not marshal).
+func DescribeChange(change any) []string {
+	switch c := change.(type) {
+	case ChangeDescriber:
+		return c.Describe()
+	case fmt.Stringer:
+		return strings.Split(c.String(), "\n")
+	}
+	data, err := json.MarshalIndent(change, "", "  ")
+	if err != nil {
+		return []string{fmt.Sprintf("%+v", change)}
+	}
+	return strings.Split(string(data), "\n")
+}
+
 // FormatPlans writes plans as a readable, diff-like listing: one block per
-// resource, "+ create", "~ update", "- delete" lines with the changes as
-// indented JSON, "= no changes" when there is nothing to do.
+// resource, "+ create", "~ update" and "- delete" followed by the change's
+// lines (see DescribeChange), "= no changes" when there is nothing to do.
 func FormatPlans(b *strings.Builder, plans []ResourcePlan) {
 	for _, p := range plans {
 		fmt.Fprintf(b, "resource %s\n", p.Resource)
@@ -120,10 +144,8 @@ func writeChange(b *strings.Builder, label string, change any) {
 	if change == nil {
 		return
 	}
-	data, err := json.MarshalIndent(change, "    ", "  ")
-	if err != nil {
-		fmt.Fprintf(b, "  %s %v\n", label, change)
-		return
+	fmt.Fprintf(b, "  %s\n", label)
+	for _, line := range DescribeChange(change) {
+		fmt.Fprintf(b, "      %s\n", line)
 	}
-	fmt.Fprintf(b, "  %s\n    %s\n", label, data)
 }

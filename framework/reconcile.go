@@ -224,15 +224,21 @@ func (f *Framework) finish(ctx context.Context, logger log.Logger, key string, o
 	f.traces.add(key, tr)
 
 	switch o.result {
-	case ResultSuccess, ResultRequeue, ResultDryRun:
-		recovered := f.queue.NumRequeues(key) > 0
+	case ResultSuccess, ResultRequeue, ResultDryRun, ResultFinalizerKept:
 		f.state.done(key)
 		f.metrics.lastSuccess.SetToCurrentTime()
-		if recovered {
-			f.event(obj, corev1.EventTypeNormal, "Reconciled", "reconciled after earlier failures")
+		if f.state.recovered(key) {
+			f.event(obj, corev1.EventTypeNormal, "Recovered", "reconciled successfully after earlier failures")
 		}
-	case ResultSkipped, ResultNoResourceSet, ResultPermanent:
+	case ResultSkipped:
 		f.state.done(key)
+	case ResultNoResourceSet, ResultPermanent:
+		// Not retried until the object changes: no longer pending, but
+		// failed, so that the success after a fix is reported.
+		f.state.done(key)
+		f.state.setFailed(key)
+	case ResultError, ResultPanic:
+		f.state.setFailed(key)
 	}
 
 	switch o.result {

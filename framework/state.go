@@ -22,6 +22,7 @@ type objectState struct {
 	deleting   map[string]time.Time // key -> deletionTimestamp, while our finalizer is on it
 	sets       map[string]string    // key -> resource set name
 	setCounts  map[string]int
+	failed     map[string]struct{} // keys whose last reconciliation failed
 }
 
 func newObjectState() *objectState {
@@ -33,6 +34,7 @@ func newObjectState() *objectState {
 		deleting:   map[string]time.Time{},
 		sets:       map[string]string{},
 		setCounts:  map[string]int{},
+		failed:     map[string]struct{}{},
 	}
 }
 
@@ -116,6 +118,23 @@ func (s *objectState) setResourceSet(key, set string) {
 	s.setCounts[set]++
 }
 
+// setFailed records that key's last reconciliation failed.
+func (s *objectState) setFailed(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed[key] = struct{}{}
+}
+
+// recovered records that key's last reconciliation succeeded and reports
+// whether the one before had failed.
+func (s *objectState) recovered(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.failed[key]
+	delete(s.failed, key)
+	return ok
+}
+
 // forget drops everything about key: the object is gone.
 func (s *objectState) forget(key string) {
 	s.mu.Lock()
@@ -123,6 +142,7 @@ func (s *objectState) forget(key string) {
 	delete(s.tombstones, key)
 	delete(s.pending, key)
 	delete(s.deleting, key)
+	delete(s.failed, key)
 	if set, ok := s.sets[key]; ok {
 		s.setCounts[set]--
 		delete(s.sets, key)

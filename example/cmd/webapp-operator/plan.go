@@ -177,7 +177,7 @@ func planOne(ctx context.Context, w io.Writer, sets []*router.ResourceSet, relea
 			if c == nil {
 				continue
 			}
-			for _, line := range describe(c) {
+			for _, line := range framework.DescribeChange(c) {
 				fmt.Fprintf(w, "    %s\n", line)
 			}
 		}
@@ -201,15 +201,6 @@ func planOne(ctx context.Context, w io.Writer, sets []*router.ResourceSet, relea
 	}
 	fmt.Fprintln(w)
 	return nil
-}
-
-// describe returns the lines of a change: its own Describe when it has one,
-// else its Go value.
-func describe(change any) []string {
-	if d, ok := change.(interface{ Describe() []string }); ok {
-		return d.Describe()
-	}
-	return []string{fmt.Sprintf("%+v", change)}
 }
 
 func plural(n int) string {

@@ -11,6 +11,12 @@
 // Guarantees:
 //   - An error marked with [Permanent] is never retried, and is returned with
 //     its mark, so the framework's backoff can honour it too.
+//   - An error Config.Retryable rejects is returned at once, unmarked. The
+//     default, [DefaultRetryable], rejects Kubernetes API errors that the same
+//     request cannot fix: a 409 conflict needs a fresh read of the object,
+//     which only a new reconciliation gives (the framework requeues it with
+//     backoff); 403, 422, 400 and the like stay what they are. Retrying them
+//     in place only fills the log.
 //   - Retries stop when the backoff returns backoff.Stop (the last error is
 //     returned) or when ctx is done (the last error joined with
 //     context.Cause(ctx) is returned); waiting never outlives ctx.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -41,6 +42,30 @@ type Config struct {
 	// Logger receives a warning for every retry. Optional; defaults to a nop
 	// logger.
 	Logger log.Logger
+	// Retryable decides whether an error is worth retrying with the same
+	// input. Optional; defaults to DefaultRetryable. An error it rejects is
+	// returned at once, unmarked: the framework still requeues the object
+	// with its backoff and a fresh read of the world (what a conflict
+	// needs). Errors marked with Permanent are never retried, whatever
+	// Retryable says.
+	Retryable func(err error) bool
+}
+
+// DefaultRetryable reports whether err may go away when the same call is
+// made again: it is false for Kubernetes API errors that a retry of the same
+// request cannot fix (conflict, which needs a fresh read; forbidden,
+// unauthorized, invalid, bad request, already exists, not found, method not
+// supported, request entity too large, gone) and true for everything else
+// (timeouts, throttling, server errors, network errors).
+func DefaultRetryable(err error) bool {
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
+		apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsAlreadyExists(err),
+		apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err),
+		apierrors.IsRequestEntityTooLargeError(err), apierrors.IsGone(err), apierrors.IsResourceExpired(err):
+		return false
+	}
+	return true
 }
 
 // Resource is a resource.Interface that retries the wrapped resource; see the
@@ -51,6 +76,7 @@ type Resource struct {
 	inner      resource.Interface // what runs: wrapped, or its copy with retrying steps
 	perStep    bool
 	newBackOff func() backoff.BackOff
+	retryable  func(error) bool
 	logger     log.Logger
 }
 
@@ -71,9 +97,13 @@ func New(config Config) (*Resource, error) {
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
 	}
+	if config.Retryable == nil {
+		config.Retryable = DefaultRetryable
+	}
 	r := &Resource{
 		wrapped:    config.Resource,
 		newBackOff: config.BackOffFactory,
+		retryable:  config.Retryable,
 		logger:     log.With(config.Logger, "resource", config.Resource.Name()),
 	}
 	r.inner, r.perStep = opswrap.Resource(config.Resource, r.retry)
@@ -131,7 +161,7 @@ func (r *Resource) retry(ctx context.Context, operation string, op func(ctx cont
 	b.Reset()
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
-		if err == nil || IsPermanent(err) {
+		if err == nil || IsPermanent(err) || !r.retryable(err) {
 			return err
 		}
 		if ctx.Err() != nil {

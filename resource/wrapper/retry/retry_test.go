@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 	"sync"
 	"testing"
@@ -288,5 +290,39 @@ func TestPermanent(t *testing.T) {
 	}
 	if !errors.Is(err, errBoom) || err.Error() != "boom" {
 		t.Fatalf("Permanent(errBoom) = %q does not keep its cause", err)
+	}
+}
+
+// TestAPIErrorsThatARetryCannotFix: a conflict or a forbidden answer is
+// returned after one call, unmarked, so the framework requeues with a fresh
+// read; a server timeout is retried.
+func TestAPIErrorsThatARetryCannotFix(t *testing.T) {
+	gr := schema.GroupResource{Resource: "configmaps"}
+	tests := []struct {
+		name      string
+		err       error
+		wantCalls int
+	}{
+		{"conflict", apierrors.NewConflict(gr, "a", errors.New("the object has been modified")), 1},
+		{"forbidden", apierrors.NewForbidden(gr, "a", errors.New("no")), 1},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), 1},
+		{"server timeout", apierrors.NewServerTimeout(gr, "get", 1), 3},
+		{"plain error", errors.New("connection reset"), 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &flaky{errs: []error{tt.err}}
+			r, err := retry.New(retry.Config{Resource: f, BackOffFactory: zeroRetries(2)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = r.EnsureCreated(context.Background(), nil)
+			if !errors.Is(err, tt.err) || retry.IsPermanent(err) {
+				t.Fatalf("EnsureCreated() = %v, want %v unmarked", err, tt.err)
+			}
+			if calls := f.Calls(); calls != tt.wantCalls {
+				t.Fatalf("calls = %d, want %d", calls, tt.wantCalls)
+			}
+		})
 	}
 }
