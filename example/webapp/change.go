@@ -1,6 +1,7 @@
 package webapp
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -176,4 +177,47 @@ func applyPayload(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, erro
 		return nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 	}
 	return b, nil
+}
+
+// childWriter is the apply half of a child resource's crud.Ops: it writes
+// the object of a *ChildChange with server-side apply (create and update
+// alike: the operator's owned fields win) and deletes with the change's UID
+// precondition; an object that is already gone is not an error. The child
+// resources embed it with the typed client calls of their kind.
+type childWriter struct {
+	gvk    schema.GroupVersionKind
+	apply  func(ctx context.Context, namespace, name string, body []byte) error
+	delete func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+}
+
+// ApplyCreateChange creates the child with server-side apply, which also
+// succeeds when it exists already.
+func (w childWriter) ApplyCreateChange(ctx context.Context, _, change any) error {
+	return w.write(ctx, change)
+}
+
+// ApplyUpdateChange applies the child's owned fields with server-side apply.
+func (w childWriter) ApplyUpdateChange(ctx context.Context, _, change any) error {
+	return w.write(ctx, change)
+}
+
+func (w childWriter) write(ctx context.Context, change any) error {
+	c, err := childChange(change)
+	if err != nil {
+		return err
+	}
+	body, err := applyPayload(c.object, w.gvk)
+	if err != nil {
+		return err
+	}
+	return w.apply(ctx, c.Namespace, c.Name, body)
+}
+
+// ApplyDeleteChange deletes the child; one that is already gone is no error.
+func (w childWriter) ApplyDeleteChange(ctx context.Context, _, change any) error {
+	c, err := childChange(change)
+	if err != nil {
+		return err
+	}
+	return ignoreNotFound(w.delete(ctx, c.Namespace, c.Name, deleteOptions(c)))
 }

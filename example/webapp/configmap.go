@@ -27,9 +27,23 @@ var configMapGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
 // configMapOps is the crud.Ops of a WebApp's ConfigMap, which holds the
 // content under ContentKey.
 type configMapOps struct {
-	client   kubernetes.Interface
-	children Children
-	logger   log.Logger
+	childWriter // ApplyCreateChange, ApplyUpdateChange, ApplyDeleteChange
+	children    Children
+	logger      log.Logger
+}
+
+// configMapWriter writes ConfigMaps with client.
+func configMapWriter(client kubernetes.Interface) childWriter {
+	return childWriter{
+		gvk: configMapGVK,
+		apply: func(ctx context.Context, namespace, name string, body []byte) error {
+			_, err := client.CoreV1().ConfigMaps(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
+			return err
+		},
+		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+			return client.CoreV1().ConfigMaps(namespace).Delete(ctx, name, opts)
+		},
+	}
 }
 
 var _ crud.Ops = (*configMapOps)(nil)
@@ -109,41 +123,6 @@ func (o *configMapOps) NewUpdatePatch(_ context.Context, _, currentState, desire
 // NewDeletePatch deletes the ConfigMap when there is one.
 func (o *configMapOps) NewDeletePatch(_ context.Context, _, currentState, _ any) (*crud.Patch, error) {
 	return deletePatch[corev1.ConfigMap](configMapGVK.Kind, currentState)
-}
-
-// ApplyCreateChange creates the ConfigMap with server-side apply, which
-// also succeeds when it exists already.
-func (o *configMapOps) ApplyCreateChange(ctx context.Context, _, change any) error {
-	return o.apply(ctx, change)
-}
-
-// ApplyUpdateChange applies the owned fields with server-side apply (force:
-// the operator's values win over other writers).
-func (o *configMapOps) ApplyUpdateChange(ctx context.Context, _, change any) error {
-	return o.apply(ctx, change)
-}
-
-func (o *configMapOps) apply(ctx context.Context, change any) error {
-	c, err := childChange(change)
-	if err != nil {
-		return err
-	}
-	body, err := applyPayload(c.object, configMapGVK)
-	if err != nil {
-		return err
-	}
-	_, err = o.client.CoreV1().ConfigMaps(c.Namespace).Patch(ctx, c.Name, types.ApplyPatchType, body, applyOptions())
-	return err
-}
-
-// ApplyDeleteChange deletes the ConfigMap; a ConfigMap that is already gone
-// is no error.
-func (o *configMapOps) ApplyDeleteChange(ctx context.Context, _, change any) error {
-	c, err := childChange(change)
-	if err != nil {
-		return err
-	}
-	return ignoreNotFound(o.client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, c.Name, deleteOptions(c)))
 }
 
 // ownedChildLabels are the label keys the operator owns on child objects.

@@ -39,10 +39,28 @@ var deploymentGVK = appsv1.SchemeGroupVersion.WithKind("Deployment")
 // deploymentOps is the crud.Ops of a WebApp's Deployment, which runs
 // spec.replicas pods of spec.image serving the ConfigMap.
 type deploymentOps struct {
-	client   kubernetes.Interface
-	children Children
-	release  string
-	logger   log.Logger
+	childWriter // ApplyCreateChange, ApplyUpdateChange, ApplyDeleteChange
+	children    Children
+	release     string
+	logger      log.Logger
+}
+
+// deploymentWriter writes Deployments with client. Deletes propagate in the
+// background: a real cluster's garbage collector then deletes the
+// ReplicaSets and pods (the test API server has none).
+func deploymentWriter(client kubernetes.Interface) childWriter {
+	return childWriter{
+		gvk: deploymentGVK,
+		apply: func(ctx context.Context, namespace, name string, body []byte) error {
+			_, err := client.AppsV1().Deployments(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
+			return err
+		},
+		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+			background := metav1.DeletePropagationBackground
+			opts.PropagationPolicy = &background
+			return client.AppsV1().Deployments(namespace).Delete(ctx, name, opts)
+		},
+	}
 }
 
 var _ crud.Ops = (*deploymentOps)(nil)
@@ -165,43 +183,6 @@ func (o *deploymentOps) NewUpdatePatch(_ context.Context, _, currentState, desir
 // NewDeletePatch deletes the Deployment when there is one.
 func (o *deploymentOps) NewDeletePatch(_ context.Context, _, currentState, _ any) (*crud.Patch, error) {
 	return deletePatch[appsv1.Deployment](deploymentGVK.Kind, currentState)
-}
-
-// ApplyCreateChange creates the Deployment with server-side apply.
-func (o *deploymentOps) ApplyCreateChange(ctx context.Context, _, change any) error {
-	return o.apply(ctx, change)
-}
-
-// ApplyUpdateChange applies the owned fields with server-side apply.
-func (o *deploymentOps) ApplyUpdateChange(ctx context.Context, _, change any) error {
-	return o.apply(ctx, change)
-}
-
-func (o *deploymentOps) apply(ctx context.Context, change any) error {
-	c, err := childChange(change)
-	if err != nil {
-		return err
-	}
-	body, err := applyPayload(c.object, deploymentGVK)
-	if err != nil {
-		return err
-	}
-	_, err = o.client.AppsV1().Deployments(c.Namespace).Patch(ctx, c.Name, types.ApplyPatchType, body, applyOptions())
-	return err
-}
-
-// ApplyDeleteChange deletes the Deployment; one that is already gone is no
-// error. (A real cluster's garbage collector then deletes its ReplicaSets
-// and pods; the test API server has none.)
-func (o *deploymentOps) ApplyDeleteChange(ctx context.Context, _, change any) error {
-	c, err := childChange(change)
-	if err != nil {
-		return err
-	}
-	opts := deleteOptions(c)
-	background := metav1.DeletePropagationBackground
-	opts.PropagationPolicy = &background
-	return ignoreNotFound(o.client.AppsV1().Deployments(c.Namespace).Delete(ctx, c.Name, opts))
 }
 
 func container(cs []corev1.Container, name string) *corev1.Container {

@@ -79,9 +79,9 @@ func NewResourceSets(config ResourceSetsConfig) ([]*router.ResourceSet, error) {
 	var sets []*router.ResourceSet
 	for _, release := range Releases {
 		ops := []crud.Ops{
-			&configMapOps{client: config.Client, children: config.Children, logger: config.Logger},
-			&deploymentOps{client: config.Client, children: config.Children, release: release, logger: config.Logger},
-			&serviceOps{client: config.Client, children: config.Children, enabled: release == Release2, logger: config.Logger},
+			&configMapOps{childWriter: configMapWriter(config.Client), children: config.Children, logger: config.Logger},
+			&deploymentOps{childWriter: deploymentWriter(config.Client), children: config.Children, release: release, logger: config.Logger},
+			&serviceOps{childWriter: serviceWriter(config.Client), children: config.Children, enabled: release == Release2, logger: config.Logger},
 			&statusOps{status: status, release: release},
 		}
 		resources := make([]resource.Interface, 0, len(ops))

@@ -25,10 +25,24 @@ var serviceGVK = corev1.SchemeGroupVersion.WithKind("Service")
 // enabled) its desired state is "no Service", so a WebApp moved back from
 // release 2 loses the Service it no longer needs.
 type serviceOps struct {
-	client   kubernetes.Interface
-	children Children
-	enabled  bool
-	logger   log.Logger
+	childWriter // ApplyCreateChange, ApplyUpdateChange, ApplyDeleteChange
+	children    Children
+	enabled     bool
+	logger      log.Logger
+}
+
+// serviceWriter writes Services with client.
+func serviceWriter(client kubernetes.Interface) childWriter {
+	return childWriter{
+		gvk: serviceGVK,
+		apply: func(ctx context.Context, namespace, name string, body []byte) error {
+			_, err := client.CoreV1().Services(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
+			return err
+		},
+		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+			return client.CoreV1().Services(namespace).Delete(ctx, name, opts)
+		},
+	}
 }
 
 var _ crud.Ops = (*serviceOps)(nil)
@@ -123,39 +137,6 @@ func (o *serviceOps) NewUpdatePatch(_ context.Context, _, currentState, desiredS
 // NewDeletePatch deletes the Service when there is one.
 func (o *serviceOps) NewDeletePatch(_ context.Context, _, currentState, _ any) (*crud.Patch, error) {
 	return deletePatch[corev1.Service](serviceGVK.Kind, currentState)
-}
-
-// ApplyCreateChange creates the Service with server-side apply.
-func (o *serviceOps) ApplyCreateChange(ctx context.Context, _, change any) error {
-	return o.apply(ctx, change)
-}
-
-// ApplyUpdateChange applies the owned fields with server-side apply.
-func (o *serviceOps) ApplyUpdateChange(ctx context.Context, _, change any) error {
-	return o.apply(ctx, change)
-}
-
-func (o *serviceOps) apply(ctx context.Context, change any) error {
-	c, err := childChange(change)
-	if err != nil {
-		return err
-	}
-	body, err := applyPayload(c.object, serviceGVK)
-	if err != nil {
-		return err
-	}
-	_, err = o.client.CoreV1().Services(c.Namespace).Patch(ctx, c.Name, types.ApplyPatchType, body, applyOptions())
-	return err
-}
-
-// ApplyDeleteChange deletes the Service; one that is already gone is no
-// error.
-func (o *serviceOps) ApplyDeleteChange(ctx context.Context, _, change any) error {
-	c, err := childChange(change)
-	if err != nil {
-		return err
-	}
-	return ignoreNotFound(o.client.CoreV1().Services(c.Namespace).Delete(ctx, c.Name, deleteOptions(c)))
 }
 
 // servicePortOf returns the port named PortName as
