@@ -20,7 +20,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
@@ -459,3 +462,49 @@ func TestEventsOnFailureAndRecovery(t *testing.T) {
 		t.Fatalf("reconciliations = %d, want 2 (the permanent error is not retried)", n)
 	}
 }
+
+// TestDeleteChainRunsOnceAfterFinalizerRemoved: once the Framework removed
+// its finalizer, a stale cache that still shows it (a child's event came
+// first) does not run the delete chain again.
+func TestDeleteChainRunsOnceAfterFinalizerRemoved(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var deletes atomic.Int64
+	r := &deleteCounter{n: &deletes}
+	obj := object("gone", 1, nil)
+	now := metav1.Now()
+	obj.SetDeletionTimestamp(&now)
+	obj.SetFinalizers([]string{FinalizerPrefix + "op"})
+	gvr := schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}
+	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ThingList"}, obj.DeepCopy())
+	inf := informertest.New(obj)
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: dc, Resource: gvr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "the delete chain and the finalizer removal", func() bool {
+		trs := f.Traces("ns/gone")
+		return len(trs) == 1 && trs[0].Result == ResultSuccess
+	})
+	got, err := dc.Resource(gvr).Namespace("ns").Get(context.Background(), "gone", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.GetFinalizers()) != 0 {
+		t.Fatalf("finalizers after the delete chain = %v, want none", got.GetFinalizers())
+	}
+	f.Enqueue("ns/gone") // the cache still has the object with our finalizer
+	pollUntil(t, "the second reconciliation", func() bool { return len(f.Traces("ns/gone")) == 2 })
+	if res := f.Traces("ns/gone")[1].Result; res != ResultSkipped {
+		t.Fatalf("second reconciliation result = %q, want %q", res, ResultSkipped)
+	}
+	if n := deletes.Load(); n != 1 {
+		t.Fatalf("EnsureDeleted calls = %d, want 1", n)
+	}
+}
+
+type deleteCounter struct{ n *atomic.Int64 }
+
+func (d *deleteCounter) Name() string                                   { return "counter" }
+func (d *deleteCounter) EnsureCreated(context.Context, any) error       { return nil }
+func (d *deleteCounter) EnsureDeleted(ctx context.Context, _ any) error { d.n.Add(1); return nil }

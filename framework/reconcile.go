@@ -151,6 +151,12 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	}
 
 	if deleting {
+		if !tombstone && ours && f.state.wasFinalized(acc.GetUID()) {
+			// The delete chain ran and the finalizer is gone; the cache has
+			// not seen it yet (a child's event woke us up). Running the chain
+			// again would only repeat deletes and fail the finalizer patch.
+			return outcome{result: ResultSkipped}
+		}
 		if !tombstone && !ours && f.finalizers {
 			// Our finalizer is gone: the delete chain already ran, or the
 			// object was never ours. Another finalizer keeps it.

@@ -60,6 +60,15 @@ func (s *objectState) markFinalized(uid types.UID) {
 	s.finalizedU[uid] = struct{}{}
 }
 
+// wasFinalized reports whether the Framework removed its finalizer from the
+// object with uid: a cache that still shows the finalizer is stale.
+func (s *objectState) wasFinalized(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.finalizedU[uid]
+	return ok
+}
+
 // finalized reports whether the Framework removed its finalizer from the
 // object with uid, and forgets it: the object is gone now.
 func (s *objectState) finalized(uid types.UID) bool {
