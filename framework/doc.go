@@ -59,6 +59,17 @@
 //     updates that change neither generation, labels, annotations nor the
 //     deletion state (status writes, the finalizer patch). Resyncs and
 //     [Framework.Enqueue] always enqueue; watches on children call Enqueue.
+//   - Own writes are waited for: a resource that writes the reconciled
+//     object itself (a status patch) reports the resourceVersion the API
+//     server returned with resourceversioncontext; the Framework does the
+//     same for its finalizer patch. Until the cache shows that version, a
+//     reconciliation woken up by something else (a child's event) is
+//     deferred (result "stale") and runs as soon as the cache catches up,
+//     instead of computing from the old object and failing its write with a
+//     conflict. A newer generation ends the wait at once, and it is bounded
+//     by DefaultWriteExpectationTTL. A conflict that happens anyway (someone
+//     else wrote) is result "conflict": retried with backoff and the latest
+//     object, logged at info, not reported as a failure.
 //   - Failures: an error requeues the object with its own exponential
 //     backoff ([DefaultRequeueBackOff], or Config.BackOffFactory /
 //     Config.RateLimiter), held at its maximum, never dropped; a success

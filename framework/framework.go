@@ -37,6 +37,9 @@ const (
 	// DefaultTracesPerObject is how many traces each object keeps when
 	// Config.TracesPerObject is 0.
 	DefaultTracesPerObject = 4
+	// DefaultWriteExpectationTTL bounds how long a reconciliation waits for
+	// the cache to show the operator's own last write to the object.
+	DefaultWriteExpectationTTL = 10 * time.Second
 	// FinalizerPrefix starts every finalizer the Framework writes; the
 	// finalizer is FinalizerPrefix + Config.Name.
 	FinalizerPrefix = "operatorkit.io/"
@@ -132,6 +135,9 @@ type Framework struct {
 	updatePredicate  func(oldObj, newObj any) bool
 	dryRun           bool
 	finalizers       bool
+	// writeExpectationTTL bounds the wait for the cache to show our own
+	// writes (see resourceversioncontext).
+	writeExpectationTTL time.Duration
 
 	limiter  workqueue.TypedRateLimiter[string]
 	provider workqueue.MetricsProvider
@@ -211,27 +217,28 @@ func New(config Config) (*Framework, error) {
 		return nil, err
 	}
 	f := &Framework{
-		name:             config.Name,
-		finalizer:        finalizer,
-		informer:         config.Informer,
-		router:           config.ResourceRouter,
-		client:           config.Client,
-		resource:         config.Resource,
-		crd:              config.CRD,
-		crdClient:        config.CRDClient,
-		logger:           log.With(config.Logger, "controller", config.Name),
-		recorder:         config.EventRecorder,
-		workers:          config.Workers,
-		reconcileTimeout: config.ReconcileTimeout,
-		updatePredicate:  config.UpdatePredicate,
-		dryRun:           config.DryRun,
-		finalizers:       writes,
-		limiter:          limiter,
-		provider:         provider,
-		metrics:          m,
-		traces:           newTraceStore(config.TraceObjects, config.TracesPerObject),
-		state:            newObjectState(),
-		booted:           make(chan struct{}),
+		name:                config.Name,
+		finalizer:           finalizer,
+		informer:            config.Informer,
+		router:              config.ResourceRouter,
+		client:              config.Client,
+		resource:            config.Resource,
+		crd:                 config.CRD,
+		crdClient:           config.CRDClient,
+		logger:              log.With(config.Logger, "controller", config.Name),
+		recorder:            config.EventRecorder,
+		workers:             config.Workers,
+		reconcileTimeout:    config.ReconcileTimeout,
+		updatePredicate:     config.UpdatePredicate,
+		dryRun:              config.DryRun,
+		finalizers:          writes,
+		writeExpectationTTL: DefaultWriteExpectationTTL,
+		limiter:             limiter,
+		provider:            provider,
+		metrics:             m,
+		traces:              newTraceStore(config.TraceObjects, config.TracesPerObject),
+		state:               newObjectState(),
+		booted:              make(chan struct{}),
 	}
 	m.bindState(f.state)
 	return f, nil

@@ -26,6 +26,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
@@ -508,3 +509,42 @@ type deleteCounter struct{ n *atomic.Int64 }
 func (d *deleteCounter) Name() string                                   { return "counter" }
 func (d *deleteCounter) EnsureCreated(context.Context, any) error       { return nil }
 func (d *deleteCounter) EnsureDeleted(ctx context.Context, _ any) error { d.n.Add(1); return nil }
+
+// TestStaleCacheWaitsForOwnWrite: after a resource wrote the object
+// (resourceversioncontext), a reconciliation that would read the object as
+// it was before the write is deferred, and runs once the cache shows it.
+func TestStaleCacheWaitsForOwnWrite(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var calls atomic.Int64
+	r := &funcResource{name: "status", create: func(ctx context.Context, obj any) error {
+		calls.Add(1)
+		resourceversioncontext.SetResourceVersion(ctx, "7") // as a status patch would return
+		return nil
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "first reconciliation", func() bool { return len(f.Traces("ns/a")) == 1 })
+
+	f.Enqueue("ns/a") // a child's event; the cache still has resourceVersion 1
+	pollUntil(t, "deferred reconciliation", func() bool { return len(f.Traces("ns/a")) == 2 })
+	if got := f.Traces("ns/a")[1].Result; got != ResultStale {
+		t.Fatalf("second reconciliation = %q, want %q", got, ResultStale)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("resource calls = %d, want 1 (the stale object must not reach the chain)", n)
+	}
+
+	caughtUp := object("a", 1, nil)
+	caughtUp.SetResourceVersion("7")
+	if err := inf.Update(caughtUp); err != nil { // status-only: the predicate alone would drop it
+		t.Fatal(err)
+	}
+	pollUntil(t, "reconciliation after the cache caught up", func() bool { return calls.Load() == 2 })
+	if got := f.Traces("ns/a")[2].Result; got != ResultSuccess {
+		t.Fatalf("third reconciliation = %q, want %q", got, ResultSuccess)
+	}
+}

@@ -22,6 +22,13 @@ func (f *Framework) AddFunc(obj any) {
 // it, and it can be used as a drop-in with an informer of one's own. The
 // worker always reconciles the latest object from the cache, never newObj.
 func (f *Framework) UpdateFunc(oldObj, newObj any) {
+	if acc, err := meta.Accessor(newObj); err == nil {
+		if key, err := cache.MetaNamespaceKeyFunc(newObj); err == nil && f.state.observed(key, acc.GetResourceVersion()) {
+			// A reconciliation waited for the cache to show this write.
+			f.Enqueue(key)
+			return
+		}
+	}
 	if !f.updatePredicate(oldObj, newObj) {
 		f.metrics.eventsFiltered.Inc()
 		return

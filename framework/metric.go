@@ -30,7 +30,7 @@ const (
 
 var allResults = []string{
 	ResultSuccess, ResultRequeue, ResultFinalizerKept, ResultError, ResultPermanent,
-	ResultPanic, ResultNoResourceSet, ResultSkipped, ResultDryRun,
+	ResultPanic, ResultNoResourceSet, ResultSkipped, ResultDryRun, ResultConflict, ResultStale,
 }
 
 // metrics are the Framework's own collectors, curried with its controller

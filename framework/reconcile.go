@@ -23,6 +23,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/context/updateallowedcontext"
 	"github.com/operatorkit/operatorkit/context/updatenecessarycontext"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
@@ -42,6 +43,14 @@ const (
 	ResultNoResourceSet = "no_resource_set"
 	ResultSkipped       = "skipped" // nothing to do (gone, or deleting without our finalizer)
 	ResultDryRun        = "dry_run"
+	// ResultConflict is a write that lost against a newer version of an
+	// object (409): retried with backoff and the latest object, not
+	// reported as a failure.
+	ResultConflict = "conflict"
+	// ResultStale is a reconciliation deferred because the cache does not
+	// show the operator's own last write to the object yet; it runs when it
+	// does (see resourceversioncontext).
+	ResultStale = "stale"
 )
 
 // outcome is what one reconciliation tells the worker.
@@ -73,7 +82,7 @@ func (f *Framework) processNextItem(ctx context.Context) bool {
 	cancel()
 
 	switch {
-	case o.result == ResultPanic || o.result == ResultError:
+	case o.result == ResultPanic || o.result == ResultError || o.result == ResultConflict:
 		f.queue.AddRateLimited(key)
 	case o.rateLimited:
 		f.queue.AddRateLimited(key)
@@ -119,6 +128,14 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 		return outcome{result: ResultPermanent, err: fmt.Errorf("object %s has no metadata: %w", key, err)}
 	}
 
+	if !tombstone {
+		if stale, wait := f.state.stale(key, acc.GetUID(), acc.GetResourceVersion(), acc.GetGeneration(), f.writeExpectationTTL); stale {
+			// Reconciled again when the cache shows the write (UpdateFunc),
+			// at the latest after wait.
+			return outcome{result: ResultStale, requeueAfter: wait}
+		}
+	}
+
 	set, err := f.router.ResourceSet(obj)
 	if err != nil {
 		if errors.Is(err, router.ErrNoResourceSet) {
@@ -129,7 +146,14 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	tr.ResourceSet = set.Name()
 	f.state.setResourceSet(key, set.Name())
 
-	ctx = trace.NewContext(newSignals(ctx), tr)
+	ctx = trace.NewContext(resourceversioncontext.NewContext(newSignals(ctx)), tr)
+	defer func() {
+		// Whatever the outcome, writes to the object that succeeded are
+		// expected in the cache before the next reconciliation.
+		if rv, ok := resourceversioncontext.ResourceVersion(ctx); ok && rv != acc.GetResourceVersion() {
+			f.state.expectWrite(key, acc.GetUID(), rv, acc.GetGeneration())
+		}
+	}()
 	ctx, err = set.InitCtx(ctx, obj)
 	if err != nil {
 		return outcome{result: ResultError, err: fmt.Errorf("init context of resource set %s: %w", set.Name(), err)}
@@ -178,7 +202,7 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 		}
 		if ours {
 			if err := f.removeFinalizer(ctx, acc); err != nil {
-				return outcome{result: ResultError, err: err}
+				return errorOutcome(err)
 			}
 		}
 		f.state.setDeleting(key, time.Time{}, false)
@@ -187,7 +211,7 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 
 	if f.finalizers && !ours {
 		if obj, err = f.addFinalizer(ctx, obj, acc); err != nil {
-			return outcome{result: ResultError, err: err}
+			return errorOutcome(err)
 		}
 	}
 	if err := ProcessUpdate(ctx, obj, set.Resources()); err != nil {
@@ -206,6 +230,8 @@ func errorOutcome(err error) outcome {
 		return outcome{result: ResultPanic, err: err}
 	case retry.IsPermanent(err):
 		return outcome{result: ResultPermanent, err: err}
+	case apierrors.IsConflict(err):
+		return outcome{result: ResultConflict, err: err}
 	}
 	return outcome{result: ResultError, err: err}
 }
@@ -238,6 +264,9 @@ func (f *Framework) finish(ctx context.Context, logger log.Logger, key string, o
 		}
 	case ResultSkipped:
 		f.state.done(key)
+	case ResultConflict, ResultStale:
+		// Neither a failure nor done: the object is retried with fresh
+		// state.
 	case ResultNoResourceSet, ResultPermanent:
 		// Not retried until the object changes: no longer pending, but
 		// failed, so that the success after a fix is reported.
@@ -259,6 +288,8 @@ func (f *Framework) finish(ctx context.Context, logger log.Logger, key string, o
 		f.metrics.countError(resourceOf(o.err), stepOf(tr))
 		level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
 		f.event(obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
+	case ResultConflict:
+		level.Info(logger).Log("msg", "conflict: retrying with the latest object", "err", o.err)
 	case ResultNoResourceSet:
 		level.Warn(logger).Log("msg", "no resource set handles the object; not retried until it changes", "err", o.err)
 		f.event(obj, corev1.EventTypeWarning, "NoResourceSet", o.err.Error())
@@ -319,6 +350,7 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 	if err != nil {
 		return nil, fmt.Errorf("add finalizer %s: %w", f.finalizer, err)
 	}
+	resourceversioncontext.SetResourceVersion(ctx, rv)
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return obj, nil

@@ -23,6 +23,18 @@ type objectState struct {
 	sets       map[string]string    // key -> resource set name
 	setCounts  map[string]int
 	failed     map[string]struct{} // keys whose last reconciliation failed
+	expected   map[string]*expectation
+}
+
+// expectation is a write to the reconciled object that the cache has not
+// shown yet: its resourceVersion, the generation it was made at, when, and
+// whether a reconciliation waits for it.
+type expectation struct {
+	uid        types.UID
+	rv         string
+	generation int64
+	since      time.Time
+	deferred   bool
 }
 
 func newObjectState() *objectState {
@@ -35,6 +47,7 @@ func newObjectState() *objectState {
 		sets:       map[string]string{},
 		setCounts:  map[string]int{},
 		failed:     map[string]struct{}{},
+		expected:   map[string]*expectation{},
 	}
 }
 
@@ -144,6 +157,48 @@ func (s *objectState) recovered(key string) bool {
 	return ok
 }
 
+// expectWrite records that the object with key and uid was written at
+// generation and now has resourceVersion rv.
+func (s *objectState) expectWrite(key string, uid types.UID, rv string, generation int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expected[key] = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
+}
+
+// stale reports whether the cached object (uid, rv, generation) is older
+// than the last write expected for key, and how long to wait at most. The
+// expectation ends when the cache shows the written resourceVersion, a newer
+// generation, another object (uid), or after ttl.
+func (s *objectState) stale(key string, uid types.UID, rv string, generation int64, ttl time.Duration) (bool, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.expected[key]
+	if !ok {
+		return false, 0
+	}
+	age := s.now().Sub(e.since)
+	if e.uid != uid || e.rv == rv || generation > e.generation || age >= ttl {
+		delete(s.expected, key)
+		return false, 0
+	}
+	e.deferred = true
+	return true, ttl - age
+}
+
+// observed is called with every resourceVersion the cache delivers for key.
+// It ends the expectation the version fulfils and reports whether a
+// reconciliation was deferred for it.
+func (s *objectState) observed(key, rv string) (deferred bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.expected[key]
+	if !ok || e.rv != rv {
+		return false
+	}
+	delete(s.expected, key)
+	return e.deferred
+}
+
 // forget drops everything about key: the object is gone.
 func (s *objectState) forget(key string) {
 	s.mu.Lock()
@@ -152,6 +207,7 @@ func (s *objectState) forget(key string) {
 	delete(s.pending, key)
 	delete(s.deleting, key)
 	delete(s.failed, key)
+	delete(s.expected, key)
 	if set, ok := s.sets[key]; ok {
 		s.setCounts[set]--
 		delete(s.sets, key)

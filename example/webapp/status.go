@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/resource/crud"
 )
@@ -212,8 +213,14 @@ func (s *statusWriter) write(ctx context.Context, c *StatusChange) error {
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	_, err = s.client.Resource(v1alpha1.GroupVersionResource).Namespace(c.Namespace).
+	res, err := s.client.Resource(v1alpha1.GroupVersionResource).Namespace(c.Namespace).
 		Patch(ctx, c.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: ManagedBy}, "status")
+	if err == nil {
+		// The Framework waits for its cache to show this write before it
+		// reconciles the WebApp again, so that a child's event arriving
+		// first does not compute the status from the old object.
+		resourceversioncontext.SetResourceVersion(ctx, res.GetResourceVersion())
+	}
 	switch {
 	case apierrors.IsConflict(err):
 		level.Debug(s.logger).Log("msg", "status changed meanwhile; will compute it again", "object", c.Namespace+"/"+c.Name)
