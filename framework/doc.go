@@ -79,7 +79,10 @@
 //     (operatorkit_framework_panics_total) and retried with backoff; other
 //     objects go on. Each reconciliation is bounded by
 //     Config.ReconcileTimeout; a timed-out one is a failure like any other,
-//     and the worker is free again.
+//     and the worker is free again — provided
+//     the resource honours its context (Go cannot stop a goroutine that
+//     ignores it: such a resource keeps its worker; make every I/O call
+//     take ctx).
 //   - Requeue: a resource may ask for another run with requeuecontext; the
 //     shortest delay asked for wins.
 //   - Unroutable objects: an object no ResourceSet handles is logged,

@@ -22,6 +22,7 @@ import (
 	"github.com/operatorkit/operatorkit/requestcount"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/testenv"
 	"github.com/operatorkit/operatorkit/trace"
 )
 
@@ -66,7 +67,7 @@ func TestFrameworkLifecycle(t *testing.T) {
 	if _, err := widgetClient(t, ns).List(t.Context(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	checkLeaks := leakCheck(t)
+	checkLeaks := testenv.LeakCheck(t)
 	ops := newConfigMapOps("configmap", "cm")
 	f := startFramework(t, ns, frameworkOptions{}, resourceSet(t, "", crudResource(t, ops)))
 	key := ns + "/w1"

@@ -30,8 +30,10 @@ func New() *Counter {
 
 // Wrap returns a copy of cfg whose transport counts every request in c, and
 // leaves cfg itself unchanged. The counting wrapper is composed with any
-// WrapTransport cfg already has (it runs inside it, next to the wire), so
-// wrapping the result again, with this or another Counter, counts in both.
+// WrapTransport cfg already has, outside it (rest.Config.Wrap puts the newest
+// wrapper outermost): requests an earlier wrapper fails or answers itself
+// are counted too, with code 0 for an error. Wrapping the result again, with
+// this or another Counter, counts in both.
 // Every client built from the returned config counts; clients built from cfg
 // do not. cfg must not be nil.
 func (c *Counter) Wrap(cfg *rest.Config) *rest.Config {

@@ -224,6 +224,10 @@ func (e *Env) startAPIServer(ctx context.Context, ln net.Listener) error {
 	// There is no service-account token controller, so the admission plugin
 	// that requires service-account tokens would reject every pod.
 	s.Admission.GenericAdmission.DisablePlugins = []string{"ServiceAccount"}
+	// On shutdown, drain ordinary requests and answer new ones with 429 and
+	// Retry-After instead of waiting up to a minute for open watches: a
+	// restart (RestartAPIServer) takes seconds even while clients watch.
+	s.GenericServerRunOptions.ShutdownSendRetryAfter = true
 	if e.opts.RBAC {
 		s.Authorization.Modes = []string{"Node", "RBAC"}
 	}
