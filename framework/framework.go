@@ -33,7 +33,7 @@ const (
 	DefaultReconcileTimeout = 2 * time.Minute
 	// DefaultTraceObjects is how many objects keep traces when
 	// Config.TraceObjects is 0.
-	DefaultTraceObjects = 1000
+	DefaultTraceObjects = 256
 	// DefaultTracesPerObject is how many traces each object keeps when
 	// Config.TracesPerObject is 0.
 	DefaultTracesPerObject = 4

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
@@ -199,7 +200,7 @@ func TestPanicIsRecoveredCountedAndRetried(t *testing.T) {
 	}}
 	inf := informertest.New(object("bad", 1, nil), object("good", 1, nil))
 	reg := prometheus.NewRegistry()
-	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Registerer: reg, BackOffFactory: fastBackOff})
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Registerer: reg, BackOffFactory: fastBackOff, TracesPerObject: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestTimeoutEndsHungReconciliation(t *testing.T) {
 		return nil
 	}}
 	inf := informertest.New(object("stuck", 1, nil), object("free", 1, nil))
-	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Workers: 1, ReconcileTimeout: 50 * time.Millisecond, BackOffFactory: fastBackOff})
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Workers: 1, ReconcileTimeout: 50 * time.Millisecond, BackOffFactory: fastBackOff, TracesPerObject: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +523,7 @@ func TestStaleCacheWaitsForOwnWrite(t *testing.T) {
 		return nil
 	}}
 	inf := informertest.New(object("a", 1, nil))
-	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true})
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, TracesPerObject: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,5 +547,25 @@ func TestStaleCacheWaitsForOwnWrite(t *testing.T) {
 	pollUntil(t, "reconciliation after the cache caught up", func() bool { return calls.Load() == 2 })
 	if got := f.Traces("ns/a")[2].Result; got != ResultSuccess {
 		t.Fatalf("third reconciliation = %q, want %q", got, ResultSuccess)
+	}
+}
+
+// TestDeletionEventBeforePatchAnswer: the object's deletion event can reach
+// DeleteFunc before the finalizer patch returns; it must find the UID marked
+// finalized, so no tombstone runs the delete chain again.
+func TestDeletionEventBeforePatchAnswer(t *testing.T) {
+	s := newObjectState()
+	uid := types.UID("u1")
+	s.markFinalized(uid) // removeFinalizer marks before it sends the patch
+	if !s.finalized(uid) {
+		t.Fatal("a deletion event during the finalizer patch does not see the mark")
+	}
+	if s.wasFinalized(uid) {
+		t.Fatal("the mark was not consumed by the deletion event")
+	}
+	s.markFinalized("u2")
+	s.unmarkFinalized("u2") // the patch failed
+	if s.wasFinalized("u2") {
+		t.Fatal("a failed finalizer patch left the mark behind")
 	}
 }

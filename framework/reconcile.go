@@ -367,12 +367,18 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 
 // removeFinalizer removes the Framework's finalizer after the delete chain
 // succeeded. A 404 means the object is gone already.
+//
+// The UID is marked finalized before the patch is sent: the object's
+// deletion event can arrive before the patch's answer, and must find the
+// mark (or the delete chain would run again from a tombstone). A failed
+// patch takes the mark back.
 func (f *Framework) removeFinalizer(ctx context.Context, acc metav1.Object) error {
 	finalizers := slices.DeleteFunc(slices.Clone(acc.GetFinalizers()), func(s string) bool { return s == f.finalizer })
+	f.state.markFinalized(acc.GetUID())
 	if _, err := f.patchFinalizers(ctx, acc, finalizers); err != nil && !apierrors.IsNotFound(err) {
+		f.state.unmarkFinalized(acc.GetUID())
 		return fmt.Errorf("remove finalizer %s: %w", f.finalizer, err)
 	}
-	f.state.markFinalized(acc.GetUID())
 	return nil
 }
 

@@ -73,6 +73,13 @@ func (s *objectState) markFinalized(uid types.UID) {
 	s.finalizedU[uid] = struct{}{}
 }
 
+// unmarkFinalized takes back markFinalized after a failed finalizer patch.
+func (s *objectState) unmarkFinalized(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.finalizedU, uid)
+}
+
 // wasFinalized reports whether the Framework removed its finalizer from the
 // object with uid: a cache that still shows the finalizer is stale.
 func (s *objectState) wasFinalized(uid types.UID) bool {

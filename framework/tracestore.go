@@ -18,8 +18,8 @@ const MaxStepsPerTrace = 64
 // maxObjects objects (least recently reconciled dropped first), at most
 // perObject traces each (oldest dropped first), each trace at most
 // MaxStepsPerTrace steps. A stored trace costs about 300 bytes plus 150 per
-// step, so the defaults (1000 objects x 4 traces, ~10 steps) stay under
-// about 8 MB.
+// step, so the defaults (256 objects x 4 traces, ~10 steps) stay under
+// about 2 MB.
 type traceStore struct {
 	mu         sync.Mutex
 	maxObjects int
