@@ -725,12 +725,27 @@ func assertOnce(t *testing.T, what string, counts map[string]int, names []string
 
 // assertQuiet fails when the operator reconciles or sends any request
 // (events apart: they are written asynchronously) during window once it
-// converged: a converged operator must not spin. It waits the whole window
-// (that is the point) but fails as soon as something moves.
+// converged and settled: a converged operator must not spin. It waits the
+// whole window (that is the point) but fails as soon as something moves.
 func assertQuiet(t *testing.T, op *operator, h *harness, window time.Duration) {
 	t.Helper()
+	// The server's state can converge while the operator still finishes the
+	// echoes of its last repairs (a child's event, a deferred retry). Let it
+	// settle first: no reconciliation for half a second. An operator that
+	// spins never settles and fails here.
+	last, since := op.reconciles(t, ""), time.Now()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if n := op.reconciles(t, ""); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= 500*time.Millisecond, nil
+	})
+	if err != nil {
+		t.Errorf("operator did not settle within 30s after converging (still reconciling: %d so far): it spins", last)
+		return
+	}
 	rec0, req0 := op.reconciles(t, ""), h.requests.Snapshot()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, window, false, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, window, false, func(context.Context) (bool, error) {
 		if rec := op.reconciles(t, ""); rec != rec0 {
 			return false, fmt.Errorf("%d reconciliations", rec-rec0)
 		}

@@ -108,6 +108,18 @@ func TestInvalidSpecDegraded(t *testing.T) {
 // quiet fails when the operator reconciles anything during window.
 func quiet(t *testing.T, op *inProcess, window time.Duration) {
 	t.Helper()
+	// Let the operator finish the echoes of its last writes first (no
+	// reconciliation for half a second); one that spins never settles.
+	last, since := op.reconciles(t, ""), time.Now()
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if n := op.reconciles(t, ""); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= 500*time.Millisecond, nil
+	}); err != nil {
+		t.Errorf("operator did not settle within 30s (%d reconciliations so far): it spins", last)
+		return
+	}
 	before := op.reconciles(t, "")
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, window, false, func(context.Context) (bool, error) {
 		if now := op.reconciles(t, ""); now != before {
