@@ -21,9 +21,9 @@ RACE ?= -race
 APISERVER_NOTE = @echo ">> $(1): building packages that link the in-process kube-apiserver and etcd." ; \
 	echo "   The first build takes several minutes (about 8 on 2 cores, 3 GB peak); later builds take seconds."
 
-.PHONY: test test-unit test-integration test-example test-fuzz lint demo bench bench-unit generate
+.PHONY: test test-unit test-integration test-example test-fuzz test-bench lint demo bench bench-unit generate
 
-test: lint test-unit test-integration test-example test-fuzz
+test: lint test-unit test-integration test-example test-fuzz test-bench
 
 ## test-unit: vet and race-test every package of the library module.
 test-unit:
@@ -67,7 +67,14 @@ generate:
 bench-unit:
 	$(LIB) test -run '^$$' -bench . -benchmem ./...
 
-## bench: the side-by-side benchmark against controller-runtime and plain client-go.
+## bench: the side-by-side benchmark against controller-runtime and plain client-go
+## (about 20 minutes; BENCH_QUICK=1 for N=200 and one repetition).
 bench:
 	$(call APISERVER_NOTE,bench)
-	$(MAKE) -C bench bench
+	bash bench/bench.sh
+
+## test-bench: the benchmark's unit tests and its quick mode, so that its code never rots.
+test-bench:
+	cd bench && $(LIB) vet ./... && $(LIB) test -count=1 ./...
+	$(call APISERVER_NOTE,test-bench)
+	BENCH_QUICK=1 bash bench/bench.sh

@@ -1,0 +1,168 @@
+// Command contender runs one of the benchmark's three operators for Items in
+// one namespace: the same operator written with operatorkit, with
+// controller-runtime, and with plain client-go doing only the necessary
+// writes (the limit). benchrun starts it as a child process and talks to it
+// through the protocol of package stats; it never links the API server.
+//
+// Usage:
+//
+//	contender --kind operatorkit|controller-runtime|limit --kubeconfig PATH \
+//	    --namespace NS [--workers N] [--cpus 1] [--cpuprofile FILE] [--qps 1000 --burst 2000]
+//	contender --idle
+//
+// --idle starts nothing but the stats listener: the driver measures its
+// memory as the baseline of the binary.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"runtime"
+	runtimepprof "runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/operatorkit/operatorkit/bench/internal/proc"
+	"github.com/operatorkit/operatorkit/bench/internal/stats"
+	"github.com/operatorkit/operatorkit/requestcount"
+)
+
+// The contender kinds.
+const (
+	KindOperatorkit       = "operatorkit"
+	KindControllerRuntime = "controller-runtime"
+	KindLimit             = "limit"
+)
+
+type runner interface {
+	stats.Contender
+	Run(ctx context.Context) error
+}
+
+func main() {
+	// An own flag set: controller-runtime registers --kubeconfig on the
+	// global one in an init function.
+	fs := flag.NewFlagSet("contender", flag.ExitOnError)
+	var (
+		kind       = fs.String("kind", "", "contender: operatorkit, controller-runtime or limit")
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of the API server")
+		namespace  = fs.String("namespace", "", "namespace of the Items")
+		workers    = fs.Int("workers", 1, "concurrent reconciliations")
+		listen     = fs.String("listen", "127.0.0.1:0", "address of the stats listener")
+		cpus       = fs.String("cpus", "", "comma-separated CPUs to pin the process to (empty: no pinning)")
+		idle       = fs.Bool("idle", false, "connect nothing; only serve the stats listener (memory baseline)")
+		typed      = fs.Bool("typed", true, "operatorkit: convert Items to a Go type in the informer's Transform (false: keep unstructured)")
+		statusPre  = fs.Bool("status-precondition", true, "operatorkit: the status patch carries a resourceVersion precondition")
+		traceObjs  = fs.Int("trace-objects", 0, "operatorkit: framework.Config.TraceObjects (0: the Framework's default, -1: no traces)")
+		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		debug      = fs.Bool("pprof", false, "serve /debug/pprof/ on the stats listener")
+		qps        = fs.Float64("qps", 1000, "client-side rate limit of every client (requests per second)")
+		burst      = fs.Int("burst", 2000, "client-side burst of every client")
+	)
+	_ = fs.Parse(os.Args[1:])
+	klog.SetOutput(os.Stderr)
+
+	if *cpus != "" {
+		var list []int
+		for _, s := range strings.Split(*cpus, ",") {
+			c, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				stats.Fatalf("--cpus %q: %v", *cpus, err)
+			}
+			list = append(list, c)
+		}
+		if err := proc.PinSelf(list); err != nil {
+			stats.Fatalf("pin: %v", err)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	counter := requestcount.New()
+	srv, err := stats.Listen(*listen, counter)
+	if err != nil {
+		stats.Fatalf("%v", err)
+	}
+	if *debug {
+		mux := srv.Mux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ctx) }()
+
+	if *idle {
+		runtime.GC()
+		if err := srv.Announce(os.Stdout); err != nil {
+			stats.Fatalf("announce: %v", err)
+		}
+		<-ctx.Done()
+		return
+	}
+
+	if *kubeconfig == "" || *namespace == "" {
+		stats.Fatalf("--kubeconfig and --namespace are required")
+	}
+	if *workers < 1 {
+		stats.Fatalf("--workers must be at least 1")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		stats.Fatalf("load kubeconfig: %v", err)
+	}
+	// A kubeconfig carries no rate limit; client-go's default (5 QPS) would
+	// make the contender, not the API server, the bottleneck.
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	cfg = counter.Wrap(cfg)
+
+	var r runner
+	switch *kind {
+	case KindOperatorkit:
+		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{typed: *typed, statusPrecondition: *statusPre, traceObjects: *traceObjs})
+	case KindControllerRuntime:
+		r, err = newCRT(cfg, *namespace, *workers)
+	case KindLimit:
+		r, err = newLimit(cfg, *namespace, *workers)
+	default:
+		err = fmt.Errorf("unknown --kind %q", *kind)
+	}
+	if err != nil {
+		stats.Fatalf("%s: %v", *kind, err)
+	}
+	srv.SetContender(r)
+	if m, ok := r.(interface{ Metrics() http.Handler }); ok {
+		srv.Mux().Handle("GET /metrics", m.Metrics())
+	}
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			stats.Fatalf("cpuprofile: %v", err)
+		}
+		if err := runtimepprof.StartCPUProfile(f); err != nil {
+			stats.Fatalf("cpuprofile: %v", err)
+		}
+		defer func() {
+			runtimepprof.StopCPUProfile()
+			_ = f.Close()
+		}()
+	}
+	if err := srv.Announce(os.Stdout); err != nil {
+		stats.Fatalf("announce: %v", err)
+	}
+	if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+		stats.Fatalf("%s: %v", *kind, err)
+	}
+	<-serveErr
+}

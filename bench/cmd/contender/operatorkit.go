@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/bench/internal/item"
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+// okit is the operator written the idiomatic operatorkit way: a Framework
+// over an Item informer, one ResourceSet with a crud resource for the
+// ConfigMap (current state from a ConfigMap informer, never a GET) and a
+// status resource that merge-patches status.observedGeneration with a
+// resourceVersion precondition only when it changes. Both informers drop
+// managedFields, never resync, and watch only the namespace; the
+// Framework's metrics go to a private registry (read for the reconcile
+// count); everything else is left at its default. ConfigMap events wake
+// the owner up through Framework.Enqueue when a ConfigMap is deleted or its
+// data no longer matches its Item. EnqueueAll calls Framework.Enqueue for
+// every cached Item.
+type okit struct {
+	ns       string
+	fw       *framework.Framework
+	items    *informer.Informer
+	cms      *informer.Informer
+	registry *prometheus.Registry
+}
+
+// okitOptions are the operatorkit contender's variants.
+type okitOptions struct {
+	// typed makes the Item informer's Transform convert every Item to
+	// *item.Item once, when it is cached; otherwise the cache holds
+	// *unstructured.Unstructured and the resources read the few fields they
+	// need from it.
+	typed bool
+	// statusPrecondition puts the Item's resourceVersion into the status
+	// patch (the DESIGN's rule for status writes).
+	statusPrecondition bool
+	// traceObjects is framework.Config.TraceObjects.
+	traceObjects int
+}
+
+// newOperatorkit builds the operatorkit contender.
+func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) (*okit, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube client: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	o := &okit{ns: ns, registry: reg}
+
+	itemConfig := informer.Config{
+		Client: dyn, GVR: item.GVR, Namespace: ns, ResyncPeriod: -1,
+		DropManagedFields: true, Registerer: reg,
+	}
+	if opts.typed {
+		itemConfig.Transform = toTyped(func() runtime.Object { return &item.Item{} })
+	}
+	o.items, err = informer.New(itemConfig)
+	if err != nil {
+		return nil, err
+	}
+	o.cms, err = informer.New(informer.Config{
+		Client: dyn, GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Namespace: ns, ResyncPeriod: -1,
+		DropManagedFields: true, Registerer: reg,
+		Transform: toTyped(func() runtime.Object { return &corev1.ConfigMap{} }),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	cmResource, err := crud.New(crud.Config{Ops: &configMapOps{kube: kube, cms: o.cms}})
+	if err != nil {
+		return nil, err
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{
+		Name:      "v1",
+		Handles:   func(any) bool { return true },
+		Resources: []resource.Interface{cmResource, &statusResource{client: dyn, precondition: opts.statusPrecondition}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		return nil, err
+	}
+	o.fw, err = framework.New(framework.Config{
+		Name:           "bench",
+		Informer:       o.items,
+		ResourceRouter: rt,
+		Client:         dyn,
+		Resource:       item.GVR,
+		Registerer:     reg,
+		Workers:        workers,
+		TraceObjects:   opts.traceObjects,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := o.cms.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, newObj any) {
+			cm := newObj.(*corev1.ConfigMap)
+			if it, ok := o.owner(cm); ok && !item.DataEqual(cm.Data, it.Spec) {
+				o.fw.Enqueue(ns + "/" + it.Name)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if cm, ok := obj.(*corev1.ConfigMap); ok {
+				if it, ok := o.owner(cm); ok && it.DeletionTimestamp == nil {
+					o.fw.Enqueue(ns + "/" + it.Name)
+				}
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// toTyped returns an informer Transform that converts the unstructured
+// objects of the API server to the typed object newObj returns.
+func toTyped(newObj func() runtime.Object) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil // a tombstone or an already converted object
+		}
+		out := newObj()
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+}
+
+func (o *okit) owner(cm *corev1.ConfigMap) (*item.Item, bool) {
+	name := cm.Labels[item.LabelItem]
+	if name == "" {
+		return nil, false
+	}
+	obj, ok, err := o.items.Get(cm.Namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	it, err := asItem(obj)
+	return it, err == nil
+}
+
+// Metrics returns the handler of the Framework's and informers' metrics.
+func (o *okit) Metrics() http.Handler { return promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}) }
+
+func (o *okit) Ready() bool {
+	select {
+	case <-o.fw.Booted():
+		return o.cms.HasSynced()
+	default:
+		return false
+	}
+}
+
+func (o *okit) Reconciles() int64 {
+	families, err := o.registry.Gather()
+	if err != nil {
+		return -1
+	}
+	var n float64
+	for _, mf := range families {
+		if mf.GetName() != "operatorkit_framework_reconciliations_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return int64(n)
+}
+
+func (o *okit) EnqueueAll() int {
+	objs := o.items.List()
+	for _, obj := range objs {
+		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+			o.fw.Enqueue(key)
+		}
+	}
+	return len(objs)
+}
+
+func (o *okit) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- o.cms.Run(ctx) }()
+	if err := o.cms.WaitForCacheSync(ctx); err != nil {
+		return err
+	}
+	if err := o.fw.Boot(ctx); err != nil {
+		return err
+	}
+	return <-errc
+}
+
+// asItem returns obj as an *item.Item: itself when the cache holds typed
+// Items, otherwise a view holding the metadata and spec read from the
+// unstructured object (without converting all of it).
+func asItem(obj any) (*item.Item, error) {
+	switch o := obj.(type) {
+	case *item.Item:
+		return o, nil
+	case *unstructured.Unstructured:
+		it := &item.Item{}
+		it.Namespace, it.Name, it.UID = o.GetNamespace(), o.GetName(), o.GetUID()
+		it.Generation, it.ResourceVersion = o.GetGeneration(), o.GetResourceVersion()
+		it.DeletionTimestamp = o.GetDeletionTimestamp()
+		it.Spec.Message, _, _ = unstructured.NestedString(o.Object, "spec", "message")
+		it.Spec.Count, _, _ = unstructured.NestedInt64(o.Object, "spec", "count")
+		it.Status.ObservedGeneration, _, _ = unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+		return it, nil
+	}
+	return nil, fmt.Errorf("unexpected object type %T", obj)
+}
+
+// configMapOps is the crud.Ops of the Item's ConfigMap.
+type configMapOps struct {
+	kube kubernetes.Interface
+	cms  *informer.Informer
+}
+
+var _ crud.Ops = (*configMapOps)(nil)
+
+func (c *configMapOps) Name() string { return "configmap" }
+
+func (c *configMapOps) GetCurrentState(_ context.Context, obj any) (any, error) {
+	it, err := asItem(obj)
+	if err != nil {
+		return nil, err
+	}
+	cm, ok, err := c.cms.Get(it.Namespace + "/" + it.Name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return cm.(*corev1.ConfigMap), nil
+}
+
+func (c *configMapOps) GetDesiredState(_ context.Context, obj any) (any, error) {
+	it, err := asItem(obj)
+	if err != nil {
+		return nil, err
+	}
+	return item.ConfigMap(it), nil
+}
+
+func (c *configMapOps) NewUpdatePatch(_ context.Context, _, current, desired any) (*crud.Patch, error) {
+	want := desired.(*corev1.ConfigMap)
+	cur, _ := current.(*corev1.ConfigMap)
+	switch {
+	case cur == nil:
+		p := crud.NewPatch()
+		p.SetCreateChange(want)
+		return p, nil
+	case !dataEqual(cur.Data, want.Data):
+		up := cur.DeepCopy()
+		up.Data = want.Data
+		p := crud.NewPatch()
+		p.SetUpdateChange(up)
+		return p, nil
+	}
+	return nil, nil
+}
+
+func (c *configMapOps) NewDeletePatch(_ context.Context, _, current, _ any) (*crud.Patch, error) {
+	if cur, _ := current.(*corev1.ConfigMap); cur != nil {
+		p := crud.NewPatch()
+		p.SetDeleteChange(cur)
+		return p, nil
+	}
+	return nil, nil
+}
+
+func (c *configMapOps) ApplyCreateChange(ctx context.Context, _, change any) error {
+	cm := change.(*corev1.ConfigMap)
+	_, err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *configMapOps) ApplyUpdateChange(ctx context.Context, _, change any) error {
+	cm := change.(*corev1.ConfigMap)
+	_, err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+func (c *configMapOps) ApplyDeleteChange(ctx context.Context, _, change any) error {
+	cm := change.(*corev1.ConfigMap)
+	err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func dataEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// statusResource writes status.observedGeneration when it differs from
+// metadata.generation, as a merge patch of the status subresource with a
+// resourceVersion precondition unless precondition is false, and reports
+// the written resourceVersion with resourceversioncontext.
+type statusResource struct {
+	client       dynamic.Interface
+	precondition bool
+}
+
+var _ resource.Interface = (*statusResource)(nil)
+
+func (s *statusResource) Name() string { return "status" }
+
+func (s *statusResource) EnsureCreated(ctx context.Context, obj any) error {
+	it, err := asItem(obj)
+	if err != nil {
+		return err
+	}
+	if it.Status.ObservedGeneration == it.Generation {
+		return nil
+	}
+	body := []byte(`{"status":{"observedGeneration":` + strconv.FormatInt(it.Generation, 10) + `}}`)
+	if s.precondition {
+		body = []byte(`{"metadata":{"resourceVersion":` + strconv.Quote(it.ResourceVersion) +
+			`},"status":{"observedGeneration":` + strconv.FormatInt(it.Generation, 10) + `}}`)
+	}
+	res, err := s.client.Resource(item.GVR).Namespace(it.Namespace).Patch(ctx, it.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return err
+	}
+	// Tell the Framework which version of the Item this write made, so that
+	// it does not reconcile again from an older cache.
+	resourceversioncontext.SetResourceVersion(ctx, res.GetResourceVersion())
+	return nil
+}
+
+func (s *statusResource) EnsureDeleted(context.Context, any) error { return nil }
