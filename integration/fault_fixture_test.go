@@ -143,17 +143,7 @@ func (o *faultOps) GetDesiredState(ctx context.Context, obj any) (any, error) {
 }
 
 func (o *faultOps) NewUpdatePatch(ctx context.Context, obj, current, desired any) (*crud.Patch, error) {
-	cur, des := current.(*corev1.ConfigMap), desired.(*corev1.ConfigMap)
-	p := crud.NewPatch()
-	switch {
-	case cur == nil:
-		p.SetCreateChange(des)
-	case !maps.Equal(cur.Data, des.Data):
-		upd := cur.DeepCopy()
-		upd.Data = des.Data
-		p.SetUpdateChange(upd)
-	}
-	return p, nil
+	return configMapUpdatePatch(current, desired), nil
 }
 
 func (o *faultOps) NewDeletePatch(ctx context.Context, obj, current, desired any) (*crud.Patch, error) {

@@ -182,17 +182,7 @@ func (o *configMapOps) GetDesiredState(ctx context.Context, obj any) (any, error
 }
 
 func (o *configMapOps) NewUpdatePatch(ctx context.Context, obj, current, desired any) (*crud.Patch, error) {
-	cur, des := current.(*corev1.ConfigMap), desired.(*corev1.ConfigMap)
-	p := crud.NewPatch()
-	switch {
-	case cur == nil:
-		p.SetCreateChange(des)
-	case !maps.Equal(cur.Data, des.Data):
-		upd := cur.DeepCopy()
-		upd.Data = des.Data
-		p.SetUpdateChange(upd)
-	}
-	return p, nil
+	return configMapUpdatePatch(current, desired), nil
 }
 
 func (o *configMapOps) NewDeletePatch(ctx context.Context, obj, current, desired any) (*crud.Patch, error) {
@@ -377,3 +367,19 @@ func waitWidgetGone(t *testing.T, ns, name string) {
 }
 
 var errInjected = errors.New("injected failure")
+
+// configMapUpdatePatch creates a missing ConfigMap and updates one whose
+// data differs from the desired data; the fixtures' Ops share it.
+func configMapUpdatePatch(current, desired any) *crud.Patch {
+	cur, des := current.(*corev1.ConfigMap), desired.(*corev1.ConfigMap)
+	p := crud.NewPatch()
+	switch {
+	case cur == nil:
+		p.SetCreateChange(des)
+	case !maps.Equal(cur.Data, des.Data):
+		upd := cur.DeepCopy()
+		upd.Data = des.Data
+		p.SetUpdateChange(upd)
+	}
+	return p
+}
