@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Action is what a change does to a child object.
@@ -177,6 +178,33 @@ func applyPayload(obj runtime.Object, gvk schema.GroupVersionKind) ([]byte, erro
 		return nil, fmt.Errorf("encode %s: %w", gvk.Kind, err)
 	}
 	return b, nil
+}
+
+// typedClient is the part of a client-go typed client for one kind in one
+// namespace (ConfigMapInterface, ServiceInterface, DeploymentInterface) that
+// childWriter uses.
+type typedClient[T any] interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// newChildWriter returns the childWriter of kind gvk whose objects are
+// written through client(namespace). A non-empty propagation is set on
+// every delete.
+func newChildWriter[T any, C typedClient[T]](gvk schema.GroupVersionKind, client func(namespace string) C, propagation ...metav1.DeletionPropagation) childWriter {
+	return childWriter{
+		gvk: gvk,
+		apply: func(ctx context.Context, namespace, name string, body []byte) error {
+			_, err := client(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
+			return err
+		},
+		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+			if len(propagation) > 0 {
+				opts.PropagationPolicy = &propagation[0]
+			}
+			return client(namespace).Delete(ctx, name, opts)
+		},
+	}
 }
 
 // childWriter is the apply half of a child resource's crud.Ops: it writes

@@ -34,16 +34,7 @@ type configMapOps struct {
 
 // configMapWriter writes ConfigMaps with client.
 func configMapWriter(client kubernetes.Interface) childWriter {
-	return childWriter{
-		gvk: configMapGVK,
-		apply: func(ctx context.Context, namespace, name string, body []byte) error {
-			_, err := client.CoreV1().ConfigMaps(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
-			return err
-		},
-		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-			return client.CoreV1().ConfigMaps(namespace).Delete(ctx, name, opts)
-		},
-	}
+	return newChildWriter(configMapGVK, client.CoreV1().ConfigMaps)
 }
 
 var _ crud.Ops = (*configMapOps)(nil)

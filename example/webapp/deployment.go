@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -49,18 +48,7 @@ type deploymentOps struct {
 // background: a real cluster's garbage collector then deletes the
 // ReplicaSets and pods (the test API server has none).
 func deploymentWriter(client kubernetes.Interface) childWriter {
-	return childWriter{
-		gvk: deploymentGVK,
-		apply: func(ctx context.Context, namespace, name string, body []byte) error {
-			_, err := client.AppsV1().Deployments(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
-			return err
-		},
-		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-			background := metav1.DeletePropagationBackground
-			opts.PropagationPolicy = &background
-			return client.AppsV1().Deployments(namespace).Delete(ctx, name, opts)
-		},
-	}
+	return newChildWriter(deploymentGVK, client.AppsV1().Deployments, metav1.DeletePropagationBackground)
 }
 
 var _ crud.Ops = (*deploymentOps)(nil)

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
@@ -33,16 +32,7 @@ type serviceOps struct {
 
 // serviceWriter writes Services with client.
 func serviceWriter(client kubernetes.Interface) childWriter {
-	return childWriter{
-		gvk: serviceGVK,
-		apply: func(ctx context.Context, namespace, name string, body []byte) error {
-			_, err := client.CoreV1().Services(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
-			return err
-		},
-		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
-			return client.CoreV1().Services(namespace).Delete(ctx, name, opts)
-		},
-	}
+	return newChildWriter(serviceGVK, client.CoreV1().Services)
 }
 
 var _ crud.Ops = (*serviceOps)(nil)
