@@ -4,6 +4,14 @@
 // selectors, resync period, a transform (and a switch to drop
 // managedFields), a logger and Prometheus metrics.
 //
+// With Config.RESTClient instead of Config.Client the informer lists and
+// watches through a typed REST client (a clientset's, or one from
+// [NewRESTClient] for custom resources), and the cache holds Go types
+// decoded once from the API server's JSON. That is the cheaper choice for an
+// operator that works on Go types: the dynamic client decodes every event
+// into a map, which a Transform then has to convert, and the garbage of both
+// shows in the operator's CPU (see docs/benchmarks.md).
+//
 // An [Informer] lists the objects once, then watches them, and keeps a
 // local cache that [Informer.Get] and [Informer.List] read without any API
 // request. Changes reach consumers in two ways:

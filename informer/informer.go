@@ -20,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -29,10 +31,23 @@ import (
 // zero.
 const DefaultResyncPeriod = 5 * time.Minute
 
-// Config configures an Informer. Only Client and GVR are required.
+// Config configures an Informer. GVR and one of Client and RESTClient are
+// required.
 type Config struct {
-	// Client lists and watches the objects. Required.
+	// Client lists and watches the objects as *unstructured.Unstructured.
+	// Required unless RESTClient is set; the two exclude each other.
 	Client dynamic.Interface
+	// RESTClient, instead of Client, lists and watches the objects with a
+	// typed client whose serializer decodes them straight into Go types
+	// (ObjectType and its list type), so each event is decoded once rather
+	// than into a map and then converted. Use a clientset's RESTClient for
+	// built-in kinds (kubernetes.Interface.CoreV1().RESTClient() for
+	// ConfigMaps) or NewRESTClient for custom resources. Its group and
+	// version must be those of GVR.
+	RESTClient rest.Interface
+	// ObjectType is an empty object of the Go type RESTClient decodes, such
+	// as &corev1.ConfigMap{}. Required with RESTClient, unused without.
+	ObjectType runtime.Object
 	// GVR is the resource to inform about. Required: Version and Resource
 	// must not be empty (Group is empty for the core group).
 	GVR schema.GroupVersionResource
@@ -61,8 +76,8 @@ type Config struct {
 	DropManagedFields bool
 	// Transform, if set, is applied to every object from the API server
 	// before it is cached, after DropManagedFields. It receives an
-	// *unstructured.Unstructured (already transformed objects are never
-	// passed again) and may change it in place or return another object,
+	// *unstructured.Unstructured, or an object of ObjectType's type with
+	// RESTClient (already transformed objects are never passed again) and may change it in place or return another object,
 	// for instance a typed one converted with
 	// runtime.DefaultUnstructuredConverter. The result must still be a
 	// runtime.Object that satisfies meta.Accessor (the cache keys objects by
@@ -108,8 +123,13 @@ type Informer struct {
 // call Run. It registers the metrics with config.Registerer, reusing
 // collectors that another Informer registered there before.
 func New(config Config) (*Informer, error) {
-	if config.Client == nil {
-		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
+	switch {
+	case config.Client == nil && config.RESTClient == nil:
+		return nil, fmt.Errorf("%w: %T.Client must not be empty (or set RESTClient)", ErrInvalidConfig, config)
+	case config.Client != nil && config.RESTClient != nil:
+		return nil, fmt.Errorf("%w: %T.Client and RESTClient exclude each other: set one", ErrInvalidConfig, config)
+	case config.RESTClient != nil && config.ObjectType == nil:
+		return nil, fmt.Errorf("%w: %T.ObjectType must not be empty when RESTClient is set", ErrInvalidConfig, config)
 	}
 	if config.GVR.Resource == "" {
 		return nil, fmt.Errorf("%w: %T.GVR.Resource must not be empty", ErrInvalidConfig, config)
@@ -149,9 +169,17 @@ func New(config Config) (*Informer, error) {
 		watchers: make(map[*watcher]struct{}),
 		stopping: make(chan struct{}),
 	}
+	var lw cache.ListerWatcher
+	var objType runtime.Object = &unstructured.Unstructured{}
+	if config.RESTClient != nil {
+		lw = newRESTListWatch(config.RESTClient, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector)
+		objType = config.ObjectType
+	} else {
+		lw = newListWatch(config.Client, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector)
+	}
 	i.informer = cache.NewSharedIndexInformerWithOptions(
-		newListWatch(config.Client, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector),
-		&unstructured.Unstructured{},
+		lw,
+		objType,
 		cache.SharedIndexInformerOptions{
 			ResyncPeriod:      config.ResyncPeriod,
 			Indexers:          cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
@@ -191,6 +219,52 @@ func newListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, nam
 			return ri.Watch(ctx, o)
 		},
 	}, client)
+}
+
+// newRESTListWatch lists and watches gvr.Resource with a typed REST client.
+func newRESTListWatch(client rest.Interface, gvr schema.GroupVersionResource, namespace, labelSelector, fieldSelector string) cache.ListerWatcher {
+	lw := cache.NewFilteredListWatchFromClient(client, gvr.Resource, namespace, func(o *metav1.ListOptions) {
+		o.LabelSelector = labelSelector
+		o.FieldSelector = fieldSelector
+	})
+	return cache.ToListWatcherWithWatchListSemantics(lw, client)
+}
+
+// NewRESTClient returns a REST client for the group and version gv of
+// custom resources whose Go types addToScheme registers (a kubebuilder
+// API package's AddToScheme), for Config.RESTClient: it decodes JSON
+// straight into those types. cfg is copied, so its rate limits (QPS,
+// Burst) and transport wrappers apply.
+func NewRESTClient(cfg *rest.Config, gv schema.GroupVersion, addToScheme func(*runtime.Scheme) error) (rest.Interface, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: NewRESTClient needs a *rest.Config", ErrInvalidConfig)
+	}
+	if gv.Version == "" {
+		return nil, fmt.Errorf("%w: NewRESTClient needs a group version with a version, got %q", ErrInvalidConfig, gv.String())
+	}
+	scheme := runtime.NewScheme()
+	if err := addToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register types of %s: %w", gv.String(), err)
+	}
+	metav1.AddToGroupVersion(scheme, gv)
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if c.ContentType == "" {
+		c.ContentType = runtime.ContentTypeJSON
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	client, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("REST client for %s: %w", gv.String(), err)
+	}
+	return client, nil
 }
 
 // transform chains the managedFields dropper and the user's transform.

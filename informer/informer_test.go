@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 )
@@ -97,6 +99,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		wantField string
 	}{
 		{name: "missing client", config: Config{GVR: widgets}, wantField: "informer.Config.Client"},
+		{name: "client and REST client", config: Config{Client: client, RESTClient: &rest.RESTClient{}, ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.Client and RESTClient"},
+		{name: "REST client without object type", config: Config{RESTClient: &rest.RESTClient{}, GVR: widgets}, wantField: "informer.Config.ObjectType"},
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},
 		{name: "bad label selector", config: Config{Client: client, GVR: widgets, LabelSelector: "a=b=c"}, wantField: "informer.Config.LabelSelector"},

@@ -1,0 +1,140 @@
+package integration
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/operatorkit/operatorkit/informer"
+)
+
+// TestInformerTypedRESTClient checks the typed path of the informer: a
+// clientset's RESTClient for a built-in kind, with a label selector, caches
+// *corev1.ConfigMap and delivers typed events.
+func TestInformerTypedRESTClient(t *testing.T) {
+	ns := newNamespace(t)
+	kc := kubeClient(t)
+	inf, err := informer.New(informer.Config{
+		RESTClient: kc.CoreV1().RESTClient(), ObjectType: &corev1.ConfigMap{},
+		GVR:       corev1.SchemeGroupVersion.WithResource("configmaps"),
+		Namespace: ns, LabelSelector: "app=typed", ResyncPeriod: -1, DropManagedFields: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, app string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}}, Data: map[string]string{"k": "v"}}
+		if _, err := kc.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("listed", "typed")
+	mk("other", "untyped")
+	runInformer(t, inf)
+	mk("watched", "typed")
+
+	eventually(t, "the watched ConfigMap in the cache", func() bool {
+		_, ok, _ := inf.Get(ns + "/watched")
+		return ok
+	})
+	for _, name := range []string{"listed", "watched"} {
+		obj, ok, err := inf.Get(ns + "/" + name)
+		cm, typed := obj.(*corev1.ConfigMap)
+		if err != nil || !ok || !typed {
+			t.Fatalf("Get(%s/%s) = %T, %v, %v; want a cached *corev1.ConfigMap", ns, name, obj, ok, err)
+		}
+		if cm.Data["k"] != "v" || cm.ManagedFields != nil {
+			t.Errorf("cached %s: data %v, managedFields %v; want the data and no managedFields", name, cm.Data, cm.ManagedFields)
+		}
+	}
+	if _, ok, _ := inf.Get(ns + "/other"); ok {
+		t.Error("the label selector did not filter ConfigMap other")
+	}
+	if err := kc.CoreV1().ConfigMaps(ns).Delete(t.Context(), "listed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "listed to leave the cache", func() bool {
+		_, ok, _ := inf.Get(ns + "/listed")
+		return !ok
+	})
+}
+
+// typedWidget is a Go type for the Widget CRD of createWidgetCRD.
+type typedWidget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Size string `json:"size"`
+	} `json:"spec"`
+}
+
+func (w *typedWidget) DeepCopyObject() runtime.Object {
+	c := *w
+	w.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+type typedWidgetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []typedWidget `json:"items"`
+}
+
+func (l *typedWidgetList) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = make([]typedWidget, len(l.Items))
+	for i := range l.Items {
+		c.Items[i] = *l.Items[i].DeepCopyObject().(*typedWidget)
+	}
+	return &c
+}
+
+// TestInformerNewRESTClient checks NewRESTClient with a custom resource:
+// Widgets are decoded straight into their Go type, listed and watched.
+func TestInformerNewRESTClient(t *testing.T) {
+	gvr := createWidgetCRD(t)
+	ns := newNamespace(t)
+	w := newWidgets(t, gvr, ns)
+	w.create("listed", nil)
+
+	gv := gvr.GroupVersion()
+	client, err := informer.NewRESTClient(env.Config(), gv, func(s *runtime.Scheme) error {
+		s.AddKnownTypeWithName(gv.WithKind("Widget"), &typedWidget{})
+		s.AddKnownTypeWithName(gv.WithKind("WidgetList"), &typedWidgetList{})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := informer.New(informer.Config{RESTClient: client, ObjectType: &typedWidget{}, GVR: gvr, Namespace: ns, ResyncPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runInformer(t, inf)
+	w.create("watched", nil)
+	w.patch("watched", `{"spec":{"size":"large"}}`)
+	eventually(t, "the watched Widget with size large", func() bool {
+		obj, ok, _ := inf.Get(ns + "/watched")
+		tw, typed := obj.(*typedWidget)
+		return ok && typed && tw.Spec.Size == "large"
+	})
+	obj, ok, err := inf.Get(ns + "/listed")
+	if tw, typed := obj.(*typedWidget); err != nil || !ok || !typed || tw.Spec.Size != "small" {
+		t.Errorf("Get(%s/listed) = %#v, %v, %v; want the listed *typedWidget of size small", ns, obj, ok, err)
+	}
+}
+
+// TestInformerNewRESTClientErrors checks that bad input is named.
+func TestInformerNewRESTClientErrors(t *testing.T) {
+	noop := func(*runtime.Scheme) error { return nil }
+	if _, err := informer.NewRESTClient(nil, schema.GroupVersion{Version: "v1"}, noop); err == nil {
+		t.Error("NewRESTClient(nil config) = nil error")
+	}
+	if _, err := informer.NewRESTClient(env.Config(), schema.GroupVersion{Group: "g"}, noop); err == nil {
+		t.Error("NewRESTClient without a version = nil error")
+	}
+}
