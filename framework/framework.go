@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -60,10 +61,15 @@ type Config struct {
 	// ResourceRouter picks the ResourceSet for each object. Required.
 	ResourceRouter *router.Router
 	// Client writes the Framework's finalizer on the reconciled objects.
-	// Required unless DryRun or DisableFinalizers is set.
+	// Required unless MetadataClient, DryRun or DisableFinalizers is set.
 	Client dynamic.Interface
+	// MetadataClient, when set, writes the finalizer instead of Client: the
+	// API server then answers each finalizer patch with the object's
+	// metadata only, so the Framework does not decode the whole object to
+	// read its new resourceVersion. Build it with metadata.NewForConfig.
+	MetadataClient metadata.Interface
 	// Resource is the GroupVersionResource of the reconciled objects, used
-	// with Client. Required with Client.
+	// with Client or MetadataClient. Required with either.
 	Resource schema.GroupVersionResource
 	// CRD, when set, is created or updated by Boot before the informer runs.
 	CRD *apiextensionsv1.CustomResourceDefinition
@@ -125,6 +131,7 @@ type Framework struct {
 	informer         informer.Interface
 	router           *router.Router
 	client           dynamic.Interface
+	metaClient       metadata.Interface
 	resource         schema.GroupVersionResource
 	crd              *apiextensionsv1.CustomResourceDefinition
 	crdClient        *crdclient.CRDClient
@@ -170,11 +177,11 @@ func New(config Config) (*Framework, error) {
 		return nil, fmt.Errorf("%w: framework.Config.ResourceRouter must not be empty", ErrInvalidConfig)
 	}
 	writes := !config.DryRun && !config.DisableFinalizers
-	if writes && config.Client == nil {
-		return nil, fmt.Errorf("%w: framework.Config.Client must not be empty (it writes finalizers; set DisableFinalizers to run without)", ErrInvalidConfig)
+	if writes && config.Client == nil && config.MetadataClient == nil {
+		return nil, fmt.Errorf("%w: framework.Config.Client must not be empty (it writes finalizers; set MetadataClient instead, or DisableFinalizers to run without)", ErrInvalidConfig)
 	}
-	if config.Client != nil && config.Resource.Resource == "" {
-		return nil, fmt.Errorf("%w: framework.Config.Resource must name the reconciled resource when Client is set", ErrInvalidConfig)
+	if (config.Client != nil || config.MetadataClient != nil) && config.Resource.Resource == "" {
+		return nil, fmt.Errorf("%w: framework.Config.Resource must name the reconciled resource when Client or MetadataClient is set", ErrInvalidConfig)
 	}
 	if config.CRD != nil && config.CRDClient == nil {
 		return nil, fmt.Errorf("%w: framework.Config.CRDClient must not be empty when CRD is set", ErrInvalidConfig)
@@ -222,6 +229,7 @@ func New(config Config) (*Framework, error) {
 		informer:            config.Informer,
 		router:              config.ResourceRouter,
 		client:              config.Client,
+		metaClient:          config.MetadataClient,
 		resource:            config.Resource,
 		crd:                 config.CRD,
 		crdClient:           config.CRDClient,

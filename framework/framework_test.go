@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
@@ -130,6 +131,9 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"missing informer", func(c *Config) { c.Informer = nil }, "Informer"},
 		{"missing router", func(c *Config) { c.ResourceRouter = nil }, "ResourceRouter"},
 		{"missing client with finalizers", func(c *Config) { c.DisableFinalizers = false }, "Client"},
+		{"metadata client without resource", func(c *Config) {
+			c.DisableFinalizers, c.MetadataClient = false, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+		}, "Resource"},
 		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"negative timeout", func(c *Config) { c.ReconcileTimeout = -time.Second }, "ReconcileTimeout"},
@@ -149,6 +153,13 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 	if _, err := New(valid); err != nil {
 		t.Fatalf("New(valid) = %v", err)
+	}
+	withMeta := valid
+	withMeta.DisableFinalizers = false
+	withMeta.MetadataClient = metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	withMeta.Resource = schema.GroupVersionResource{Group: "g", Version: "v1", Resource: "widgets"}
+	if _, err := New(withMeta); err != nil {
+		t.Fatalf("New(finalizers through MetadataClient alone) = %v", err)
 	}
 }
 

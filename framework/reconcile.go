@@ -333,7 +333,12 @@ func (f *Framework) patchFinalizers(ctx context.Context, acc metav1.Object, fina
 	if err != nil {
 		return "", err
 	}
-	res, err := f.client.Resource(f.resource).Namespace(acc.GetNamespace()).Patch(ctx, acc.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+	var res metav1.Object
+	if f.metaClient != nil {
+		res, err = f.metaClient.Resource(f.resource).Namespace(acc.GetNamespace()).Patch(ctx, acc.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+	} else {
+		res, err = f.client.Resource(f.resource).Namespace(acc.GetNamespace()).Patch(ctx, acc.GetName(), types.MergePatchType, data, metav1.PatchOptions{})
+	}
 	if err != nil {
 		return "", err
 	}

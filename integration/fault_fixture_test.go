@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -441,10 +442,12 @@ func (h *harness) start(opts opOptions, sets ...*router.ResourceSet) *operator {
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: h.eventKube.CoreV1().Events(h.ns)})
 	f, err := framework.New(framework.Config{
-		Name:             "widgets",
-		Informer:         inf,
-		ResourceRouter:   rt,
-		Client:           h.dyn,
+		Name:           "widgets",
+		Informer:       inf,
+		ResourceRouter: rt,
+		// The fault tests write finalizers through the metadata client;
+		// framework_test.go covers the dynamic one.
+		MetadataClient:   metadata.NewForConfigOrDie(h.cfg),
 		Resource:         widgetGVR,
 		Logger:           opts.logger,
 		Registerer:       reg,
