@@ -126,16 +126,18 @@ type Config struct {
 // per-object backoff, requeues, traces and metrics. Create it with New and
 // run it with Boot. Its methods are safe for concurrent use.
 type Framework struct {
-	name             string
-	finalizer        string
-	informer         informer.Interface
-	router           *router.Router
-	client           dynamic.Interface
-	metaClient       metadata.Interface
-	resource         schema.GroupVersionResource
-	crd              *apiextensionsv1.CustomResourceDefinition
-	crdClient        *crdclient.CRDClient
-	logger           log.Logger
+	name       string
+	finalizer  string
+	informer   informer.Interface
+	router     *router.Router
+	client     dynamic.Interface
+	metaClient metadata.Interface
+	resource   schema.GroupVersionResource
+	crd        *apiextensionsv1.CustomResourceDefinition
+	crdClient  *crdclient.CRDClient
+	logger     log.Logger
+	// debugLogger is level.Debug(logger), nil when Config.Logger was nil.
+	debugLogger      log.Logger
 	recorder         record.EventRecorder
 	workers          int
 	reconcileTimeout time.Duration
@@ -201,8 +203,11 @@ func New(config Config) (*Framework, error) {
 	if config.UpdatePredicate == nil {
 		config.UpdatePredicate = DefaultUpdatePredicate
 	}
+	var debugLogger log.Logger
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
+	} else {
+		debugLogger = level.Debug(log.With(config.Logger, "controller", config.Name))
 	}
 	if config.TraceObjects == 0 {
 		config.TraceObjects = DefaultTraceObjects
@@ -234,6 +239,7 @@ func New(config Config) (*Framework, error) {
 		crd:                 config.CRD,
 		crdClient:           config.CRDClient,
 		logger:              log.With(config.Logger, "controller", config.Name),
+		debugLogger:         debugLogger,
 		recorder:            config.EventRecorder,
 		workers:             config.Workers,
 		reconcileTimeout:    config.ReconcileTimeout,
@@ -333,9 +339,10 @@ func (f *Framework) Boot(ctx context.Context) error {
 		return fmt.Errorf("framework %s: %w", f.name, err)
 	}
 
+	detached := context.WithoutCancel(ctx)
 	for i := 0; i < f.workers; i++ {
 		wg.Go(func() {
-			for f.processNextItem(ctx) {
+			for f.processNextItem(ctx, detached) {
 			}
 		})
 	}

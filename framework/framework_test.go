@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -578,5 +579,48 @@ func TestDeletionEventBeforePatchAnswer(t *testing.T) {
 	s.unmarkFinalized("u2") // the patch failed
 	if s.wasFinalized("u2") {
 		t.Fatal("a failed finalizer patch left the mark behind")
+	}
+}
+
+// TestConflictWithNewerCacheRetriesAtOnce: a conflict whose winner the cache
+// already holds is reconciled again at once, not after the backoff; a
+// conflict the cache does not explain yet waits for the backoff.
+func TestConflictWithNewerCacheRetriesAtOnce(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var calls atomic.Int64
+	inf := informertest.New(object("a", 1, nil), object("b", 1, nil))
+	gr := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	r := &funcResource{name: "status", create: func(ctx context.Context, obj any) error {
+		u := obj.(*unstructured.Unstructured)
+		calls.Add(1)
+		if u.GetResourceVersion() != "1" {
+			return nil
+		}
+		if u.GetName() == "a" {
+			// Someone else's write lands in the cache (status only: the
+			// update predicate alone would not enqueue it).
+			newer := u.DeepCopy()
+			newer.SetResourceVersion("2")
+			if err := inf.Update(newer); err != nil {
+				return err
+			}
+		}
+		return apierrors.NewConflict(gr, u.GetName(), errors.New("the object has been modified"))
+	}}
+	hour := func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, BackOffFactory: hour, TracesPerObject: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "a reconciled again after its conflict", func() bool {
+		tr := f.Traces("ns/a")
+		return len(tr) == 2 && tr[1].Result == ResultSuccess
+	})
+	if got := f.Traces("ns/a")[0].Result; got != ResultConflict {
+		t.Errorf("first reconciliation of a = %q, want %q", got, ResultConflict)
+	}
+	if tr := f.Traces("ns/b"); len(tr) != 1 || tr[0].Result != ResultConflict {
+		t.Errorf("b (cache not moved on) = %d traces, want only its conflict, waiting for the backoff", len(tr))
 	}
 }

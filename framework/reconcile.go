@@ -18,14 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/operatorkit/operatorkit/context/deletionallowedcontext"
 	"github.com/operatorkit/operatorkit/context/finalizerskeptcontext"
-	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
-	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
-	"github.com/operatorkit/operatorkit/context/updateallowedcontext"
-	"github.com/operatorkit/operatorkit/context/updatenecessarycontext"
+	"github.com/operatorkit/operatorkit/internal/signal"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
 	"github.com/operatorkit/operatorkit/trace"
@@ -59,11 +55,17 @@ type outcome struct {
 	err          error
 	requeueAfter time.Duration
 	rateLimited  bool // requeue with the object's backoff
+	// resourceVersion is the version of the object the reconciliation
+	// read from the cache; "" when it read none.
+	resourceVersion string
 }
 
 // processNextItem takes one key off the queue and reconciles it. It returns
 // false when the queue is shut down.
-func (f *Framework) processNextItem(ctx context.Context) bool {
+//
+// detached is Boot's ctx without its cancellation (context.WithoutCancel),
+// made once per worker: the parent of every reconciliation's context.
+func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 	key, shutdown := f.queue.Get()
 	if shutdown {
 		return false
@@ -77,11 +79,17 @@ func (f *Framework) processNextItem(ctx context.Context) bool {
 
 	// An in-flight reconciliation finishes when Boot's ctx ends; it is
 	// bounded by the reconcile timeout instead.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.reconcileTimeout)
+	rctx := newReconcileContext(detached, time.Now().Add(f.reconcileTimeout))
 	o := f.reconcile(rctx, key)
-	cancel()
+	rctx.stop()
 
 	switch {
+	case o.result == ResultConflict && f.cacheMovedOn(key, o.resourceVersion):
+		// The cache already holds the newer version that won: reconcile it
+		// now, without backoff. Add coalesces with the event of that
+		// version if it is still queued.
+		f.queue.Forget(key)
+		f.queue.Add(key)
 	case o.result == ResultPanic || o.result == ResultError || o.result == ResultConflict:
 		f.queue.AddRateLimited(key)
 	case o.rateLimited:
@@ -99,16 +107,17 @@ func (f *Framework) processNextItem(ctx context.Context) bool {
 // logs and events.
 func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	start := time.Now()
-	tr := &trace.Trace{Object: key, Start: start}
-	logger := log.With(f.logger, "object", key)
+	tr := trace.New(key, start)
 
 	var obj any
+	var rv string
 	defer func() {
 		if r := recover(); r != nil {
 			o = outcome{result: ResultPanic, err: &PanicError{Resource: "framework", Value: r, Stack: debug.Stack()}}
 		}
+		o.resourceVersion = rv
 		d := time.Since(start)
-		f.finish(ctx, logger, key, obj, tr, o, d)
+		f.finish(ctx, key, obj, tr, o, d)
 	}()
 
 	obj, exists, err := f.informer.Get(key)
@@ -127,6 +136,7 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	if err != nil {
 		return outcome{result: ResultPermanent, err: fmt.Errorf("object %s has no metadata: %w", key, err)}
 	}
+	rv = acc.GetResourceVersion()
 
 	if !tombstone {
 		if stale, wait := f.state.stale(key, acc.GetUID(), acc.GetResourceVersion(), acc.GetGeneration(), f.writeExpectationTTL); stale {
@@ -146,7 +156,7 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	tr.ResourceSet = set.Name()
 	f.state.setResourceSet(key, set.Name())
 
-	ctx = trace.NewContext(resourceversioncontext.NewContext(newSignals(ctx)), tr)
+	ctx = trace.NewContext(signal.WithFresh(ctx), tr)
 	defer func() {
 		// Whatever the outcome, writes to the object that succeeded are
 		// expected in the cache before the next reconciliation.
@@ -223,6 +233,20 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	return outcome{result: ResultSuccess}
 }
 
+// cacheMovedOn reports whether the cache holds a version of the object other
+// than rv, the one a reconciliation read.
+func (f *Framework) cacheMovedOn(key, rv string) bool {
+	if rv == "" {
+		return false
+	}
+	obj, exists, err := f.informer.Get(key)
+	if err != nil || !exists {
+		return false
+	}
+	acc, err := meta.Accessor(obj)
+	return err == nil && acc.GetResourceVersion() != rv
+}
+
 func errorOutcome(err error) outcome {
 	var pe *PanicError
 	switch {
@@ -236,21 +260,9 @@ func errorOutcome(err error) outcome {
 	return outcome{result: ResultError, err: err}
 }
 
-// newSignals gives ctx every context signal of one reconciliation.
-func newSignals(ctx context.Context) context.Context {
-	ctx = reconciliationcanceledcontext.NewContext(ctx)
-	ctx = resourcecanceledcontext.NewContext(ctx)
-	ctx = finalizerskeptcontext.NewContext(ctx)
-	ctx = requeuecontext.NewContext(ctx)
-	ctx = updateallowedcontext.NewContext(ctx)
-	ctx = deletionallowedcontext.NewContext(ctx)
-	ctx = updatenecessarycontext.NewContext(ctx)
-	return ctx
-}
-
 // finish records the outcome of one reconciliation: metrics, trace, log,
 // events and object state.
-func (f *Framework) finish(ctx context.Context, logger log.Logger, key string, obj any, tr *trace.Trace, o outcome, d time.Duration) {
+func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.Trace, o outcome, d time.Duration) {
 	f.metrics.observe(o.result, d)
 	tr.Finish(o.result, o.requeueAfter, o.err)
 	f.traces.add(key, tr)
@@ -276,6 +288,12 @@ func (f *Framework) finish(ctx context.Context, logger log.Logger, key string, o
 		f.state.setFailed(key)
 	}
 
+	// Built only for the lines below: most reconciliations log nothing.
+	var logger log.Logger
+	switch o.result {
+	case ResultPanic, ResultError, ResultPermanent, ResultConflict, ResultNoResourceSet:
+		logger = log.With(f.logger, "object", key)
+	}
 	switch o.result {
 	case ResultPanic:
 		var pe *PanicError
@@ -295,7 +313,10 @@ func (f *Framework) finish(ctx context.Context, logger log.Logger, key string, o
 		f.event(obj, corev1.EventTypeWarning, "NoResourceSet", o.err.Error())
 	}
 	// traceLine is a fmt.Stringer: formatted only when debug logs are on.
-	level.Debug(logger).Log("msg", "reconciled", "trace", traceLine{tr})
+	// Without a Config.Logger there is no line to build at all.
+	if f.debugLogger != nil {
+		f.debugLogger.Log("object", key, "msg", "reconciled", "trace", traceLine{tr})
+	}
 }
 
 // event records an event on obj when an EventRecorder is configured.

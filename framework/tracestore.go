@@ -29,8 +29,11 @@ type traceStore struct {
 }
 
 type objectTraces struct {
-	key    string
-	traces []trace.Trace // oldest first
+	key string
+	// traces are finished traces, oldest first; read them with Snapshot (a
+	// resource that ignored the end of its reconciliation may still
+	// record into one).
+	traces []*trace.Trace
 	plans  []ResourcePlan
 }
 
@@ -57,9 +60,11 @@ func (s *traceStore) add(key string, tr *trace.Trace) {
 	if s.maxObjects <= 0 {
 		return
 	}
-	snap := tr.Snapshot()
-	if n := len(snap.Steps); n > MaxStepsPerTrace {
+	if tr.Len() > MaxStepsPerTrace {
+		snap := tr.Snapshot()
+		n := len(snap.Steps)
 		snap.Steps = append(snap.Steps[:MaxStepsPerTrace-1:MaxStepsPerTrace-1], snap.Steps[n-1])
+		tr = &snap
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -68,7 +73,7 @@ func (s *traceStore) add(key string, tr *trace.Trace) {
 		copy(ot.traces, ot.traces[1:])
 		ot.traces = ot.traces[:len(ot.traces)-1]
 	}
-	ot.traces = append(ot.traces, snap)
+	ot.traces = append(ot.traces, tr)
 }
 
 func (s *traceStore) addPlans(key string, plans []ResourcePlan) {
@@ -88,7 +93,11 @@ func (s *traceStore) get(key string) ([]trace.Trace, []ResourcePlan) {
 		return nil, nil
 	}
 	ot := e.Value.(*objectTraces)
-	return append([]trace.Trace(nil), ot.traces...), ot.plans
+	out := make([]trace.Trace, len(ot.traces))
+	for i, t := range ot.traces {
+		out[i] = t.Snapshot()
+	}
+	return out, ot.plans
 }
 
 // ObjectSummary is one line of the list of recently reconciled objects.

@@ -74,6 +74,35 @@ type Trace struct {
 
 type contextKey struct{}
 
+// New returns a Trace of object that started at start, ready for
+// NewContext, with room for 12 steps, in fewer allocations than a
+// composite literal plus NewContext. The framework calls it for every
+// reconciliation.
+func New(object string, start time.Time) *Trace {
+	b := &traceBlock{}
+	b.t.Object, b.t.Start, b.t.mu = object, start, &b.mu
+	b.t.Steps = b.steps[:0]
+	return &b.t
+}
+
+// traceBlock holds a Trace, its lock and its first steps in one allocation.
+type traceBlock struct {
+	t     Trace
+	mu    sync.Mutex
+	steps [12]Step
+}
+
+// Len returns the number of steps recorded so far; 0 for a nil t. It is
+// safe for concurrent use.
+func (t *Trace) Len() int {
+	if t == nil {
+		return 0
+	}
+	t.lock()
+	defer t.unlock()
+	return len(t.Steps)
+}
+
 // NewContext returns a child of ctx carrying t, so that the steps of the
 // reconciliation run with that context are recorded into t. It sets t.Start
 // to the current time when it is zero. Call it before t is shared with other

@@ -105,3 +105,26 @@ func TestRecordConcurrent(t *testing.T) {
 		t.Fatalf("recorded %d steps, want 50", n)
 	}
 }
+
+func TestNew(t *testing.T) {
+	start := time.Now()
+	tr := trace.New("ns/o", start)
+	if tr.Object != "ns/o" || !tr.Start.Equal(start) || tr.Len() != 0 {
+		t.Fatalf("New = %+v, want object ns/o, the start, no steps", tr.Snapshot())
+	}
+	ctx := trace.NewContext(context.Background(), tr)
+	if trace.FromContext(ctx) != tr {
+		t.Fatal("NewContext did not carry the trace")
+	}
+	for i := range 20 { // beyond the preallocated steps
+		trace.Record(ctx, "r", "s"+string(rune('a'+i)), tr.Now(), trace.OutcomeDone, nil)
+	}
+	s := tr.Snapshot()
+	if tr.Len() != 20 || len(s.Steps) != 20 || s.Steps[19].Step != "st" {
+		t.Fatalf("Len = %d, %d steps, last %+v; want 20 ending with st", tr.Len(), len(s.Steps), s.Steps[len(s.Steps)-1])
+	}
+	var nilTrace *trace.Trace
+	if nilTrace.Len() != 0 {
+		t.Error("Len of a nil trace != 0")
+	}
+}

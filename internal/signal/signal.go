@@ -10,6 +10,7 @@ package signal
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,7 +27,8 @@ const (
 	UpdateAllowed
 	DeletionAllowed
 	UpdateNecessary
-	Requeue // a *Duration; all others are a *Flag
+	Requeue         // a *Duration
+	ResourceVersion // a *Version; all others are a *Flag
 	numKeys
 )
 
@@ -85,6 +87,49 @@ func (dur *Duration) Get() (time.Duration, bool) {
 	return time.Duration(^enc), true
 }
 
+// Version holds the resourceVersion of the reconciled object that the
+// reconciliation's own writes produced (see resourceversioncontext). The zero
+// value holds none. Its methods are safe for concurrent use and do nothing on
+// a nil *Version.
+type Version struct {
+	mu sync.Mutex
+	rv string
+}
+
+// Set records rv; an empty rv is ignored. It is a no-op on a nil v.
+func (v *Version) Set(rv string) {
+	if v == nil || rv == "" {
+		return
+	}
+	v.mu.Lock()
+	v.rv = rv
+	v.mu.Unlock()
+}
+
+// Get returns the last resourceVersion recorded and true, or "" and false
+// when none was (or v is nil).
+func (v *Version) Get() (string, bool) {
+	if v == nil {
+		return "", false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.rv, v.rv != ""
+}
+
+// VersionFrom returns the resourceVersion signal stored in ctx, or nil when
+// ctx has none.
+func VersionFrom(ctx context.Context) *Version {
+	v, _ := ctx.Value(ResourceVersion).(*Version)
+	return v
+}
+
+// WithVersion returns a child of ctx holding a new, empty resourceVersion
+// signal.
+func WithVersion(ctx context.Context) context.Context {
+	return &versionCtx{Context: ctx}
+}
+
 // FlagFrom returns the flag stored in ctx under key, or nil when ctx has none.
 func FlagFrom(ctx context.Context, key Key) *Flag {
 	f, _ := ctx.Value(key).(*Flag)
@@ -110,15 +155,16 @@ func WithDuration(ctx context.Context) context.Context {
 }
 
 // WithMissing returns a child of ctx holding a new signal for every key except
-// ResourceCanceled that ctx does not hold yet, all in one allocation; signals
-// ctx already holds stay visible. It returns ctx itself when nothing is
-// missing. ResourceCanceled is left out because it must be fresh for every
-// resource (see WithFlag).
+// ResourceCanceled and ResourceVersion that ctx does not hold yet, all in one
+// allocation; signals ctx already holds stay visible. It returns ctx itself
+// when nothing is missing. ResourceCanceled is left out because it must be
+// fresh for every resource (see WithFlag), ResourceVersion because only the
+// Framework reads it.
 func WithMissing(ctx context.Context) context.Context {
 	var owns [numKeys]bool
 	missing := false
 	for k := Key(0); k < numKeys; k++ {
-		if k != ResourceCanceled && ctx.Value(k) == nil {
+		if k != ResourceCanceled && k != ResourceVersion && ctx.Value(k) == nil {
 			owns[k] = true
 			missing = true
 		}
@@ -127,6 +173,18 @@ func WithMissing(ctx context.Context) context.Context {
 		return ctx
 	}
 	return &setCtx{Context: ctx, owns: owns}
+}
+
+// WithFresh returns a child of ctx holding a new signal for every key except
+// ResourceCanceled, in one allocation and one context layer: the signals of
+// one reconciliation. They shadow any signals ctx holds, so nothing set in an
+// earlier reconciliation, or by the caller, shows through.
+func WithFresh(ctx context.Context) context.Context {
+	c := &setCtx{Context: ctx}
+	for k := Key(0); k < numKeys; k++ {
+		c.owns[k] = k != ResourceCanceled
+	}
+	return c
 }
 
 // flagCtx is a context layer holding one flag; being the layer and the flag in
@@ -156,18 +214,34 @@ func (c *durationCtx) Value(k any) any {
 	return c.Context.Value(k)
 }
 
+type versionCtx struct {
+	context.Context
+	v Version
+}
+
+func (c *versionCtx) Value(k any) any {
+	if key, ok := k.(Key); ok && key == ResourceVersion {
+		return &c.v
+	}
+	return c.Context.Value(k)
+}
+
 // setCtx is one context layer holding every signal it owns.
 type setCtx struct {
 	context.Context
 	owns  [numKeys]bool
-	flags [numKeys]Flag // indexed by Key; the Requeue slot is unused
+	flags [numKeys]Flag // indexed by Key; the Requeue and ResourceVersion slots are unused
 	dur   Duration
+	v     Version
 }
 
 func (c *setCtx) Value(k any) any {
 	if key, ok := k.(Key); ok && key < numKeys && c.owns[key] {
-		if key == Requeue {
+		switch key {
+		case Requeue:
 			return &c.dur
+		case ResourceVersion:
+			return &c.v
 		}
 		return &c.flags[key]
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/context/updateallowedcontext"
 	"github.com/operatorkit/operatorkit/context/updatenecessarycontext"
 	"github.com/operatorkit/operatorkit/internal/signal"
@@ -214,3 +215,46 @@ func TestGetAllocs(t *testing.T) {
 }
 
 var sink context.Context
+
+func TestWithFresh(t *testing.T) {
+	// A caller whose signals are all set already: none must show through.
+	caller := signal.WithMissing(resourceversioncontext.NewContext(context.Background()))
+	for _, s := range flagSignals {
+		s.set(caller)
+	}
+	requeuecontext.SetRequeueAfter(caller, time.Second)
+	resourceversioncontext.SetResourceVersion(caller, "7")
+
+	ctx := signal.WithFresh(caller)
+	for _, s := range flagSignals {
+		if s.key == signal.ResourceCanceled {
+			continue // never part of the set: fresh per resource
+		}
+		if s.get(ctx) {
+			t.Errorf("%s: the caller's signal shows through", s.name)
+		}
+		s.set(ctx)
+		if !s.get(ctx) {
+			t.Errorf("%s: get after set = false", s.name)
+		}
+	}
+	if _, ok := requeuecontext.RequeueAfter(ctx); ok {
+		t.Error("requeue: the caller's signal shows through")
+	}
+	if _, ok := resourceversioncontext.ResourceVersion(ctx); ok {
+		t.Error("resourceVersion: the caller's signal shows through")
+	}
+	resourceversioncontext.SetResourceVersion(ctx, "8")
+	if rv, _ := resourceversioncontext.ResourceVersion(ctx); rv != "8" {
+		t.Errorf("resourceVersion = %q, want 8", rv)
+	}
+	if rv, _ := resourceversioncontext.ResourceVersion(caller); rv != "7" {
+		t.Errorf("the caller's resourceVersion = %q, want 7 (untouched)", rv)
+	}
+	if got := signal.WithMissing(ctx); got != ctx {
+		t.Error("WithMissing added a layer over WithFresh")
+	}
+	if allocs := testing.AllocsPerRun(100, func() { sink = signal.WithFresh(caller) }); allocs != 1 {
+		t.Errorf("WithFresh allocates %v times, want 1", allocs)
+	}
+}

@@ -1,0 +1,98 @@
+package framework
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// reconcileContext is the context of one reconciliation: it carries the
+// values of base but not its cancellation (an in-flight reconciliation is
+// bounded by its deadline, not by Boot's context), and it ends at deadline
+// or when stopped. It behaves like
+// context.WithDeadline(context.WithoutCancel(base), deadline), but makes its
+// Done channel and timer only when asked for Done or when its Err could be
+// non-nil. A client call asks; a reconciliation that reads only caches and
+// changes nothing, the most common kind, never does and costs no timer.
+//
+// Once materialized, every method answers from the inner context, including
+// Value for the context package's internal key, so that children made with
+// context.WithCancel attach to the inner cancelCtx directly instead of
+// starting a goroutine each.
+type reconcileContext struct {
+	base     context.Context // detached: Done() is nil
+	deadline time.Time
+
+	inner   atomic.Pointer[materialized]
+	mu      sync.Mutex // guards stopped and the making of inner
+	stopped bool
+}
+
+type materialized struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// newReconcileContext returns the context of a reconciliation that must end
+// by deadline. detached must not be canceled (context.WithoutCancel). Call
+// stop when the reconciliation returns.
+func newReconcileContext(detached context.Context, deadline time.Time) *reconcileContext {
+	return &reconcileContext{base: detached, deadline: deadline}
+}
+
+func (c *reconcileContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *reconcileContext) Done() <-chan struct{} { return c.materialize().Done() }
+
+func (c *reconcileContext) Err() error {
+	if m := c.inner.Load(); m != nil {
+		return m.ctx.Err()
+	}
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped || !time.Now().Before(c.deadline) {
+		return c.materialize().Err()
+	}
+	return nil
+}
+
+func (c *reconcileContext) Value(key any) any {
+	if m := c.inner.Load(); m != nil {
+		return m.ctx.Value(key)
+	}
+	return c.base.Value(key)
+}
+
+func (c *reconcileContext) String() string { return "framework.reconcileContext" }
+
+// materialize returns the inner context, making it on first use.
+func (c *reconcileContext) materialize() context.Context {
+	if m := c.inner.Load(); m != nil {
+		return m.ctx
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.inner.Load(); m != nil {
+		return m.ctx
+	}
+	ctx, cancel := context.WithDeadline(c.base, c.deadline)
+	if c.stopped {
+		cancel()
+	}
+	c.inner.Store(&materialized{ctx: ctx, cancel: cancel})
+	return ctx
+}
+
+// stop ends the context (context.Canceled unless the deadline passed first)
+// and releases its timer. It is idempotent.
+func (c *reconcileContext) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	m := c.inner.Load()
+	c.mu.Unlock()
+	if m != nil {
+		m.cancel()
+	}
+}
