@@ -71,6 +71,13 @@
 //     else wrote) is result "conflict", logged at info, not reported as a
 //     failure, and retried with the latest object: at once when the cache
 //     already holds the version that won, otherwise with backoff.
+//   - Superseded work stops: before each resource, the Framework checks
+//     whether the cache already holds a newer generation of the object (its
+//     spec changed, or its deletion started, during the reconciliation). If
+//     it does, the chain stops there with result "superseded" and the newer
+//     generation is reconciled next, so a burst of spec changes costs the
+//     writes of the last one, not of each (Config.RunSuperseded turns this
+//     off).
 //   - Failures: an error requeues the object with its own exponential
 //     backoff ([DefaultRequeueBackOff], or Config.BackOffFactory /
 //     Config.RateLimiter), held at its maximum, never dropped; a success

@@ -106,6 +106,14 @@ type Config struct {
 	// resource computes its plan (see Plan), which is traced and logged;
 	// no finalizer is written and nothing is applied.
 	DryRun bool
+	// RunSuperseded makes every reconciliation run its whole chain. By
+	// default a reconciliation stops before its next resource, with result
+	// "superseded", when the informer's cache already holds a newer
+	// generation of the object (its spec changed, or its deletion started,
+	// meanwhile): the newer generation is queued and reconciled next, so the
+	// writes left would only be overwritten, or fail with a conflict. Set it
+	// when every generation's writes must happen, not only the latest's.
+	RunSuperseded bool
 	// DisableFinalizers stops the Framework from adding its finalizer. A
 	// delete is then processed from the informer's last state of the object,
 	// and lost if the process is down when it happens.
@@ -143,6 +151,7 @@ type Framework struct {
 	reconcileTimeout time.Duration
 	updatePredicate  func(oldObj, newObj any) bool
 	dryRun           bool
+	runSuperseded    bool
 	finalizers       bool
 	// writeExpectationTTL bounds the wait for the cache to show our own
 	// writes (see resourceversioncontext).
@@ -244,6 +253,7 @@ func New(config Config) (*Framework, error) {
 		workers:             config.Workers,
 		reconcileTimeout:    config.ReconcileTimeout,
 		updatePredicate:     config.UpdatePredicate,
+		runSuperseded:       config.RunSuperseded,
 		dryRun:              config.DryRun,
 		finalizers:          writes,
 		writeExpectationTTL: DefaultWriteExpectationTTL,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -622,5 +623,62 @@ func TestConflictWithNewerCacheRetriesAtOnce(t *testing.T) {
 	}
 	if tr := f.Traces("ns/b"); len(tr) != 1 || tr[0].Result != ResultConflict {
 		t.Errorf("b (cache not moved on) = %d traces, want only its conflict, waiting for the backoff", len(tr))
+	}
+}
+
+// TestSupersededReconciliationStops: when the spec changes while a
+// reconciliation runs, the resources after the change do not run for the
+// old generation (their writes would be overwritten); the new generation is
+// reconciled in full next. With RunSuperseded every resource runs for both.
+func TestSupersededReconciliationStops(t *testing.T) {
+	for _, runSuperseded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("RunSuperseded=%v", runSuperseded), func(t *testing.T) {
+			t.Cleanup(func() { goleak.VerifyNone(t) })
+			inf := informertest.New(object("a", 1, nil))
+			var mu sync.Mutex
+			var seen []string // resource@generation
+			record := func(name string, obj any) {
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, fmt.Sprintf("%s@%d", name, obj.(*unstructured.Unstructured).GetGeneration()))
+			}
+			first := &funcResource{name: "first", create: func(_ context.Context, obj any) error {
+				record("first", obj)
+				if obj.(*unstructured.Unstructured).GetGeneration() == 1 {
+					return inf.Update(object("a", 2, nil)) // the user edits the spec meanwhile
+				}
+				return nil
+			}}
+			second := &funcResource{name: "second", create: func(_ context.Context, obj any) error {
+				record("second", obj)
+				return nil
+			}}
+			f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, first, second),
+				DisableFinalizers: true, RunSuperseded: runSuperseded, TracesPerObject: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot(t, f)
+			pollUntil(t, "generation 2 reconciled", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.Contains(seen, "second@2")
+			})
+			mu.Lock()
+			got := slices.Clone(seen)
+			mu.Unlock()
+			want := []string{"first@1", "first@2", "second@2"}
+			wantResult := ResultSuperseded
+			if runSuperseded {
+				want = []string{"first@1", "second@1", "first@2", "second@2"}
+				wantResult = ResultSuccess
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("resources ran %q, want %q", got, want)
+			}
+			if tr := f.Traces("ns/a"); tr[0].Result != wantResult {
+				t.Errorf("first reconciliation = %q, want %q", tr[0].Result, wantResult)
+			}
+		})
 	}
 }

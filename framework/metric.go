@@ -31,6 +31,7 @@ const (
 var allResults = []string{
 	ResultSuccess, ResultRequeue, ResultFinalizerKept, ResultError, ResultPermanent,
 	ResultPanic, ResultNoResourceSet, ResultSkipped, ResultDryRun, ResultConflict, ResultStale,
+	ResultSuperseded,
 }
 
 // metrics are the Framework's own collectors, curried with its controller

@@ -49,7 +49,7 @@ func process(ctx context.Context, obj any, resources []resource.Interface, op st
 	ctx = signal.WithMissing(ctx)
 	t := trace.FromContext(ctx)
 	for _, r := range resources {
-		if reconciliationcanceledcontext.IsCanceled(ctx) {
+		if reconciliationcanceledcontext.IsCanceled(ctx) || supersededBy(ctx) {
 			t.Record(r.Name(), op, t.Now(), trace.OutcomeCanceled, nil)
 			return nil
 		}

@@ -47,6 +47,10 @@ const (
 	// show the operator's own last write to the object yet; it runs when it
 	// does (see resourceversioncontext).
 	ResultStale = "stale"
+	// ResultSuperseded is a reconciliation stopped before its next resource
+	// because the cache already held a newer generation of the object,
+	// which is reconciled next (see Config.RunSuperseded).
+	ResultSuperseded = "superseded"
 )
 
 // outcome is what one reconciliation tells the worker.
@@ -80,7 +84,7 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 	// An in-flight reconciliation finishes when Boot's ctx ends; it is
 	// bounded by the reconcile timeout instead.
 	rctx := newReconcileContext(detached, time.Now().Add(f.reconcileTimeout))
-	o := f.reconcile(rctx, key)
+	o := f.reconcile(rctx, rctx, key)
 	rctx.stop()
 
 	switch {
@@ -92,6 +96,11 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 		f.queue.Add(key)
 	case o.result == ResultPanic || o.result == ResultError || o.result == ResultConflict:
 		f.queue.AddRateLimited(key)
+	case o.result == ResultSuperseded:
+		// The newer generation's event queued the key already, unless an
+		// UpdatePredicate dropped it; Add coalesces with it.
+		f.queue.Forget(key)
+		f.queue.Add(key)
 	case o.rateLimited:
 		f.queue.AddRateLimited(key)
 	default:
@@ -104,8 +113,8 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 }
 
 // reconcile runs the resource chain once for key and records trace, metrics,
-// logs and events.
-func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
+// logs and events. ctx is rctx, or a context derived from it.
+func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key string) (o outcome) {
 	start := time.Now()
 	tr := trace.New(key, start)
 
@@ -138,6 +147,10 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	}
 	rv = acc.GetResourceVersion()
 
+	if !tombstone && !f.runSuperseded && !f.dryRun {
+		gen := acc.GetGeneration()
+		rctx.watch = func() bool { return f.cachedGeneration(key) > gen }
+	}
 	if !tombstone {
 		if stale, wait := f.state.stale(key, acc.GetUID(), acc.GetResourceVersion(), acc.GetGeneration(), f.writeExpectationTTL); stale {
 			// Reconciled again when the cache shows the write (UpdateFunc),
@@ -199,6 +212,9 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 		if err := ProcessDelete(ctx, obj, set.Resources()); err != nil {
 			return errorOutcome(err)
 		}
+		if rctx.superseded.Load() {
+			return outcome{result: ResultSuperseded}
+		}
 		if finalizerskeptcontext.IsKept(ctx) {
 			o := outcome{result: ResultFinalizerKept, rateLimited: true}
 			if d, ok := requeuecontext.RequeueAfter(ctx); ok {
@@ -227,10 +243,27 @@ func (f *Framework) reconcile(ctx context.Context, key string) (o outcome) {
 	if err := ProcessUpdate(ctx, obj, set.Resources()); err != nil {
 		return errorOutcome(err)
 	}
+	if rctx.superseded.Load() {
+		return outcome{result: ResultSuperseded}
+	}
 	if d, ok := requeuecontext.RequeueAfter(ctx); ok {
 		return outcome{result: ResultRequeue, requeueAfter: d}
 	}
 	return outcome{result: ResultSuccess}
+}
+
+// cachedGeneration returns the generation of the cached object with key, 0
+// when there is none.
+func (f *Framework) cachedGeneration(key string) int64 {
+	obj, exists, err := f.informer.Get(key)
+	if err != nil || !exists {
+		return 0
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return 0
+	}
+	return acc.GetGeneration()
 }
 
 // cacheMovedOn reports whether the cache holds a version of the object other
@@ -276,7 +309,7 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 		}
 	case ResultSkipped:
 		f.state.done(key)
-	case ResultConflict, ResultStale:
+	case ResultConflict, ResultStale, ResultSuperseded:
 		// Neither a failure nor done: the object is retried with fresh
 		// state.
 	case ResultNoResourceSet, ResultPermanent:

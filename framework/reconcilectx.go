@@ -27,6 +27,33 @@ type reconcileContext struct {
 	inner   atomic.Pointer[materialized]
 	mu      sync.Mutex // guards stopped and the making of inner
 	stopped bool
+
+	// watch, when set, tells whether the cache holds a newer generation of
+	// the object than the one being reconciled (see superseded).
+	watch      func() bool
+	superseded atomic.Bool
+}
+
+// supersededKey is the context key under which a reconcileContext answers
+// with itself, for process.
+type supersededKey struct{}
+
+// supersededBy reports whether the reconciliation of ctx should stop
+// because the cache already holds a newer generation of its object; it
+// remembers a yes. It is false outside a Framework's reconciliation.
+func supersededBy(ctx context.Context) bool {
+	c, _ := ctx.Value(supersededKey{}).(*reconcileContext)
+	if c == nil || c.watch == nil {
+		return false
+	}
+	if c.superseded.Load() {
+		return true
+	}
+	if c.watch() {
+		c.superseded.Store(true)
+		return true
+	}
+	return false
 }
 
 type materialized struct {
@@ -59,6 +86,9 @@ func (c *reconcileContext) Err() error {
 }
 
 func (c *reconcileContext) Value(key any) any {
+	if _, ok := key.(supersededKey); ok {
+		return c
+	}
 	if m := c.inner.Load(); m != nil {
 		return m.ctx.Value(key)
 	}
