@@ -61,6 +61,7 @@ type options struct {
 	markdown          string
 	dumpMetrics       bool
 	steadyRounds      int
+	warmup            int
 	jsonOut           string
 }
 
@@ -88,12 +89,13 @@ func mainErr() error {
 	flag.StringVar(&o.contenderBin, "contender", "", "contender binary (default: \"contender\" next to this binary)")
 	flag.IntVar(&o.repeat, "repeat", 3, "repetitions of every run")
 	flag.BoolVar(&o.pin, "pin", true, "pin the API server and the contender to different CPUs")
-	okitArgs := flag.String("okit-args", "", "extra space-separated flags for the operatorkit contender, e.g. \"--typed=false --status-precondition=false --trace-objects=-1\"")
+	okitArgs := flag.String("okit-args", "", "extra space-separated flags for the operatorkit contender, e.g. \"--items=transform --status-precondition=false --trace-objects=-1 --run-superseded\"")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase to converge")
 	flag.IntVar(&o.driverConcurrency, "driver-concurrency", 8, "concurrent requests of the driver when it creates and updates Items")
 	flag.StringVar(&o.logDir, "logdir", "", "directory for contender logs (default: a temporary directory)")
 	flag.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of every contender run into this directory")
 	flag.IntVar(&o.steadyRounds, "steady-rounds", 5, "rounds of the steady phase: each re-enqueues every Item once")
+	flag.IntVar(&o.warmup, "warmup", 200, "Items of an unmeasured run of the first contender before the measured ones, so that no contender meets a cold API server (0: none)")
 	flag.BoolVar(&o.dumpMetrics, "dump-metrics", false, "save the contender's /metrics after every phase into --logdir")
 	flag.StringVar(&o.markdown, "markdown", "", "also write the results as markdown to this file")
 	flag.StringVar(&o.jsonOut, "json", "", "also write every phase result as JSON to this file")
@@ -226,6 +228,16 @@ func bench(ctx context.Context, o options) error {
 		return fmt.Errorf("measure the idle contender: %w", err)
 	}
 	logf("idle contender: peak RSS %s; logs in %s", mib(r.idleRSS), o.logDir)
+
+	if o.warmup > 0 {
+		// A fresh API server is slow for its first seconds of Item
+		// traffic (the new CRD's handlers and OpenAPI, etcd): that run is
+		// not measured.
+		logf("warm-up: %s N=%d, not measured", o.contenders[0], o.warmup)
+		if _, err := r.run(ctx, runSpec{Contender: o.contenders[0], N: o.warmup, Workers: 4}); err != nil {
+			return fmt.Errorf("warm-up run: %w", err)
+		}
+	}
 
 	var results []phaseResult
 	var failures []string

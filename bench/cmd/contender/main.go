@@ -60,7 +60,8 @@ func main() {
 		listen     = fs.String("listen", "127.0.0.1:0", "address of the stats listener")
 		cpus       = fs.String("cpus", "", "comma-separated CPUs to pin the process to (empty: no pinning)")
 		idle       = fs.Bool("idle", false, "connect nothing; only serve the stats listener (memory baseline)")
-		typed      = fs.Bool("typed", true, "operatorkit: convert Items to a Go type in the informer's Transform (false: keep unstructured)")
+		items      = fs.String("items", "rest", "operatorkit: how the Item informer reads Items: rest (typed REST client), transform (dynamic client, converted in a Transform) or unstructured")
+		superseded = fs.Bool("run-superseded", false, "operatorkit: framework.Config.RunSuperseded (run the whole chain for a generation the cache has already replaced)")
 		statusPre  = fs.Bool("status-precondition", true, "operatorkit: the status patch carries a resourceVersion precondition")
 		traceObjs  = fs.Int("trace-objects", 0, "operatorkit: framework.Config.TraceObjects (0: the Framework's default, -1: no traces)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -129,7 +130,7 @@ func main() {
 	var r runner
 	switch *kind {
 	case KindOperatorkit:
-		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{typed: *typed, statusPrecondition: *statusPre, traceObjects: *traceObjs})
+		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{items: *items, statusPrecondition: *statusPre, traceObjects: *traceObjs, runSuperseded: *superseded})
 	case KindControllerRuntime:
 		r, err = newCRT(cfg, *namespace, *workers)
 	case KindLimit:

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -49,16 +50,20 @@ type okit struct {
 
 // okitOptions are the operatorkit contender's variants.
 type okitOptions struct {
-	// typed makes the Item informer's Transform convert every Item to
-	// *item.Item once, when it is cached; otherwise the cache holds
-	// *unstructured.Unstructured and the resources read the few fields they
-	// need from it.
-	typed bool
+	// items is how the Item informer reads Items: "rest" (the default) lists
+	// and watches with a typed REST client (informer.Config.RESTClient), so
+	// each event is decoded once into *item.Item; "transform" reads them
+	// with the dynamic client and converts them in the informer's
+	// Transform; "unstructured" keeps them unstructured, and the resources
+	// read the few fields they need.
+	items string
 	// statusPrecondition puts the Item's resourceVersion into the status
 	// patch (the DESIGN's rule for status writes).
 	statusPrecondition bool
 	// traceObjects is framework.Config.TraceObjects.
 	traceObjects int
+	// runSuperseded is framework.Config.RunSuperseded.
+	runSuperseded bool
 }
 
 // newOperatorkit builds the operatorkit contender.
@@ -71,24 +76,40 @@ func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("kube client: %w", err)
 	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	items, err := informer.NewRESTClient(cfg, item.GroupVersion, item.AddToScheme)
+	if err != nil {
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	o := &okit{ns: ns, registry: reg}
 
 	itemConfig := informer.Config{
-		Client: dyn, GVR: item.GVR, Namespace: ns, ResyncPeriod: -1,
+		GVR: item.GVR, Namespace: ns, ResyncPeriod: -1,
 		DropManagedFields: true, Registerer: reg,
 	}
-	if opts.typed {
+	switch opts.items {
+	case "rest", "":
+		itemConfig.RESTClient, itemConfig.ObjectType = items, &item.Item{}
+	case "transform":
+		itemConfig.Client = dyn
 		itemConfig.Transform = toTyped(func() runtime.Object { return &item.Item{} })
+	case "unstructured":
+		itemConfig.Client = dyn
+	default:
+		return nil, fmt.Errorf("--items %q: want rest, transform or unstructured", opts.items)
 	}
 	o.items, err = informer.New(itemConfig)
 	if err != nil {
 		return nil, err
 	}
 	o.cms, err = informer.New(informer.Config{
-		Client: dyn, GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Namespace: ns, ResyncPeriod: -1,
+		RESTClient: kube.CoreV1().RESTClient(), ObjectType: &corev1.ConfigMap{},
+		GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Namespace: ns, ResyncPeriod: -1,
 		DropManagedFields: true, Registerer: reg,
-		Transform: toTyped(func() runtime.Object { return &corev1.ConfigMap{} }),
 	})
 	if err != nil {
 		return nil, err
@@ -101,7 +122,7 @@ func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) 
 	set, err := router.NewResourceSet(router.ResourceSetConfig{
 		Name:      "v1",
 		Handles:   func(any) bool { return true },
-		Resources: []resource.Interface{cmResource, &statusResource{client: dyn, precondition: opts.statusPrecondition}},
+		Resources: []resource.Interface{cmResource, &statusResource{client: items, precondition: opts.statusPrecondition}},
 	})
 	if err != nil {
 		return nil, err
@@ -114,11 +135,12 @@ func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) 
 		Name:           "bench",
 		Informer:       o.items,
 		ResourceRouter: rt,
-		Client:         dyn,
+		MetadataClient: meta,
 		Resource:       item.GVR,
 		Registerer:     reg,
 		Workers:        workers,
 		TraceObjects:   opts.traceObjects,
+		RunSuperseded:  opts.runSuperseded,
 	})
 	if err != nil {
 		return nil, err
@@ -344,7 +366,7 @@ func dataEqual(a, b map[string]string) bool {
 // resourceVersion precondition unless precondition is false, and reports
 // the written resourceVersion with resourceversioncontext.
 type statusResource struct {
-	client       dynamic.Interface
+	client       rest.Interface // the Item API's typed REST client
 	precondition bool
 }
 
@@ -365,13 +387,15 @@ func (s *statusResource) EnsureCreated(ctx context.Context, obj any) error {
 		body = []byte(`{"metadata":{"resourceVersion":` + strconv.Quote(it.ResourceVersion) +
 			`},"status":{"observedGeneration":` + strconv.FormatInt(it.Generation, 10) + `}}`)
 	}
-	res, err := s.client.Resource(item.GVR).Namespace(it.Namespace).Patch(ctx, it.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	res := &item.Item{}
+	err = s.client.Patch(types.MergePatchType).Namespace(it.Namespace).Resource(item.Resource).
+		Name(it.Name).SubResource("status").Body(body).Do(ctx).Into(res)
 	if err != nil {
 		return err
 	}
 	// Tell the Framework which version of the Item this write made, so that
 	// it does not reconcile again from an older cache.
-	resourceversioncontext.SetResourceVersion(ctx, res.GetResourceVersion())
+	resourceversioncontext.SetResourceVersion(ctx, res.ResourceVersion)
 	return nil
 }
 
