@@ -44,6 +44,12 @@ type Config struct {
 	// built-in kinds (kubernetes.Interface.CoreV1().RESTClient() for
 	// ConfigMaps) or NewRESTClient for custom resources. Its group and
 	// version must be those of GVR.
+	//
+	// The price: one object that the Go type cannot hold (a value of the
+	// wrong type that the CRD's schema let through) fails the whole list or
+	// watch, which client-go retries with backoff while the cache stays as
+	// it was. With Client, a Transform can keep such an object unstructured
+	// and let the resources report it (as the example operator does).
 	RESTClient rest.Interface
 	// ObjectType is an empty object of the Go type RESTClient decodes, such
 	// as &corev1.ConfigMap{}. Required with RESTClient, unused without.
