@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // DefaultResyncPeriod is the resync period used when Config.ResyncPeriod is
@@ -116,6 +117,14 @@ type Informer struct {
 	// gauge, so that Run can take them out again when it ends.
 	cached atomic.Int64
 
+	// transform is what the informer applies to objects before caching
+	// them; Mutation applies it too. nil means none.
+	transform cache.TransformFunc
+	// mutations overlays the objects given to Mutation on the cache; nil
+	// until the first call, so that Get costs nothing extra without it.
+	mutations     atomic.Pointer[mutations]
+	mutationsInit sync.Mutex
+
 	// stopping is closed (under mu, once) when the context given to Run
 	// ends; Watch goroutines and pending Watch sends end with it.
 	stopping        chan struct{}
@@ -193,6 +202,7 @@ func New(config Config) (*Informer, error) {
 		},
 	)
 	if t := transform(config.DropManagedFields, config.Transform); t != nil {
+		i.transform = t
 		if err := i.informer.SetTransform(t); err != nil {
 			return nil, fmt.Errorf("set transform: %w", err)
 		}
@@ -366,7 +376,76 @@ func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 // something else. It belongs to the cache: never modify it; DeepCopy it
 // first.
 func (i *Informer) Get(key string) (obj any, exists bool, err error) {
+	if m := i.mutations.Load(); m != nil {
+		return m.cache.GetByKey(key)
+	}
 	return i.informer.GetIndexer().GetByKey(key)
+}
+
+// Mutation records obj, the object the API server returned for a create,
+// update or patch of an object this informer caches, so that Get returns
+// it instead of an older cached version until the cache holds that version
+// or a newer one. Call it after each write whose result a reconciliation
+// that follows soon may read from this informer: otherwise that
+// reconciliation works from the version before the write, and its next
+// update fails with a conflict (409). It is client-go's MutationCache:
+//
+//   - resourceVersions are compared as integers, as etcd makes them, and
+//     the newest of the cache's object and the recorded ones wins (the
+//     answer of an older write never replaces a newer one);
+//   - Get returns a recorded object only while the cache has the object
+//     too (a created object is not returned before the cache has seen it,
+//     so a delete that follows a write is never hidden);
+//   - entries expire after MutationTTL, and at most MutationCacheSize are
+//     kept (least recently written dropped first);
+//   - List, event handlers and Watch are not affected.
+//
+// obj must be of the type the informer caches (after Config.Transform) and
+// belongs to the informer afterwards: the informer's transform
+// (DropManagedFields, Config.Transform) is applied to it. A nil obj, or one
+// without metadata, is ignored. Safe for concurrent use.
+func (i *Informer) Mutation(obj runtime.Object) {
+	if obj == nil {
+		return
+	}
+	if _, err := meta.Accessor(obj); err != nil {
+		return
+	}
+	var o any = obj
+	if i.transform != nil {
+		t, err := i.transform(o)
+		if err != nil {
+			level.Debug(i.logger).Log("msg", "transform of a mutation failed; not recorded", "err", err)
+			return
+		}
+		o = t
+	}
+	i.mutationCache().Mutation(o)
+}
+
+// MutationTTL and MutationCacheSize bound what Informer.Mutation records.
+const (
+	MutationTTL       = time.Minute
+	MutationCacheSize = 4096
+)
+
+// mutations holds the client-go MutationCache behind Informer.Mutation.
+type mutations struct{ cache cache.MutationCache }
+
+func (i *Informer) mutationCache() cache.MutationCache {
+	if m := i.mutations.Load(); m != nil {
+		return m.cache
+	}
+	i.mutationsInit.Lock()
+	defer i.mutationsInit.Unlock()
+	if m := i.mutations.Load(); m != nil {
+		return m.cache
+	}
+	c := cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.Background(), i.informer.GetStore(), cache.MutationCacheOptions{
+		Indexer: i.informer.GetIndexer(), TTL: MutationTTL, MaxCacheSize: MutationCacheSize,
+	})
+	i.mutations.Store(&mutations{cache: c})
+	return c
 }
 
 // List returns every cached object, in no particular order. The objects

@@ -405,3 +405,62 @@ func TestWatchErrorsAreCountedAndForwarded(t *testing.T) {
 		t.Errorf("watch_errors_total = %v, want 1", got)
 	}
 }
+
+func TestMutation(t *testing.T) {
+	cached := widget("ns", "a", map[string]string{"v": "1"})
+	cached.SetResourceVersion("1")
+	client := newFakeClient(cached)
+	inf, err := New(Config{Client: client, GVR: widgets, ResyncPeriod: -1, DropManagedFields: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelOf := func(key string) (string, bool) {
+		obj, ok, err := inf.Get(key)
+		if err != nil || !ok {
+			return "", false
+		}
+		return obj.(*unstructured.Unstructured).GetLabels()["v"], true
+	}
+	inf.Mutation(nil) // ignored, and before Run: no panic
+	start(t, inf, client)
+
+	written := widget("ns", "a", map[string]string{"v": "5"})
+	written.SetResourceVersion("5")
+	written.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "test"}})
+	inf.Mutation(written)
+	if v, _ := labelOf("ns/a"); v != "5" {
+		t.Fatalf("Get after Mutation: label v = %q, want the written 5", v)
+	}
+	if obj, _, _ := inf.Get("ns/a"); obj.(*unstructured.Unstructured).GetManagedFields() != nil {
+		t.Error("a mutation kept managedFields although DropManagedFields is set")
+	}
+
+	older := widget("ns", "a", map[string]string{"v": "3"})
+	older.SetResourceVersion("3")
+	inf.Mutation(older)
+	if v, _ := labelOf("ns/a"); v != "5" {
+		t.Fatalf("label v = %q after the answer of an older write, want 5 (the newest written)", v)
+	}
+
+	// The cache catches up with a newer version: it wins over the mutation.
+	newer := widget("ns", "a", map[string]string{"v": "9"})
+	newer.SetResourceVersion("9")
+	if _, err := client.Resource(widgets).Namespace("ns").Update(t.Context(), newer, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		v, _ := labelOf("ns/a")
+		return v == "9", nil
+	}); err != nil {
+		t.Fatalf("the cache's newer version never replaced the mutation: %v", err)
+	}
+
+	// An object the cache does not hold is not returned: a delete after a
+	// write is never hidden.
+	created := widget("ns", "b", nil)
+	created.SetResourceVersion("10")
+	inf.Mutation(created)
+	if _, ok := labelOf("ns/b"); ok {
+		t.Error("Get returned a mutation of an object the cache does not hold")
+	}
+}

@@ -38,7 +38,8 @@ import (
 // Framework's metrics go to a private registry (read for the reconcile
 // count); everything else is left at its default. ConfigMap events wake
 // the owner up through Framework.Enqueue when a ConfigMap is deleted or its
-// data no longer matches its Item. EnqueueAll calls Framework.Enqueue for
+// data no longer matches its Item; the ConfigMap writes are recorded in the
+// ConfigMap informer (Informer.Mutation). EnqueueAll calls Framework.Enqueue for
 // every cached Item.
 type okit struct {
 	ns       string
@@ -325,18 +326,27 @@ func (c *configMapOps) NewDeletePatch(_ context.Context, _, current, _ any) (*cr
 	return nil, nil
 }
 
+// The Apply methods record what they wrote with Informer.Mutation, so that
+// the next reconciliation reads it even before the watch delivers it.
+
 func (c *configMapOps) ApplyCreateChange(ctx context.Context, _, change any) error {
 	cm := change.(*corev1.ConfigMap)
-	_, err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	res, err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
+	}
+	if err == nil {
+		c.cms.Mutation(res)
 	}
 	return err
 }
 
 func (c *configMapOps) ApplyUpdateChange(ctx context.Context, _, change any) error {
 	cm := change.(*corev1.ConfigMap)
-	_, err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	res, err := c.kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	if err == nil {
+		c.cms.Mutation(res)
+	}
 	return err
 }
 
