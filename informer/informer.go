@@ -92,6 +92,10 @@ type Config struct {
 	// fast. An error makes client-go abandon the current list or watch and
 	// start over, so it should not fail.
 	Transform cache.TransformFunc
+	// MutationCacheSize caps the objects Mutation keeps (least recently
+	// written dropped first; a dropped one can only cost a conflict). Zero
+	// means DefaultMutationCacheSize; negative is invalid.
+	MutationCacheSize int
 	// Logger receives the informer's own logs. nil means no logs.
 	Logger log.Logger
 	// Registerer registers the informer's metrics (see the package
@@ -120,6 +124,8 @@ type Informer struct {
 	// transform is what the informer applies to objects before caching
 	// them; Mutation applies it too. nil means none.
 	transform cache.TransformFunc
+	// mutationCacheSize is Config.MutationCacheSize with its default.
+	mutationCacheSize int
 	// mutations overlays the objects given to Mutation on the cache; nil
 	// until the first call, so that Get costs nothing extra without it.
 	mutations     atomic.Pointer[mutations]
@@ -158,6 +164,12 @@ func New(config Config) (*Informer, error) {
 	if _, err := fields.ParseSelector(config.FieldSelector); err != nil {
 		return nil, fmt.Errorf("%w: %T.FieldSelector %q is invalid: %w", ErrInvalidConfig, config, config.FieldSelector, err)
 	}
+	if config.MutationCacheSize < 0 {
+		return nil, fmt.Errorf("%w: %T.MutationCacheSize must not be negative, got %d", ErrInvalidConfig, config, config.MutationCacheSize)
+	}
+	if config.MutationCacheSize == 0 {
+		config.MutationCacheSize = DefaultMutationCacheSize
+	}
 	if config.ResyncPeriod == 0 {
 		config.ResyncPeriod = DefaultResyncPeriod
 	}
@@ -183,6 +195,8 @@ func New(config Config) (*Informer, error) {
 		metrics:  m,
 		watchers: make(map[*watcher]struct{}),
 		stopping: make(chan struct{}),
+
+		mutationCacheSize: config.MutationCacheSize,
 	}
 	var lw cache.ListerWatcher
 	var objType runtime.Object = &unstructured.Unstructured{}
@@ -396,8 +410,10 @@ func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 //   - Get returns a recorded object only while the cache has the object
 //     too (a created object is not returned before the cache has seen it,
 //     so a delete that follows a write is never hidden);
-//   - entries expire after MutationTTL, and at most MutationCacheSize are
-//     kept (least recently written dropped first);
+//   - entries expire after MutationTTL, and at most Config.MutationCacheSize
+//     are kept (least recently written dropped first): enough for the
+//     writes of the time the watch lags behind, since an entry is needed
+//     only until the cache shows its version;
 //   - List, event handlers and Watch are not affected.
 //
 // obj must be of the type the informer caches (after Config.Transform) and
@@ -423,10 +439,11 @@ func (i *Informer) Mutation(obj runtime.Object) {
 	i.mutationCache().Mutation(o)
 }
 
-// MutationTTL and MutationCacheSize bound what Informer.Mutation records.
+// MutationTTL and DefaultMutationCacheSize bound what Informer.Mutation
+// records.
 const (
-	MutationTTL       = time.Minute
-	MutationCacheSize = 4096
+	MutationTTL              = time.Minute
+	DefaultMutationCacheSize = 512
 )
 
 // mutations holds the client-go MutationCache behind Informer.Mutation.
@@ -442,7 +459,7 @@ func (i *Informer) mutationCache() cache.MutationCache {
 		return m.cache
 	}
 	c := cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.Background(), i.informer.GetStore(), cache.MutationCacheOptions{
-		Indexer: i.informer.GetIndexer(), TTL: MutationTTL, MaxCacheSize: MutationCacheSize,
+		Indexer: i.informer.GetIndexer(), TTL: MutationTTL, MaxCacheSize: i.mutationCacheSize,
 	})
 	i.mutations.Store(&mutations{cache: c})
 	return c

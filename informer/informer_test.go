@@ -101,6 +101,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "missing client", config: Config{GVR: widgets}, wantField: "informer.Config.Client"},
 		{name: "client and REST client", config: Config{Client: client, RESTClient: &rest.RESTClient{}, ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.Client and RESTClient"},
 		{name: "REST client without object type", config: Config{RESTClient: &rest.RESTClient{}, GVR: widgets}, wantField: "informer.Config.ObjectType"},
+		{name: "negative mutation cache size", config: Config{Client: client, GVR: widgets, MutationCacheSize: -1}, wantField: "informer.Config.MutationCacheSize"},
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},
 		{name: "bad label selector", config: Config{Client: client, GVR: widgets, LabelSelector: "a=b=c"}, wantField: "informer.Config.LabelSelector"},
