@@ -148,8 +148,7 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	rv = acc.GetResourceVersion()
 
 	if !tombstone && !f.runSuperseded && !f.dryRun {
-		gen := acc.GetGeneration()
-		rctx.watch = func() bool { return f.cachedGeneration(key) > gen }
+		rctx.watchGeneration(f, key, acc.GetGeneration())
 	}
 	if !tombstone {
 		if stale, wait := f.state.stale(key, acc.GetUID(), acc.GetResourceVersion(), acc.GetGeneration(), f.writeExpectationTTL); stale {

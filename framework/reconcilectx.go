@@ -28,10 +28,18 @@ type reconcileContext struct {
 	mu      sync.Mutex // guards stopped and the making of inner
 	stopped bool
 
-	// watch, when set, tells whether the cache holds a newer generation of
-	// the object than the one being reconciled (see superseded).
-	watch      func() bool
+	// watched, when not nil, is the Framework whose cache supersededBy
+	// reads: the object with key, reconciled at generation.
+	watched    *Framework
+	key        string
+	generation int64
 	superseded atomic.Bool
+}
+
+// watchGeneration makes supersededBy compare the cached generation of the
+// object with key to generation.
+func (c *reconcileContext) watchGeneration(f *Framework, key string, generation int64) {
+	c.watched, c.key, c.generation = f, key, generation
 }
 
 // supersededKey is the context key under which a reconcileContext answers
@@ -43,13 +51,13 @@ type supersededKey struct{}
 // remembers a yes. It is false outside a Framework's reconciliation.
 func supersededBy(ctx context.Context) bool {
 	c, _ := ctx.Value(supersededKey{}).(*reconcileContext)
-	if c == nil || c.watch == nil {
+	if c == nil || c.watched == nil {
 		return false
 	}
 	if c.superseded.Load() {
 		return true
 	}
-	if c.watch() {
+	if c.watched.cachedGeneration(c.key) > c.generation {
 		c.superseded.Store(true)
 		return true
 	}
