@@ -40,6 +40,10 @@
 //     default) each cached object is delivered again as an update whose old
 //     and new objects are equal. Resyncs replay the cache; they make no API
 //     request. A negative ResyncPeriod disables them.
+//   - Own writes: the cache shows a write only when the watch delivers it.
+//     [Informer.Mutation] records the object a write returned, so that Get
+//     returns it meanwhile and a reconciliation that follows does not work
+//     from the version before the write (and fail its update with a 409).
 //   - Recovery: when the watch fails or expires the informer lists and
 //     watches again by itself, with client-go's backoff, and turns the
 //     difference into the right adds, updates and deletes; a delete it could
