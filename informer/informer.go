@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,9 @@ type Informer struct {
 	transform cache.TransformFunc
 	// mutationCacheSize is Config.MutationCacheSize with its default.
 	mutationCacheSize int
+	// cachedType is the Go type of the cached objects when the informer
+	// knows it (no Config.Transform); nil otherwise.
+	cachedType reflect.Type
 	// mutations overlays the objects given to Mutation on the cache; nil
 	// until the first call, so that Get costs nothing extra without it.
 	mutations     atomic.Pointer[mutations]
@@ -205,6 +209,9 @@ func New(config Config) (*Informer, error) {
 		objType = config.ObjectType
 	} else {
 		lw = newListWatch(config.Client, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector)
+	}
+	if config.Transform == nil {
+		i.cachedType = reflect.TypeOf(objType)
 	}
 	i.informer = cache.NewSharedIndexInformerWithOptions(
 		lw,
@@ -419,12 +426,19 @@ func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 // obj must be of the type the informer caches (after Config.Transform) and
 // belongs to the informer afterwards: the informer's transform
 // (DropManagedFields, Config.Transform) is applied to it. A nil obj, or one
-// without metadata, is ignored. Safe for concurrent use.
+// without metadata, is ignored; so is, with a warning, an object of another
+// type than the cached ones when the informer knows that type (no
+// Config.Transform). Safe for concurrent use.
 func (i *Informer) Mutation(obj runtime.Object) {
 	if obj == nil {
 		return
 	}
 	if _, err := meta.Accessor(obj); err != nil {
+		return
+	}
+	if i.cachedType != nil && reflect.TypeOf(obj) != i.cachedType {
+		// Get would hand consumers an object of a type they do not expect.
+		level.Warn(i.logger).Log("msg", "Mutation with an object of the wrong type; not recorded", "type", fmt.Sprintf("%T", obj), "want", i.cachedType.String())
 		return
 	}
 	var o any = obj

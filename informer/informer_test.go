@@ -456,6 +456,13 @@ func TestMutation(t *testing.T) {
 		t.Fatalf("the cache's newer version never replaced the mutation: %v", err)
 	}
 
+	// An object of another type than the cached ones is not recorded.
+	typed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "20"}}
+	inf.Mutation(typed)
+	if obj, _, _ := inf.Get("ns/a"); obj == nil || obj.(*unstructured.Unstructured).GetResourceVersion() != "9" {
+		t.Errorf("Get after a mutation of the wrong type = %#v, want the cached widget at 9", obj)
+	}
+
 	// An object the cache does not hold is not returned: a delete after a
 	// write is never hidden.
 	created := widget("ns", "b", nil)
