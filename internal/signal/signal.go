@@ -127,7 +127,7 @@ func VersionFrom(ctx context.Context) *Version {
 // WithVersion returns a child of ctx holding a new, empty resourceVersion
 // signal.
 func WithVersion(ctx context.Context) context.Context {
-	return &oneCtx[Version]{Context: ctx, key: ResourceVersion}
+	return &versionCtx{Context: ctx}
 }
 
 // FlagFrom returns the flag stored in ctx under key, or nil when ctx has none.
@@ -146,12 +146,12 @@ func DurationFrom(ctx context.Context) *Duration {
 // WithFlag returns a child of ctx holding a new, unset flag under key. It
 // shadows a flag ctx may already hold under key.
 func WithFlag(ctx context.Context, key Key) context.Context {
-	return &oneCtx[Flag]{Context: ctx, key: key}
+	return &flagCtx{Context: ctx, key: key}
 }
 
 // WithDuration returns a child of ctx holding a new, empty requeue duration.
 func WithDuration(ctx context.Context) context.Context {
-	return &oneCtx[Duration]{Context: ctx, key: Requeue}
+	return &durationCtx{Context: ctx}
 }
 
 // WithMissing returns a child of ctx holding a new signal for every key except
@@ -187,16 +187,40 @@ func WithFresh(ctx context.Context) context.Context {
 	return c
 }
 
-// oneCtx is a context layer holding one signal under key; being the layer
-// and the signal in one struct makes it a single allocation.
-type oneCtx[T Flag | Duration | Version] struct {
+// flagCtx is a context layer holding one flag; being the layer and the flag in
+// one struct makes it a single allocation.
+type flagCtx struct {
 	context.Context
-	key Key
-	v   T
+	key  Key
+	flag Flag
 }
 
-func (c *oneCtx[T]) Value(k any) any {
+func (c *flagCtx) Value(k any) any {
 	if key, ok := k.(Key); ok && key == c.key {
+		return &c.flag
+	}
+	return c.Context.Value(k)
+}
+
+type durationCtx struct {
+	context.Context
+	dur Duration
+}
+
+func (c *durationCtx) Value(k any) any {
+	if key, ok := k.(Key); ok && key == Requeue {
+		return &c.dur
+	}
+	return c.Context.Value(k)
+}
+
+type versionCtx struct {
+	context.Context
+	v Version
+}
+
+func (c *versionCtx) Value(k any) any {
+	if key, ok := k.(Key); ok && key == ResourceVersion {
 		return &c.v
 	}
 	return c.Context.Value(k)
