@@ -188,7 +188,9 @@ func WithFresh(ctx context.Context) context.Context {
 }
 
 // flagCtx is a context layer holding one flag; being the layer and the flag in
-// one struct makes it a single allocation.
+// one struct makes it a single allocation. flagCtx, durationCtx and
+// versionCtx are deliberately not one generic type: that measured 6 % slower
+// on BenchmarkProcessUpdate.
 type flagCtx struct {
 	context.Context
 	key  Key
