@@ -279,6 +279,9 @@ func NewRESTClient(cfg *rest.Config, gv schema.GroupVersion, addToScheme func(*r
 	if gv.Version == "" {
 		return nil, fmt.Errorf("%w: NewRESTClient needs a group version with a version, got %q", ErrInvalidConfig, gv.String())
 	}
+	if addToScheme == nil {
+		return nil, fmt.Errorf("%w: NewRESTClient needs the addToScheme function of the types of %s", ErrInvalidConfig, gv.String())
+	}
 	scheme := runtime.NewScheme()
 	if err := addToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("register types of %s: %w", gv.String(), err)

@@ -472,3 +472,31 @@ func TestMutation(t *testing.T) {
 		t.Error("Get returned a mutation of an object the cache does not hold")
 	}
 }
+
+func TestNewRESTClientErrors(t *testing.T) {
+	noop := func(*runtime.Scheme) error { return nil }
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	tests := []struct {
+		name        string
+		cfg         *rest.Config
+		gv          schema.GroupVersion
+		addToScheme func(*runtime.Scheme) error
+		want        string
+	}{
+		{"no config", nil, schema.GroupVersion{Version: "v1"}, noop, "rest.Config"},
+		{"no version", cfg, schema.GroupVersion{Group: "g"}, noop, "version"},
+		{"no addToScheme", cfg, schema.GroupVersion{Group: "g", Version: "v1"}, nil, "addToScheme"},
+		{"addToScheme fails", cfg, schema.GroupVersion{Group: "g", Version: "v1"}, func(*runtime.Scheme) error { return errors.New("boom") }, "boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewRESTClient(tt.cfg, tt.gv, tt.addToScheme)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewRESTClient() error = %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+	if _, err := NewRESTClient(cfg, schema.GroupVersion{Group: "g", Version: "v1"}, noop); err != nil {
+		t.Errorf("NewRESTClient(valid) = %v", err)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operatorkit/operatorkit/informer"
 )
@@ -125,16 +124,5 @@ func TestInformerNewRESTClient(t *testing.T) {
 	obj, ok, err := inf.Get(ns + "/listed")
 	if tw, typed := obj.(*typedWidget); err != nil || !ok || !typed || tw.Spec.Size != "small" {
 		t.Errorf("Get(%s/listed) = %#v, %v, %v; want the listed *typedWidget of size small", ns, obj, ok, err)
-	}
-}
-
-// TestInformerNewRESTClientErrors checks that bad input is named.
-func TestInformerNewRESTClientErrors(t *testing.T) {
-	noop := func(*runtime.Scheme) error { return nil }
-	if _, err := informer.NewRESTClient(nil, schema.GroupVersion{Version: "v1"}, noop); err == nil {
-		t.Error("NewRESTClient(nil config) = nil error")
-	}
-	if _, err := informer.NewRESTClient(env.Config(), schema.GroupVersion{Group: "g"}, noop); err == nil {
-		t.Error("NewRESTClient without a version = nil error")
 	}
 }
