@@ -212,11 +212,9 @@ func New(config Config) (*Framework, error) {
 	if config.UpdatePredicate == nil {
 		config.UpdatePredicate = DefaultUpdatePredicate
 	}
-	var debugLogger log.Logger
+	logDebug := config.Logger != nil
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
-	} else {
-		debugLogger = level.Debug(log.With(config.Logger, "controller", config.Name))
 	}
 	if config.TraceObjects == 0 {
 		config.TraceObjects = DefaultTraceObjects
@@ -248,7 +246,6 @@ func New(config Config) (*Framework, error) {
 		crd:                 config.CRD,
 		crdClient:           config.CRDClient,
 		logger:              log.With(config.Logger, "controller", config.Name),
-		debugLogger:         debugLogger,
 		recorder:            config.EventRecorder,
 		workers:             config.Workers,
 		reconcileTimeout:    config.ReconcileTimeout,
@@ -265,6 +262,9 @@ func New(config Config) (*Framework, error) {
 		booted:              make(chan struct{}),
 	}
 	m.bindState(f.state)
+	if logDebug {
+		f.debugLogger = level.Debug(f.logger)
+	}
 	return f, nil
 }
 

@@ -88,19 +88,15 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 	rctx.stop()
 
 	switch {
-	case o.result == ResultConflict && f.cacheMovedOn(key, o.resourceVersion):
-		// The cache already holds the newer version that won: reconcile it
-		// now, without backoff. Add coalesces with the event of that
-		// version if it is still queued.
+	case o.result == ResultSuperseded || (o.result == ResultConflict && f.cacheMovedOn(key, o.resourceVersion)):
+		// The cache already holds a newer version (the one that won the
+		// conflict, or the newer generation): reconcile it now, without
+		// backoff. Add coalesces with the event of that version if it is
+		// still queued (or was dropped by an UpdatePredicate).
 		f.queue.Forget(key)
 		f.queue.Add(key)
 	case o.result == ResultPanic || o.result == ResultError || o.result == ResultConflict:
 		f.queue.AddRateLimited(key)
-	case o.result == ResultSuperseded:
-		// The newer generation's event queued the key already, unless an
-		// UpdatePredicate dropped it; Add coalesces with it.
-		f.queue.Forget(key)
-		f.queue.Add(key)
 	case o.rateLimited:
 		f.queue.AddRateLimited(key)
 	default:
@@ -251,32 +247,34 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	return outcome{result: ResultSuccess}
 }
 
-// cachedGeneration returns the generation of the cached object with key, 0
-// when there is none.
-func (f *Framework) cachedGeneration(key string) int64 {
+// cached returns the metadata of the cached object with key, nil when there
+// is none.
+func (f *Framework) cached(key string) metav1.Object {
 	obj, exists, err := f.informer.Get(key)
 	if err != nil || !exists {
-		return 0
+		return nil
 	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
-		return 0
+		return nil
 	}
-	return acc.GetGeneration()
+	return acc
+}
+
+// cachedGeneration returns the generation of the cached object with key, 0
+// when there is none.
+func (f *Framework) cachedGeneration(key string) int64 {
+	if acc := f.cached(key); acc != nil {
+		return acc.GetGeneration()
+	}
+	return 0
 }
 
 // cacheMovedOn reports whether the cache holds a version of the object other
 // than rv, the one a reconciliation read.
 func (f *Framework) cacheMovedOn(key, rv string) bool {
-	if rv == "" {
-		return false
-	}
-	obj, exists, err := f.informer.Get(key)
-	if err != nil || !exists {
-		return false
-	}
-	acc, err := meta.Accessor(obj)
-	return err == nil && acc.GetResourceVersion() != rv
+	acc := f.cached(key)
+	return rv != "" && acc != nil && acc.GetResourceVersion() != rv
 }
 
 func errorOutcome(err error) outcome {

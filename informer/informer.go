@@ -133,7 +133,7 @@ type Informer struct {
 	// mutations overlays the objects given to Mutation on the cache; nil
 	// until the first call, so that Get costs nothing extra without it.
 	mutations     atomic.Pointer[mutations]
-	mutationsInit sync.Mutex
+	mutationsOnce sync.Once
 
 	// stopping is closed (under mu, once) when the context given to Run
 	// ends; Watch goroutines and pending Watch sends end with it.
@@ -467,19 +467,13 @@ const (
 type mutations struct{ cache cache.MutationCache }
 
 func (i *Informer) mutationCache() cache.MutationCache {
-	if m := i.mutations.Load(); m != nil {
-		return m.cache
-	}
-	i.mutationsInit.Lock()
-	defer i.mutationsInit.Unlock()
-	if m := i.mutations.Load(); m != nil {
-		return m.cache
-	}
-	c := cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.Background(), i.informer.GetStore(), cache.MutationCacheOptions{
-		Indexer: i.informer.GetIndexer(), TTL: MutationTTL, MaxCacheSize: i.mutationCacheSize,
+	i.mutationsOnce.Do(func() {
+		c := cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.Background(), i.informer.GetStore(), cache.MutationCacheOptions{
+			Indexer: i.informer.GetIndexer(), TTL: MutationTTL, MaxCacheSize: i.mutationCacheSize,
+		})
+		i.mutations.Store(&mutations{cache: c})
 	})
-	i.mutations.Store(&mutations{cache: c})
-	return c
+	return i.mutations.Load().cache
 }
 
 // List returns every cached object, in no particular order. The objects
