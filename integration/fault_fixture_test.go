@@ -492,27 +492,11 @@ func (h *harness) start(opts opOptions, sets ...*router.ResourceSet) *operator {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case <-f.Booted():
-	case err := <-done:
-		cancel()
-		t.Fatalf("Boot returned before booting: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatal("framework did not boot within 60s")
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Boot returned %v, want nil", err)
-			}
-			wg.Wait()
-			broadcaster.Shutdown()
-		})
-	}
-	t.Cleanup(stop)
+	awaitBoot(t, f, done, cancel)
+	stop := bootStopper(t, cancel, done, func() {
+		wg.Wait()
+		broadcaster.Shutdown()
+	})
 	return &operator{Framework: f, reg: reg, stop: stop}
 }
 

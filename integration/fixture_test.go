@@ -309,6 +309,14 @@ func startFramework(t *testing.T, ns string, opts frameworkOptions, sets ...*rou
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Boot(ctx) }()
+	awaitBoot(t, f, done, cancel)
+	return &runningFramework{Framework: f, stop: bootStopper(t, cancel, done, nil)}
+}
+
+// awaitBoot waits until f, whose Boot runs with cancel and reports to done,
+// has booted; it fails the test when Boot returns first or after 60 s.
+func awaitBoot(t *testing.T, f *framework.Framework, done <-chan error, cancel context.CancelFunc) {
+	t.Helper()
 	select {
 	case <-f.Booted():
 	case err := <-done:
@@ -318,6 +326,11 @@ func startFramework(t *testing.T, ns string, opts frameworkOptions, sets ...*rou
 		cancel()
 		t.Fatal("framework did not boot within 60s")
 	}
+}
+
+// bootStopper returns an idempotent stop, also run by t.Cleanup, that
+// cancels Boot, checks that it returned nil and then runs after (if any).
+func bootStopper(t *testing.T, cancel context.CancelFunc, done <-chan error, after func()) func() {
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -325,10 +338,13 @@ func startFramework(t *testing.T, ns string, opts frameworkOptions, sets ...*rou
 			if err := <-done; err != nil {
 				t.Errorf("Boot returned %v, want nil", err)
 			}
+			if after != nil {
+				after()
+			}
 		})
 	}
 	t.Cleanup(stop)
-	return &runningFramework{Framework: f, stop: stop}
+	return stop
 }
 
 func getConfigMap(ctx context.Context, t *testing.T, ns, name string) (*corev1.ConfigMap, error) {

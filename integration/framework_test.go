@@ -10,7 +10,6 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -200,7 +199,7 @@ func TestFrameworkRetriesWithGrowingBackoff(t *testing.T) {
 			t.Errorf("gaps do not grow: %v", gaps)
 		}
 	}
-	errs := testutil.ToFloat64(mustCounter(t, reg, "operatorkit_framework_errors_total", map[string]string{"resource": "configmap", "step": crud.StepApplyCreateChange}))
+	errs := metricSum(t, reg, "operatorkit_framework_errors_total", map[string]string{"resource": "configmap", "step": crud.StepApplyCreateChange})
 	if errs != 3 {
 		t.Errorf("operatorkit_framework_errors_total{resource=configmap,step=apply create change} = %v, want 3", errs)
 	}
@@ -208,35 +207,6 @@ func TestFrameworkRetriesWithGrowingBackoff(t *testing.T) {
 	if !strings.Contains(tr.Error, errInjected.Error()) || !hasStep(tr, crud.StepApplyCreateChange, trace.OutcomeError) {
 		t.Errorf("error trace = %+v, want the injected error at %s", tr, crud.StepApplyCreateChange)
 	}
-}
-
-// mustCounter finds the sample of name whose labels include labels.
-func mustCounter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue metric
-				}
-			}
-			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return m.GetCounter().GetValue() })
-		}
-	}
-	t.Fatalf("no %s sample with labels %v", name, labels)
-	return nil
 }
 
 // signalResource fires a signal in EnsureCreated or EnsureDeleted.
