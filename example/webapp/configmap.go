@@ -45,11 +45,11 @@ func (o *configMapOps) Name() string { return ConfigMapName }
 // *corev1.ConfigMap. It needs only the object's name and namespace, so it
 // works for objects whose spec is invalid (and can be deleted).
 func (o *configMapOps) GetCurrentState(ctx context.Context, obj any) (any, error) {
-	m, err := meta.Accessor(obj)
+	ns, name, err := nameOf(obj)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+		return nil, err
 	}
-	return o.children.ConfigMap(ctx, m.GetNamespace(), m.GetName())
+	return o.children.ConfigMap(ctx, ns, name)
 }
 
 // GetDesiredState returns DesiredConfigMap of the WebApp, or a nil

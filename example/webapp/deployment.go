@@ -7,7 +7,6 @@ import (
 	"github.com/go-kit/log"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -58,11 +57,11 @@ func (o *deploymentOps) Name() string { return DeploymentName }
 // GetCurrentState returns the Deployment named like the WebApp, or a nil
 // *appsv1.Deployment.
 func (o *deploymentOps) GetCurrentState(ctx context.Context, obj any) (any, error) {
-	m, err := meta.Accessor(obj)
+	ns, name, err := nameOf(obj)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+		return nil, err
 	}
-	return o.children.Deployment(ctx, m.GetNamespace(), m.GetName())
+	return o.children.Deployment(ctx, ns, name)
 }
 
 // GetDesiredState returns DesiredDeployment of the WebApp for the release,

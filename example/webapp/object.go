@@ -89,6 +89,17 @@ func objectKey(obj any) string {
 	return m.GetNamespace() + "/" + m.GetName()
 }
 
+// nameOf returns the namespace and name of obj, the reconciled WebApp; the
+// error wraps ErrInvalidSpec. Children are named like their WebApp, so this
+// is all a GetCurrentState needs, even for an invalid spec.
+func nameOf(obj any) (namespace, name string, err error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	return m.GetNamespace(), m.GetName(), nil
+}
+
 // ownerReference returns the controller owner reference of a child of w.
 // BlockOwnerDeletion is left unset: it needs the update permission on
 // webapps/finalizers, and the operator's finalizer already orders deletes.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-kit/log"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -42,11 +41,11 @@ func (o *serviceOps) Name() string { return ServiceName }
 // GetCurrentState returns the Service named like the WebApp, or a nil
 // *corev1.Service.
 func (o *serviceOps) GetCurrentState(ctx context.Context, obj any) (any, error) {
-	m, err := meta.Accessor(obj)
+	ns, name, err := nameOf(obj)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+		return nil, err
 	}
-	return o.children.Service(ctx, m.GetNamespace(), m.GetName())
+	return o.children.Service(ctx, ns, name)
 }
 
 // GetDesiredState returns DesiredService of the WebApp, or a nil
