@@ -43,14 +43,14 @@ func TestDemo(t *testing.T) {
 		var url string
 		select {
 		case url = <-metricsURL:
-		case <-p.done:
+		case <-p.Done():
 			return
 		case <-ctx.Done():
 			return
 		}
 		_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			select {
-			case <-p.done:
+			case <-p.Done():
 				return true, nil
 			default:
 			}
@@ -63,11 +63,11 @@ func TestDemo(t *testing.T) {
 		})
 	}()
 
-	if code := p.wait(t, 5*time.Minute); code != 0 {
+	if code := p.ExitCode(t, 5*time.Minute); code != 0 {
 		t.Fatalf("demo exit code = %d, want 0", code)
 	}
 	<-scrapeDone
-	out := p.output()
+	out := p.Output()
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^\s+converged\s+15/15 remaining WebApps Ready`),
 		regexp.MustCompile(`(?m)^\s+deletes processed\s+5/5 \(children left behind: 0\)`),

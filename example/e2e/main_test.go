@@ -1,17 +1,16 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/operatorkit/operatorkit/example/internal/proctest"
 )
 
 // binDir holds the binaries built once for the package.
@@ -59,81 +58,11 @@ func build(t *testing.T, name string) string {
 	return b.path
 }
 
-// process is a started binary whose output lines are collected.
-type process struct {
-	cmd   *exec.Cmd
-	mu    sync.Mutex
-	lines []string
-	done  chan struct{}
-	err   error
-}
-
-// start runs bin with args; stdout and stderr lines go to the process's
-// lines (and, on failure, to the test log) and to onLine.
-func start(t *testing.T, bin string, args []string, onLine func(string)) *process {
+// start runs bin with args; stdout and stderr lines are kept (and logged
+// when the test failed) and go to onLine.
+func start(t *testing.T, bin string, args []string, onLine func(string)) *proctest.Process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	pr, pw := io.Pipe()
-	p.cmd.Stdout, p.cmd.Stderr = pw, pw
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var readers sync.WaitGroup
-	readers.Go(func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.lines = append(p.lines, line)
-			p.mu.Unlock()
-			if onLine != nil {
-				onLine(line)
-			}
-		}
-	})
-	go func() {
-		p.err = p.cmd.Wait()
-		pw.Close()
-		readers.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("output of %s:\n%s", filepath.Base(bin), p.output())
-		}
-	})
-	return p
-}
-
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.lines, "\n")
-}
-
-// wait waits for the process to exit and returns its exit code.
-func (p *process) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("%s still running after %s", p.cmd.Path, timeout)
-	}
-	if p.err == nil {
-		return 0
-	}
-	if ee, ok := p.err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	t.Fatalf("%s: %v", p.cmd.Path, p.err)
-	return -1
+	return proctest.Start(t, proctest.Config{Name: filepath.Base(bin), OnLine: onLine}, bin, args...)
 }
 
 // contextFor returns a context that ends shortly before the test's

@@ -270,13 +270,11 @@ func TestOperatorUnderMinimalRole(t *testing.T) {
 		t.Fatalf("recovery or deletes not processed: %v", err)
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(t, 30*time.Second); code != 0 {
+	p.Signal(t, syscall.SIGTERM)
+	if code := p.ExitCode(t, 30*time.Second); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
-	out := p.output()
+	out := p.Output()
 	if strings.Contains(out, secret) {
 		t.Error("the operator logged a WebApp's content")
 	}
@@ -300,10 +298,10 @@ func TestOperatorWithoutPermissions(t *testing.T) {
 	env, _ := startCluster(t)
 	kubeconfig := userKubeconfig(t, env, "nobody")
 	p := start(t, bin, []string{"--kubeconfig", kubeconfig, "--namespace", "anywhere", "--metrics-address", "127.0.0.1:0"}, nil)
-	if code := p.wait(t, 60*time.Second); code != 1 {
+	if code := p.ExitCode(t, 60*time.Second); code != 1 {
 		t.Fatalf("exit code = %d, want 1", code)
 	}
-	out := strings.TrimSpace(p.output())
+	out := strings.TrimSpace(p.Output())
 	if strings.Count(out, "\n") != 0 || !strings.HasPrefix(out, "webapp-operator: missing permissions: ") ||
 		!strings.Contains(out, `patch webapps.example.operatorkit.io/status in namespace "anywhere"`) {
 		t.Fatalf("output = %q, want one line naming the missing permissions", out)

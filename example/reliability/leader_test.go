@@ -46,8 +46,8 @@ func TestLeaderElectionHandover(t *testing.T) {
 
 	// Hand-over on SIGTERM.
 	a.waitFor(t, "reconciled", 10)
-	a.signal(t, syscall.SIGTERM)
-	if code := a.exitCode(t, 60*time.Second); code != 0 {
+	a.Signal(t, syscall.SIGTERM)
+	if code := a.ExitCode(t, 60*time.Second); code != 0 {
 		t.Fatalf("a: exit code after SIGTERM = %d, want 0", code)
 	}
 	aStopped := a.waitFor(t, "stopped cleanly", 1)[0].ts()
@@ -67,8 +67,8 @@ func TestLeaderElectionHandover(t *testing.T) {
 		patchWebApp(t, c, ns, siteName(i), `{"spec":{"content":"v2"}}`)
 	}
 	b.waitFor(t, "reconciled", before+10)
-	killed := b.signal(t, syscall.SIGKILL)
-	b.exitCode(t, 30*time.Second)
+	killed := b.Signal(t, syscall.SIGKILL)
+	b.ExitCode(t, 30*time.Second)
 	cLeads := cr.waitFor(t, "leading: starting the operator", 1)[0].ts()
 	// A candidate takes the Lease once it has not seen it renewed for the
 	// lease duration. It looks every retry period plus up to 120% jitter
@@ -120,11 +120,11 @@ func TestLeaderElectionHandover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id := lease.Spec.HolderIdentity; id == nil || !strings.Contains(cr.output(), *id) {
+	if id := lease.Spec.HolderIdentity; id == nil || !strings.Contains(cr.Output(), *id) {
 		t.Errorf("Lease holder %v, want replica c", id)
 	}
-	cr.signal(t, syscall.SIGTERM)
-	if code := cr.exitCode(t, 60*time.Second); code != 0 {
+	cr.Signal(t, syscall.SIGTERM)
+	if code := cr.ExitCode(t, 60*time.Second); code != 0 {
 		t.Errorf("c: exit code after SIGTERM = %d, want 0", code)
 	}
 }

@@ -1,20 +1,19 @@
 package reliability
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/operatorkit/operatorkit/example/internal/proctest"
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
@@ -450,14 +449,11 @@ func operatorBinary(t *testing.T) string {
 // process is a running webapp-operator whose log lines are parsed as they
 // come.
 type process struct {
+	*proctest.Process
 	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
 
 	mu    sync.Mutex
 	lines []logLine
-	raw   []string
 }
 
 // logLine is one logfmt line of the operator, with the time it was read.
@@ -474,72 +470,14 @@ func (l logLine) ts() time.Time {
 // startBinary runs the operator binary with args.
 func startBinary(t *testing.T, name string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, cmd: exec.Command(operatorBinary(t), args...), done: make(chan struct{})}
-	pr, pw := io.Pipe()
-	p.cmd.Stdout, p.cmd.Stderr = pw, pw
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var reader sync.WaitGroup
-	reader.Go(func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			l := logLine{read: time.Now(), kv: parseLogfmt(line)}
-			p.mu.Lock()
-			p.raw = append(p.raw, line)
-			p.lines = append(p.lines, l)
-			p.mu.Unlock()
-		}
-		io.Copy(io.Discard, pr)
-	})
-	go func() {
-		p.err = p.cmd.Wait()
-		pw.Close()
-		reader.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("last lines of %s:\n%s", p.name, p.tail(40))
-		}
-	})
+	p := &process{name: name}
+	p.Process = proctest.Start(t, proctest.Config{Name: name, TailOnFailure: 40, OnLine: func(line string) {
+		l := logLine{read: time.Now(), kv: parseLogfmt(line)}
+		p.mu.Lock()
+		p.lines = append(p.lines, l)
+		p.mu.Unlock()
+	}}, operatorBinary(t), args...)
 	return p
-}
-
-func (p *process) signal(t *testing.T, sig syscall.Signal) time.Time {
-	t.Helper()
-	at := time.Now()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %s: %v", p.name, err)
-	}
-	return at
-}
-
-// exitCode waits for the process to exit and returns its code (-1: killed
-// by a signal).
-func (p *process) exitCode(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		t.Fatalf("%s still running after %s", p.name, timeout)
-	}
-	if p.err == nil {
-		return 0
-	}
-	if ee, ok := p.err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	t.Fatalf("%s: %v", p.name, p.err)
-	return 0
 }
 
 // find returns the log lines whose msg is msg.
@@ -563,7 +501,7 @@ func (p *process) waitFor(t *testing.T, msg string, count int) []logLine {
 	poll(t, fmt.Sprintf("%s to log %q %d times", p.name, msg, count), func(context.Context) (bool, error) {
 		got = p.find(msg)
 		select {
-		case <-p.done:
+		case <-p.Done():
 			if len(got) < count {
 				return false, fmt.Errorf("%s exited", p.name)
 			}
@@ -572,18 +510,6 @@ func (p *process) waitFor(t *testing.T, msg string, count int) []logLine {
 		return len(got) >= count, nil
 	})
 	return got
-}
-
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.raw, "\n")
-}
-
-func (p *process) tail(k int) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.raw[max(0, len(p.raw)-k):], "\n")
 }
 
 // parseLogfmt parses one logfmt line: key=value pairs, values optionally

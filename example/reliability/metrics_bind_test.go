@@ -81,8 +81,8 @@ func TestMetricsBindLoopbackByDefault(t *testing.T) {
 			t.Errorf("/metrics lacks the framework's metrics")
 		}
 	}
-	p.signal(t, syscall.SIGTERM)
-	if code := p.exitCode(t, 60*time.Second); code != 0 {
+	p.Signal(t, syscall.SIGTERM)
+	if code := p.ExitCode(t, 60*time.Second); code != 0 {
 		t.Errorf("exit code after SIGTERM = %d, want 0", code)
 	}
 	t.Logf("default %s; a run without the flag listened on %v and served /healthz and /metrics", def, on)

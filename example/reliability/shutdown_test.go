@@ -42,11 +42,11 @@ func TestSIGTERMMidBurst(t *testing.T) {
 
 	p := startBinary(t, "operator", operatorArgs(kubeconfig, ns)...)
 	p.waitFor(t, "reconciled", 10)
-	sigterm := p.signal(t, syscall.SIGTERM)
-	if code := p.exitCode(t, 60*time.Second); code != 0 {
+	sigterm := p.Signal(t, syscall.SIGTERM)
+	if code := p.ExitCode(t, 60*time.Second); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
-	out := p.output()
+	out := p.Output()
 	for _, msg := range []string{"stopping: waiting for in-flight reconciliations", "stopped cleanly"} {
 		if len(p.find(msg)) == 0 {
 			t.Errorf("no %q in the logs", msg)
@@ -82,11 +82,11 @@ func TestSIGTERMMidBurst(t *testing.T) {
 
 	p = startBinary(t, "operator-again", operatorArgs(kubeconfig, ns)...)
 	waitReady(t, c, ns, sites(0, n), 90*time.Second)
-	p.signal(t, syscall.SIGTERM)
-	if code := p.exitCode(t, 60*time.Second); code != 0 {
+	p.Signal(t, syscall.SIGTERM)
+	if code := p.ExitCode(t, 60*time.Second); code != 0 {
 		t.Fatalf("second run: exit code after SIGTERM = %d, want 0", code)
 	}
-	if strings.Contains(out+p.output(), content) {
+	if strings.Contains(out+p.Output(), content) {
 		t.Error("the operator logged a WebApp's content")
 	}
 }
