@@ -2,13 +2,14 @@
 #
 #   make demo   the example operator against an API server it starts itself
 #   make test   everything CI runs: library unit tests, integration tests
-#               against a real kube-apiserver, the example operator's tests
+#               against a real kube-apiserver, the example operator's tests;
+#               prints each stage's duration and a table of them at the end
 #   make bench  the side-by-side benchmark (BENCH_QUICK=1 for a short run)
 #
-# Every module is built on its own (GOWORK=off): the library never sees the
-# k8s.io/kubernetes build that testenv needs, and each module's go.mod is
-# what its tests use. Packages that link the in-process kube-apiserver are
-# tested with -p 1, so two 3 GB links never overlap.
+# Every module is built on its own (GOWORK=off), so each module's go.mod is
+# what its tests use. No module links k8s.io/kubernetes: the test API server
+# is a program of its own that testenv builds once into the user cache dir
+# (stage `apiserver`) and runs as a child process of each test binary.
 
 GO ?= go
 LIB := GOWORK=off $(GO)
@@ -18,29 +19,33 @@ FUZZTIME ?= 10s
 # real server). RACE= turns it off for a faster local loop.
 RACE ?= -race
 
-APISERVER_NOTE = @echo ">> $(1): building packages that link the in-process kube-apiserver and etcd." ; \
-	echo "   The first build takes several minutes (about 8 on 2 cores, 3 GB peak); later builds take seconds."
+# The stages of `make test`, in order (hack/stages.sh): the test API server
+# builds in the background while lint and the unit tests run.
+STAGES := bg:apiserver lint test-unit wait test-integration test-example test-fuzz test-bench
 
-.PHONY: test test-unit test-integration test-example test-fuzz test-bench lint demo bench bench-unit generate
+.PHONY: test apiserver test-unit test-integration test-example test-fuzz test-bench lint demo bench bench-unit generate
 
-test: lint test-unit test-integration test-example test-fuzz test-bench
+test:
+	@bash hack/stages.sh "$(MAKE)" $(STAGES)
 
-## test-unit: vet and race-test every package of the library module.
+## apiserver: build the test API server program once (about 8 minutes on 2 cores with
+## empty Go caches, a minute with a warm build cache, nothing when it is cached).
+apiserver:
+	cd testenv && $(LIB) run ./cmd/testenv build >/dev/null
+
+## test-unit: race-test every package of the library module (lint vets them).
 test-unit:
-	$(LIB) vet ./...
 	$(LIB) test -race -count=1 ./...
 
 ## test-integration: testenv itself, then the library against a real API server.
 test-integration:
-	$(call APISERVER_NOTE,test-integration)
-	cd testenv && $(LIB) vet ./... && $(LIB) test -p 1 -count=1 ./...
-	cd integration && $(LIB) vet ./... && $(LIB) test -p 1 $(RACE) -count=1 -timeout 20m ./...
+	cd testenv && $(LIB) vet ./... && $(LIB) test -count=1 -timeout 20m ./...
+	cd integration && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
 
 ## test-example: the example operator: race-tested units, then e2e and reliability against a real API server.
 test-example:
 	cd example && $(LIB) vet ./...
 	$(MAKE) -C example test-unit GO="$(LIB)"
-	$(call APISERVER_NOTE,test-example)
 	$(MAKE) -C example test-e2e GO="$(LIB)"
 
 ## test-fuzz: run each fuzz target briefly (FUZZTIME each).
@@ -55,7 +60,6 @@ lint:
 
 ## demo: build and run the demo (flags: make demo DEMO_FLAGS="--objects 50 --hold").
 demo:
-	$(call APISERVER_NOTE,demo)
 	cd example && $(LIB) build -o ../bin/demo ./cmd/demo
 	./bin/demo $(DEMO_FLAGS)
 
@@ -70,11 +74,9 @@ bench-unit:
 ## bench: the side-by-side benchmark against controller-runtime and plain client-go
 ## (about 20 minutes; BENCH_QUICK=1 for N=200 and one repetition).
 bench:
-	$(call APISERVER_NOTE,bench)
 	bash bench/bench.sh
 
 ## test-bench: the benchmark's unit tests and its quick mode, so that its code never rots.
 test-bench:
 	cd bench && $(LIB) vet ./... && $(LIB) test -count=1 ./...
-	$(call APISERVER_NOTE,test-bench)
 	BENCH_QUICK=1 bash bench/bench.sh

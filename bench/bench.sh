@@ -17,7 +17,6 @@ out="${BENCH_OUT:-$here/out}"
 mkdir -p "$out"
 cd "$here"
 
-# The driver links the API server: build one binary at a time.
 GOWORK=off go build -o "$out/contender" ./cmd/contender
 GOWORK=off go build -o "$out/benchrun" ./cmd/benchrun
 

@@ -1,9 +1,8 @@
 // Package integration holds the library's integration tests. They run against
-// a real kube-apiserver and etcd started in-process by testenv (one server for
-// the whole package, started in TestMain), never against a fake clientset.
+// a real kube-apiserver and etcd started by testenv as a child process (one
+// server for the whole package, started in TestMain), never against a fake
+// clientset.
 //
-// The package lives in its own module because testenv imports
-// k8s.io/kubernetes, which must never become a dependency of the library.
-// Run it with `make test-integration` (go test -p 1: the test binary links the
-// whole API server).
+// The package lives in its own module so that the library's go.mod does not
+// require testenv. Run it with `make test-integration`.
 package integration

@@ -54,7 +54,7 @@ func ownServer(t *testing.T) (*testenv.Env, kubernetes.Interface, string) {
 
 // restartAPIServer restarts the API server of own. When a real API server
 // process stops, its connections die with it and its clients see refused
-// connections until the new one listens; the in-process one instead shuts
+// connections until the new one listens; testenv's instead shuts
 // down gracefully and waits, up to its 60s shutdown timeout, for open
 // watches to end. So once it stops listening, the operator (h) is cut off
 // (its watches break, its requests are refused) until the new server is

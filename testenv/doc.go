@@ -1,21 +1,63 @@
 // Package testenv starts a real Kubernetes API server for tests, demos and
-// benchmarks: an embedded etcd (go.etcd.io/etcd/server/v3/embed) and the real
-// kube-apiserver (k8s.io/kubernetes/cmd/kube-apiserver/app), both inside the
-// calling process, on random loopback ports. Nothing is downloaded and no
-// Docker is needed; everything comes from Go modules.
+// benchmarks: the real kube-apiserver (k8s.io/kubernetes/cmd/kube-apiserver/app)
+// with an embedded etcd, as a child process on random loopback ports. Nothing
+// is downloaded and no Docker is needed: the server program is built from Go
+// modules, once, and cached.
+//
+// # Using it in your own module
+//
+// testenv imports only client-go and the standard library, so your go.mod
+// needs nothing but the require line (no replace block):
+//
+//	go get github.com/operatorkit/operatorkit/testenv
+//
+//	func TestMyOperator(t *testing.T) {
+//		env := testenv.New(t)                        // stopped in t.Cleanup
+//		client := kubernetes.NewForConfigOrDie(env.Config())
+//		// ... install CRDs, run the operator against env.Config(), assert ...
+//	}
+//
+// For a whole package, start one server in TestMain with Start and Stop it
+// after m.Run. The first Start on a machine builds the server program (about
+// 8 minutes on 2 cores with empty Go caches, a minute with a warm build
+// cache) and says so on stderr; later starts take 2 to 3 seconds.
+//
+// # How the server program is built and run
+//
+//   - The program's source (apiserver/main.go) and its module files
+//     (apiserver/go.mod.txt, apiserver/go.sum.txt, with the replace block
+//     that k8s.io/kubernetes needs for its staging modules) are embedded in
+//     this package. Build writes them into a cache entry keyed by their hash
+//     and the Go version (os.UserCacheDir()/operatorkit-testenv, or
+//     EnvCacheDir) and runs `go build` there. EnvAPIServer names a program
+//     built elsewhere instead.
+//   - Concurrent first builds (parallel test packages) do not collide: the
+//     cache entry is locked with flock while it is built, the others wait and
+//     use the result, and the finished program is renamed into place.
+//   - The child process prints its address when /readyz answers and takes
+//     "restart" and "stop" on stdin. It never outlives the test process: on
+//     Linux the kernel sends it SIGTERM when its parent dies
+//     (PR_SET_PDEATHSIG), and on every platform it shuts down when its stdin
+//     closes, which happens when the parent exits however it exits (a crash,
+//     a `go test -timeout` panic, SIGKILL). It then removes its directory
+//     and exits within 10 seconds.
 //
 // Choices:
 //
 //   - Start takes no testing.TB, so one server can serve a whole package from
 //     TestMain and the demo command can use it too; New wraps it for a test.
-//   - The admin identity (Config) authenticates with a client certificate in
-//     system:masters, not with the server's loopback token, so clients keep
-//     working across RestartAPIServer (which reuses the address, certificates
-//     and etcd).
+//   - testenv creates the certificates: the admin identity (Config)
+//     authenticates with a client certificate in system:masters, not with a
+//     token, so clients keep working across RestartAPIServer (which keeps
+//     the address, the certificates and etcd's data: only the kube-apiserver
+//     restarts).
 //   - Options.RBAC turns on RBAC authorization; UserConfig hands out client
 //     certificates for named users and groups, for least-privilege tests.
-//   - Quiet by default: klog and etcd log nowhere unless Options.LogOutput is
-//     set. klog is process global: the last Start decides.
+//   - Quiet by default: the server's logs go nowhere unless Options.LogOutput
+//     is set.
+//   - LeakCheck is goleak over the goroutines started since the call: the
+//     server's goroutines are in another process, so nothing else needs
+//     ignoring.
 //
 // What this server does not have: no controller-manager (no garbage collection
 // by owner reference; namespaces never finish terminating: give each test its
@@ -23,9 +65,6 @@
 // token controller (the ServiceAccount admission plugin is off), no scheduler
 // or kubelet (pods stay Pending; Deployments get no ReplicaSets).
 //
-// The module is separate from the library because importing k8s.io/kubernetes
-// needs a replace line for every k8s.io staging module; see
-// hack/replace-block.sh for regenerating them on a Kubernetes version bump.
-// The first build takes several minutes (about 8 on 2 cores, 3 GB peak in the
-// link step): run packages that import testenv with `go test -p 1`.
+// A Kubernetes version bump changes apiserver/go.mod.txt and go.sum.txt:
+// hack/testenv-apiserver-mod.sh regenerates them, replace block included.
 package testenv

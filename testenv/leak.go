@@ -2,10 +2,9 @@ package testenv
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"time"
 
+	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -15,78 +14,41 @@ type LeakReporter interface {
 	Errorf(format string, args ...any)
 }
 
-// serverFrames mark goroutines of the in-process API server and etcd, and
-// idle pooled HTTP connections: not leaks of the code under test.
-var serverFrames = []string{
-	"k8s.io/apiserver/", "k8s.io/apiextensions-apiserver/pkg/", "k8s.io/kubernetes/",
-	"k8s.io/kube-aggregator/", "go.etcd.io/", "google.golang.org/grpc",
-	"net/http.(*conn).serve", "net/http.(*persistConn)", "golang.org/x/net/http2.(*serverConn)",
-	"golang.org/x/net/http2.(*ClientConn).readLoop", "net/http.(*http2ClientConn).readLoop",
-}
-
-// goroutines returns the stacks of all goroutines keyed by their header
-// line's id.
-func goroutines() map[string]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	out := map[string]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(g, "\n")
-		id := strings.Fields(header)
-		if len(id) >= 2 {
-			out[id[1]] = g
-		}
-	}
-	return out
-}
-
-func isServerGoroutine(stack string) bool {
-	for _, f := range serverFrames {
-		if strings.Contains(stack, f) {
-			return true
-		}
-	}
-	return false
+// idleConnections are the functions of idle pooled HTTP connections, which
+// a client's transport keeps for a while after its last request: not leaks
+// of the code under test.
+var idleConnections = []goleak.Option{
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
+	goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 }
 
 // LeakCheck records the goroutines running now and returns a func that
 // fails t when goroutines started since are still running after a
-// generous deadline (20 s), ignoring the in-process API server's own
-// goroutines and idle pooled HTTP connections. Use it around code that must
-// stop everything it starts (a Framework's Boot, an operator's Run):
+// generous deadline (20 s), ignoring idle pooled HTTP connections. Use it
+// around code that must stop everything it starts (a Framework's Boot, an
+// operator's Run):
 //
 //	check := testenv.LeakCheck(t)
 //	... start and stop the code under test ...
 //	check()
 //
-// goleak's whole-process view does not work next to an in-process API
-// server, whose goroutines come and go with every request. Warm the server
-// first (install CRDs, make one request per resource type) so that storage
-// it starts lazily is running before LeakCheck is called.
+// It is goleak with goleak.IgnoreCurrent: goroutines started before the call
+// (a package's shared clients and informers, started in TestMain or by
+// other tests) do not count. The API server runs in its own process, so
+// none of its goroutines are here.
 func LeakCheck(t LeakReporter) func() {
-	before := goroutines()
+	opts := append([]goleak.Option{goleak.IgnoreCurrent()}, idleConnections...)
 	return func() {
 		t.Helper()
-		var leaked []string
-		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-			leaked = leaked[:0]
-			for id, stack := range goroutines() {
-				if _, ok := before[id]; ok || isServerGoroutine(stack) || strings.Contains(stack, "testenv.LeakCheck") {
-					continue
-				}
-				leaked = append(leaked, stack)
-			}
-			return len(leaked) == 0, nil
+		var leaked error
+		_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+			leaked = goleak.Find(opts...)
+			return leaked == nil, nil
 		})
-		if err != nil {
-			t.Errorf("%d goroutine(s) leaked:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+		if leaked != nil {
+			t.Errorf("goroutines leaked: %v", leaked)
 		}
 	}
 }

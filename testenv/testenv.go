@@ -1,36 +1,31 @@
 package testenv
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 )
 
 // Defaults used by Start.
 const (
-	// DefaultStartTimeout bounds how long Start waits for etcd and for /readyz.
+	// DefaultStartTimeout bounds how long Start waits for etcd and for /readyz
+	// once the server program is built.
 	DefaultStartTimeout = 2 * time.Minute
+	// DefaultStopTimeout bounds how long Stop waits for the server process to
+	// shut down before it kills it.
+	DefaultStopTimeout = 15 * time.Second
 	// AdminUser is the user name of the identity returned by Env.Config. It is
 	// in the system:masters group, which every authorizer allows.
 	AdminUser = "testenv-admin"
@@ -55,52 +50,36 @@ type Options struct {
 	// Dir is the parent of the temporary directory that holds etcd's data,
 	// certificates and keys. Empty means os.TempDir.
 	Dir string
-	// StartTimeout bounds each start of etcd and of the API server.
-	// Defaults to DefaultStartTimeout.
+	// StartTimeout bounds each start of etcd and of the API server, and each
+	// RestartAPIServer. Defaults to DefaultStartTimeout. It does not bound the
+	// first build of the server program (see Build).
 	StartTimeout time.Duration
+	// BuildOutput receives the progress of the first build of the server
+	// program. Nil means os.Stderr, so that a long first build says what it
+	// is doing.
+	BuildOutput io.Writer
 }
 
-// Env is a running kube-apiserver with its own embedded etcd, both inside
-// this process. Its methods are safe for concurrent use.
+// Env is a running kube-apiserver with its own embedded etcd, in a child
+// process of this one. Its methods are safe for concurrent use.
 type Env struct {
 	opts     Options
 	dir      string
-	port     int
-	etcd     *embed.Etcd
-	etcdURL  string
 	servCA   *authority
 	clientCA *authority
 	admin    *rest.Config
 
-	mu      sync.Mutex
+	mu      sync.Mutex // serialises Restart and Stop
 	stopped bool
-	cancel  context.CancelFunc // stops the running API server
-	done    <-chan error       // receives the API server's exit
+	proc    *process
 }
 
-var klogOnce sync.Once
-
-// quietKlog sends klog's output to w (io.Discard when nil). klog is process
-// global, so the last Start wins.
-func quietKlog(w io.Writer) {
-	klogOnce.Do(func() {
-		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-		klog.InitFlags(fs)
-		_ = fs.Set("logtostderr", "false")
-		_ = fs.Set("alsologtostderr", "false")
-		_ = fs.Set("stderrthreshold", "FATAL")
-		_ = fs.Set("one_output", "true")
-	})
-	if w == nil {
-		w = io.Discard
-	}
-	klog.SetOutput(w)
-}
-
-// Start starts etcd and the kube-apiserver on random loopback ports and
-// returns once /readyz answers ok. ctx bounds the start only: the servers run
-// until Stop. Nothing is downloaded; both run in this process. On error
-// everything started so far is stopped again.
+// Start builds the server program if it is not in the cache yet (see
+// Build), starts it on random loopback ports and returns once /readyz
+// answers ok. ctx bounds the start; its deadline does not bound the first
+// build, its cancellation does. The server runs until Stop, or until this
+// process exits: it never outlives its parent. On error everything started
+// so far is stopped again.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
@@ -108,21 +87,26 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.StartTimeout < 0 {
 		return nil, fmt.Errorf("testenv: Options.StartTimeout must not be negative, got %s", opts.StartTimeout)
 	}
-	quietKlog(opts.LogOutput)
-
+	if opts.BuildOutput == nil {
+		opts.BuildOutput = os.Stderr
+	}
+	bin, err := build(ctx, opts.BuildOutput)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp(opts.Dir, "testenv-")
 	if err != nil {
 		return nil, fmt.Errorf("testenv: create temp dir: %w", err)
 	}
 	e := &Env{opts: opts, dir: dir}
-	if err := e.start(ctx); err != nil {
+	if err := e.start(ctx, bin); err != nil {
 		e.Stop()
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *Env) start(ctx context.Context) error {
+func (e *Env) start(ctx context.Context, bin string) error {
 	var err error
 	if e.servCA, err = newAuthority("testenv-serving-ca"); err != nil {
 		return err
@@ -134,172 +118,52 @@ func (e *Env) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	adminCert, adminKey, err := e.clientCA.issueClient(AdminUser, []string{MastersGroup})
+	if err != nil {
+		return err
+	}
 	saKey, err := newServiceAccountKey()
 	if err != nil {
 		return err
 	}
 	for name, data := range map[string][]byte{
-		"serving.crt":   servCert,
-		"serving.key":   servKey,
-		"client-ca.crt": e.clientCA.certPEM,
-		"sa.key":        saKey,
+		"serving.crt":    servCert,
+		"serving.key":    servKey,
+		"serving-ca.crt": e.servCA.certPEM,
+		"client-ca.crt":  e.clientCA.certPEM,
+		"admin.crt":      adminCert,
+		"admin.key":      adminKey,
+		"sa.key":         saKey,
 	} {
 		if err := writeFile(filepath.Join(e.dir, name), data); err != nil {
 			return fmt.Errorf("testenv: %w", err)
 		}
 	}
-	if err := e.startEtcd(ctx); err != nil {
+	args := []string{"--dir", e.dir, "--start-timeout", e.opts.StartTimeout.String()}
+	if e.opts.RBAC {
+		args = append(args, "--rbac")
+	}
+	if e.opts.LogOutput != nil {
+		args = append(args, "--logs")
+	}
+	p, err := startProcess(bin, args, e.opts.LogOutput)
+	if err != nil {
 		return err
 	}
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("testenv: listen: %w", err)
-	}
-	e.port = ln.Addr().(*net.TCPAddr).Port
-
-	certPEM, keyPEM, err := e.clientCA.issueClient(AdminUser, []string{MastersGroup})
+	e.mu.Lock()
+	e.proc = p
+	e.mu.Unlock()
+	host, err := p.waitReady(ctx, e.opts.StartTimeout)
 	if err != nil {
 		return err
 	}
 	e.admin = &rest.Config{
-		Host:            "https://127.0.0.1:" + strconv.Itoa(e.port),
-		TLSClientConfig: rest.TLSClientConfig{CAData: e.servCA.certPEM, CertData: certPEM, KeyData: keyPEM},
+		Host:            host,
+		TLSClientConfig: rest.TLSClientConfig{CAData: e.servCA.certPEM, CertData: adminCert, KeyData: adminKey},
 		QPS:             1000,
 		Burst:           2000,
 	}
-	return e.startAPIServer(ctx, ln)
-}
-
-func (e *Env) startEtcd(ctx context.Context) error {
-	cfg := embed.NewConfig()
-	cfg.Dir = filepath.Join(e.dir, "etcd")
-	cfg.UnsafeNoFsync = true
-	cfg.LogLevel = "error"
-	if e.opts.LogOutput == nil {
-		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	} else {
-		core := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(e.opts.LogOutput), zapcore.ErrorLevel)
-		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(core))
-	}
-	u := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{u}, []url.URL{u}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{u}, []url.URL{u}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	etcd, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return fmt.Errorf("testenv: start etcd: %w", err)
-	}
-	e.etcd = etcd
-	timer := time.NewTimer(e.opts.StartTimeout)
-	defer timer.Stop()
-	select {
-	case <-etcd.Server.ReadyNotify():
-	case <-timer.C:
-		return fmt.Errorf("testenv: etcd not ready after %s", e.opts.StartTimeout)
-	case <-ctx.Done():
-		return fmt.Errorf("testenv: start etcd: %w", context.Cause(ctx))
-	}
-	e.etcdURL = etcd.Clients[0].Addr().String()
 	return nil
-}
-
-// startAPIServer builds and runs a kube-apiserver on ln and waits for /readyz.
-func (e *Env) startAPIServer(ctx context.Context, ln net.Listener) error {
-	s := options.NewServerRunOptions()
-	s.SecureServing.Listener = ln
-	s.SecureServing.BindPort = e.port
-	s.SecureServing.ServerCert.CertKey.CertFile = filepath.Join(e.dir, "serving.crt")
-	s.SecureServing.ServerCert.CertKey.KeyFile = filepath.Join(e.dir, "serving.key")
-	s.SecureServing.ExternalAddress = net.ParseIP("127.0.0.1")
-	s.Etcd.StorageConfig = *storagebackend.NewDefaultConfig("/registry", nil)
-	s.Etcd.StorageConfig.Transport.ServerList = []string{"http://" + e.etcdURL}
-	s.ServiceClusterIPRanges = "10.0.0.0/24"
-	s.EndpointReconcilerType = "none"
-	s.Authentication.ClientCert.ClientCA = filepath.Join(e.dir, "client-ca.crt")
-	saKey := filepath.Join(e.dir, "sa.key")
-	s.ServiceAccountSigningKeyFile = saKey
-	s.Authentication.ServiceAccounts.Issuers = []string{"https://kubernetes.default.svc"}
-	s.Authentication.ServiceAccounts.KeyFiles = []string{saKey}
-	// There is no service-account token controller, so the admission plugin
-	// that requires service-account tokens would reject every pod.
-	s.Admission.GenericAdmission.DisablePlugins = []string{"ServiceAccount"}
-	// On shutdown, drain ordinary requests and answer new ones with 429 and
-	// Retry-After instead of waiting up to a minute for open watches: a
-	// restart (RestartAPIServer) takes seconds even while clients watch.
-	s.GenericServerRunOptions.ShutdownSendRetryAfter = true
-	if e.opts.RBAC {
-		s.Authorization.Modes = []string{"Node", "RBAC"}
-	}
-	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
-		return fmt.Errorf("testenv: component globals: %w", err)
-	}
-	completed, err := s.Complete(ctx)
-	if err != nil {
-		return fmt.Errorf("testenv: complete apiserver options: %w", err)
-	}
-	if errs := completed.Validate(); len(errs) > 0 {
-		return fmt.Errorf("testenv: invalid apiserver options: %w", errors.Join(errs...))
-	}
-	cfg, err := app.NewConfig(completed)
-	if err != nil {
-		return fmt.Errorf("testenv: apiserver config: %w", err)
-	}
-	cc, err := cfg.Complete()
-	if err != nil {
-		return fmt.Errorf("testenv: complete apiserver config: %w", err)
-	}
-	server, err := app.CreateServerChain(cc)
-	if err != nil {
-		return fmt.Errorf("testenv: create apiserver: %w", err)
-	}
-	prepared, err := server.PrepareRun()
-	if err != nil {
-		return fmt.Errorf("testenv: prepare apiserver: %w", err)
-	}
-
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- prepared.Run(runCtx) }()
-	e.mu.Lock()
-	e.cancel, e.done = cancel, done
-	e.mu.Unlock()
-	return e.waitReady(ctx, done)
-}
-
-func (e *Env) waitReady(ctx context.Context, done <-chan error) error {
-	hc, err := rest.HTTPClientFor(e.admin)
-	if err != nil {
-		return fmt.Errorf("testenv: http client: %w", err)
-	}
-	defer hc.CloseIdleConnections()
-	deadline := time.NewTimer(e.opts.StartTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		select {
-		case err := <-done:
-			return fmt.Errorf("testenv: apiserver exited during start: %v", err)
-		case <-deadline.C:
-			return fmt.Errorf("testenv: apiserver not ready after %s (last /readyz answer: %s)", e.opts.StartTimeout, last)
-		case <-ctx.Done():
-			return fmt.Errorf("testenv: start apiserver: %w", context.Cause(ctx))
-		case <-tick.C:
-		}
-		resp, err := hc.Get(e.admin.Host + "/readyz")
-		if err != nil {
-			last = err.Error()
-			continue
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return nil
-		}
-		last = fmt.Sprintf("%d %s", resp.StatusCode, body)
-	}
 }
 
 // Config returns a new copy of the admin *rest.Config (user AdminUser in the
@@ -324,6 +188,17 @@ func (e *Env) UserConfig(user string, groups ...string) (*rest.Config, error) {
 	cfg := rest.CopyConfig(e.admin)
 	cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData = certPEM, keyPEM
 	return cfg, nil
+}
+
+// PID returns the process ID of the API server process, for benchmarks that
+// pin it to a CPU or measure its resource use. It is 0 after Stop.
+func (e *Env) PID() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped || e.proc == nil {
+		return 0
+	}
+	return e.proc.cmd.Process.Pid
 }
 
 // WriteKubeconfig writes a kubeconfig for the admin identity to path (mode
@@ -361,64 +236,35 @@ func WriteKubeconfig(path string, cfg *rest.Config) error {
 // when the new server is ready.
 func (e *Env) RestartAPIServer(ctx context.Context) error {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.stopped {
-		e.mu.Unlock()
 		return ErrStopped
 	}
-	cancel, done := e.cancel, e.done
-	e.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		if err := <-done; err != nil {
-			return fmt.Errorf("testenv: stop apiserver: %w", err)
-		}
-	}
-	// The port was just released; take it again (another process may race
-	// us for it, so try for a little while).
-	var ln net.Listener
-	err := retryFor(ctx, 10*time.Second, func() (err error) {
-		ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(e.port))
+	if err := e.proc.send("restart"); err != nil {
 		return err
-	})
+	}
+	host, err := e.proc.waitReady(ctx, e.opts.StartTimeout)
 	if err != nil {
-		return fmt.Errorf("testenv: listen again on port %d: %w", e.port, err)
+		return err
 	}
-	return e.startAPIServer(ctx, ln)
-}
-
-func retryFor(ctx context.Context, d time.Duration, f func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, context.Cause(ctx))
-		case <-time.After(100 * time.Millisecond):
-		}
+	if host != e.admin.Host {
+		return fmt.Errorf("testenv: restarted apiserver serves %s, want %s", host, e.admin.Host)
 	}
+	return nil
 }
 
 // Stop stops the API server and etcd and removes the temporary directory.
-// It waits for the API server to finish shutting down. Calling it again does
-// nothing.
+// It waits up to DefaultStopTimeout for the server process to exit, then
+// kills it. Calling it again does nothing.
 func (e *Env) Stop() {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.stopped {
-		e.mu.Unlock()
 		return
 	}
 	e.stopped = true
-	cancel, done := e.cancel, e.done
-	e.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-	if e.etcd != nil {
-		e.etcd.Close()
+	if e.proc != nil {
+		e.proc.stop(DefaultStopTimeout)
 	}
 	os.RemoveAll(e.dir)
 }
@@ -445,4 +291,130 @@ func New(t TB, opts ...Options) *Env {
 	}
 	t.Cleanup(e.Stop)
 	return e
+}
+
+// process is the running server program and the pipes to it.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan message  // what the program reports on stdout
+	exited chan struct{} // closed when the program has exited
+	err    error         // its exit status, once exited is closed
+	stderr *tailBuffer   // the end of its stderr, for error messages
+}
+
+// message is one line of the program's stdout.
+type message struct {
+	Host    string `json:"host"`
+	Error   string `json:"error"`
+	Warning string `json:"warning"`
+}
+
+func startProcess(bin string, args []string, logs io.Writer) (*process, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = sysProcAttr()
+	p := &process{cmd: cmd, lines: make(chan message), exited: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}}
+	cmd.Stderr = p.stderr
+	if logs != nil {
+		cmd.Stderr = io.MultiWriter(p.stderr, logs)
+	}
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("testenv: start %s: %w", bin, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var m message
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.Warning != "" {
+				continue
+			}
+			select {
+			case p.lines <- m:
+			case <-p.exited:
+			}
+		}
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// waitReady waits for the program's next report: the address it serves on
+// once /readyz answered, or why it could not start.
+func (p *process) waitReady(ctx context.Context, timeout time.Duration) (string, error) {
+	timer := time.NewTimer(timeout + 10*time.Second) // the program bounds its own start
+	defer timer.Stop()
+	select {
+	case m := <-p.lines:
+		if m.Error != "" {
+			return "", fmt.Errorf("testenv: apiserver: %s", m.Error)
+		}
+		return m.Host, nil
+	case <-p.exited:
+		return "", fmt.Errorf("testenv: apiserver exited during start: %v%s", p.err, p.stderr.suffix())
+	case <-timer.C:
+		return "", fmt.Errorf("testenv: apiserver not ready after %s%s", timeout, p.stderr.suffix())
+	case <-ctx.Done():
+		return "", fmt.Errorf("testenv: start apiserver: %w", context.Cause(ctx))
+	}
+}
+
+func (p *process) send(cmd string) error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("testenv: apiserver has exited: %v%s", p.err, p.stderr.suffix())
+	default:
+	}
+	if _, err := io.WriteString(p.stdin, cmd+"\n"); err != nil {
+		return fmt.Errorf("testenv: send %q to apiserver: %w", cmd, err)
+	}
+	return nil
+}
+
+// stop asks the program to shut down, closes its stdin (which alone would
+// make it shut down) and kills it if it has not exited within timeout.
+func (p *process) stop(timeout time.Duration) {
+	_ = p.send("stop")
+	p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// suffix returns ": <last stderr lines>" or "" when nothing was written.
+func (b *tailBuffer) suffix() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.buf) == 0 {
+		return ""
+	}
+	return "; its stderr ends with:\n" + string(b.buf)
 }

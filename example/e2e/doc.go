@@ -4,7 +4,6 @@
 // shipped minimal ClusterRole, and the operator code in-process to check it
 // stops without leaking goroutines.
 //
-// It links k8s.io/kubernetes through testenv: run it with `go test -p 1`
-// (a 3 GB link) and a generous -timeout; `make test-e2e` in example/ does.
-// -short skips it.
+// Run it with a generous -timeout; `make test-e2e` in example/ does. -short
+// skips it.
 package e2e

@@ -356,10 +356,6 @@ func TestOperatorRunLeavesNoGoroutines(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 	goleak.VerifyNone(t, before,
-		// The API server runs in this process: its request goroutines for
-		// the watches just closed end on their own.
-		goleak.IgnoreAnyFunction("k8s.io/apiserver/pkg/storage/cacher.(*watchCache).waitUntilFreshLocked"),
-		goleak.IgnoreAnyFunction("k8s.io/apiserver/pkg/storage/cacher.(*watchCache).waitUntilFreshLocked.func2"),
 		// Idle keep-alive connections of the shared client-go transport.
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),

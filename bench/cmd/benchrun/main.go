@@ -1,5 +1,5 @@
 // Command benchrun is the driver of the side-by-side benchmark: it starts a
-// real kube-apiserver with testenv in this process, installs the Item CRD,
+// real kube-apiserver with testenv (a child process), installs the Item CRD,
 // and runs each contender (bench/cmd/contender: operatorkit,
 // controller-runtime, limit) as a child process through the phases create,
 // burst, steady and delete, for each item count and worker count, repeated.
@@ -7,7 +7,7 @@
 // operatorkit/controller-runtime and operatorkit/limit, and can write it as
 // markdown and the raw results as JSON.
 //
-// The API server (this process) and the contender are pinned to different
+// The API server with this driver and the contender are pinned to different
 // CPUs unless --pin=false. See docs/benchmarks.md for what each figure
 // means.
 package main
@@ -161,8 +161,8 @@ func mainErr() error {
 		o.pin = false
 	}
 	if o.pin {
-		// Pin before the API server starts any thread: threads inherit the
-		// mask of the thread that creates them.
+		// Pin before the API server starts: its process, and every thread,
+		// inherits the mask of the thread that creates it.
 		o.driverCPU, o.contenderCPU = 0, 1
 		if err := proc.PinSelf([]int{o.driverCPU}); err != nil {
 			return fmt.Errorf("pin the driver: %w", err)
@@ -187,9 +187,13 @@ func bench(ctx context.Context, o options) error {
 	defer env.Stop()
 	if o.pin {
 		// Threads started meanwhile inherited the mask; pin again for any
-		// that raced with the first call.
+		// that raced with the first call, and the API server process with
+		// its threads.
 		if err := proc.PinSelf([]int{o.driverCPU}); err != nil {
 			return err
+		}
+		if err := proc.Pin(env.PID(), []int{o.driverCPU}); err != nil {
+			return fmt.Errorf("pin the API server: %w", err)
 		}
 	}
 

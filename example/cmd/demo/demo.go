@@ -95,7 +95,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	srvWG.Go(func() { _ = srv.Serve(srvCtx, d.reg, nil, &debug) })
 	defer func() { stopServer(); srvWG.Wait() }()
 
-	d.printf("operatorkit demo: the WebApp operator against a real kube-apiserver, in this process\n")
+	d.printf("operatorkit demo: the WebApp operator against a real kube-apiserver\n")
 	d.printf("  metrics:      %s/metrics (also /healthz, /debug/reconciliations)\n", srv.URL())
 	d.printf("  operator log: %s\n", d.opts.logFile)
 

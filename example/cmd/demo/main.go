@@ -1,6 +1,6 @@
 // Command demo shows the example WebApp operator at work against a real
-// kube-apiserver started inside this process (testenv: etcd and the API
-// server from Go modules, nothing downloaded):
+// kube-apiserver that it starts as a child process (testenv: etcd and the API
+// server built from Go modules, nothing downloaded):
 //
 //  1. start the API server, write a kubeconfig for kubectl;
 //  2. install the WebApp CRD with crdclient;
@@ -15,8 +15,8 @@
 // from the API server, not taken from the operator. --hold keeps the server
 // running after the summary until Ctrl-C, for kubectl.
 //
-// The first build links k8s.io/kubernetes and takes minutes; later builds
-// are quick.
+// The first run builds the API server program (testenv.Build: minutes, and
+// it says so); later runs find it in the cache and start in seconds.
 package main
 
 import (
@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
-			fmt.Fprintln(stdout, "usage: demo [flags]\n\nRuns the WebApp operator against an API server started in this process. Flags:")
+			fmt.Fprintln(stdout, "usage: demo [flags]\n\nRuns the WebApp operator against an API server it starts itself. Flags:")
 			fs.PrintDefaults()
 			return 0
 		}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs make targets in order, prints how long each took as it ends and a
+# table of all of them at the end (also when one fails, which stops the run).
+# A target written as bg:name starts in the background (its output goes to a
+# log that is printed when it ends); the pseudo-target `wait` waits for the
+# background ones. CPU-light stretches of one stage then overlap another.
+#
+#   hack/stages.sh make bg:apiserver lint test-unit wait test-integration ...
+set -uo pipefail
+make_cmd=$1
+shift
+names=() times=() status=0 failed=""
+bg_names=() bg_pids=() bg_starts=() bg_logs=()
+logdir=$(mktemp -d)
+trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$logdir"' EXIT
+
+fmt() { local s=$1; if ((s >= 60)); then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "$s"; fi; }
+
+record() { # name seconds rc
+	names+=("$1") times+=("$2")
+	if (($3 != 0)); then
+		echo ">> [$1] FAILED after $(fmt "$2")"
+		status=$3 failed=$1
+	else
+		echo ">> [$1] done in $(fmt "$2")"
+	fi
+}
+
+wait_background() {
+	for i in "${!bg_pids[@]}"; do
+		wait "${bg_pids[$i]}"
+		local rc=$? end
+		end=$(date +%s)
+		echo ">> [${bg_names[$i]}] output:"
+		sed 's/^/   /' "${bg_logs[$i]}"
+		record "${bg_names[$i]}" $((end - bg_starts[i])) "$rc"
+	done
+	bg_names=() bg_pids=() bg_starts=() bg_logs=()
+}
+
+all_start=$(date +%s)
+for stage in "$@"; do
+	if [[ $stage == wait ]]; then
+		wait_background
+	elif [[ $stage == bg:* ]]; then
+		name=${stage#bg:}
+		echo ">> [$name] started in the background at $(date +%H:%M:%S)"
+		log="$logdir/$name.log"
+		$make_cmd --no-print-directory "$name" >"$log" 2>&1 &
+		bg_names+=("$name") bg_pids+=($!) bg_starts+=("$(date +%s)") bg_logs+=("$log")
+		continue
+	else
+		echo ">> [$stage] started at $(date +%H:%M:%S)"
+		start=$(date +%s)
+		$make_cmd --no-print-directory "$stage"
+		rc=$?
+		record "$stage" $(($(date +%s) - start)) "$rc"
+	fi
+	((status == 0)) || break
+done
+((status == 0)) && wait_background
+echo ">> stage times"
+for i in "${!names[@]}"; do
+	printf '   %-18s %8s\n' "${names[$i]}" "$(fmt "${times[$i]}")"
+done
+printf '   %-18s %8s%s\n' total "$(fmt $(($(date +%s) - all_start)))" "${failed:+  (failed in $failed)}"
+exit $status

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerates the module of testenv's server program (testenv/apiserver/go.mod.txt
+# and go.sum.txt) for a Kubernetes version: k8s.io/kubernetes requires every
+# staging module at v0.0.0 and replaces it with a local path, which does not
+# work outside its own repository, so the program's module needs a replace line
+# for each. That module is the only place the block lives: testenv embeds it,
+# and no module that imports testenv needs it.
+#
+#   hack/testenv-apiserver-mod.sh v1.37.1            # print the replace block
+#   hack/testenv-apiserver-mod.sh v1.37.1 --write    # rewrite go.mod.txt and go.sum.txt
+set -euo pipefail
+version=${1:?usage: hack/testenv-apiserver-mod.sh vX.Y.Z [--write]}
+staging="v0${version#v1}"
+gomod=$(GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${version}" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')
+block=$( { echo "replace ("
+  sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"${staging}"'#p' "$gomod" | sort
+  echo ")"; } )
+if [[ "${2:-}" != "--write" ]]; then
+  printf '%s\n' "$block"
+  exit 0
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+src="$root/testenv/apiserver"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+sed '1{/^\/\/go:build ignore/d}' "$src/main.go" > "$tmp/main.go"
+{ sed -n '/^module /p; /^go /p' "$src/go.mod.txt"; printf '\n%s\n' "$block"; } > "$tmp/go.mod"
+( cd "$tmp" && GOWORK=off go get "k8s.io/kubernetes@${version}" && GOWORK=off GOFLAGS=-mod=mod go mod tidy )
+cp "$tmp/go.mod" "$src/go.mod.txt"
+cp "$tmp/go.sum" "$src/go.sum.txt"
+echo "updated $src/go.mod.txt and go.sum.txt for k8s.io/kubernetes ${version}"

@@ -1,0 +1,221 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Environment variables that change where the server program comes from.
+const (
+	// EnvCacheDir names the directory that holds built server programs.
+	// Empty means "operatorkit-testenv" in os.UserCacheDir.
+	EnvCacheDir = "OPERATORKIT_TESTENV_CACHE"
+	// EnvAPIServer names a server program built elsewhere (for instance by
+	// `go build` in a copy of the module Build writes); testenv then runs
+	// it and builds nothing.
+	EnvAPIServer = "OPERATORKIT_TESTENV_APISERVER"
+)
+
+// DefaultBuildTimeout bounds the first build of the server program.
+const DefaultBuildTimeout = 30 * time.Minute
+
+// The server program's source: a main package that is not part of this
+// module (its build constraint is "ignore"), with the go.mod and go.sum of
+// the module it is built in. go.mod.txt holds the replace block that
+// k8s.io/kubernetes needs; no module that imports testenv needs it.
+//
+//go:embed apiserver/main.go apiserver/go.mod.txt apiserver/go.sum.txt
+var source embed.FS
+
+// sourceFiles maps each embedded file to its name in the build module.
+var sourceFiles = map[string]string{
+	"apiserver/main.go":    "main.go",
+	"apiserver/go.mod.txt": "go.mod",
+	"apiserver/go.sum.txt": "go.sum",
+}
+
+// Build returns the path of the server program that Start runs, building it
+// first when the cache has none for this source and Go version: it writes
+// the program's module into the cache directory (see EnvCacheDir) and runs
+// `go build` there, which takes several minutes the first time (about 8 on
+// 2 cores with empty module and build caches, 3 GB of memory in the link
+// step) and says so on progress (nil: os.Stderr). Processes that call Build
+// at the same time build once: the cache entry is locked while it is built,
+// and the others wait for it. ctx's cancellation stops the build; its
+// deadline does not, DefaultBuildTimeout does. Start calls Build; call it
+// yourself to build ahead of tests (make does, before running packages in
+// parallel).
+func Build(ctx context.Context, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = os.Stderr
+	}
+	return build(ctx, progress)
+}
+
+func build(ctx context.Context, progress io.Writer) (string, error) {
+	if bin := os.Getenv(EnvAPIServer); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("testenv: %s=%s: %w", EnvAPIServer, bin, err)
+		}
+		return bin, nil
+	}
+	goBin, err := goCommand()
+	if err != nil {
+		return "", err
+	}
+	key, err := cacheKey(ctx, goBin)
+	if err != nil {
+		return "", err
+	}
+	root, err := cacheRoot()
+	if err != nil {
+		return "", err
+	}
+	entry := filepath.Join(root, key)
+	bin := filepath.Join(entry, "apiserver")
+	if executable(bin) {
+		return bin, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("testenv: create cache directory: %w", err)
+	}
+	unlock, err := lockFile(ctx, entry+".lock", func() {
+		fmt.Fprintf(progress, "testenv: waiting for another process that is building the test API server into %s\n", entry)
+	})
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if executable(bin) { // built by the process we waited for
+		return bin, nil
+	}
+	if err := writeSource(filepath.Join(entry, "src")); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(progress, "testenv: building the test API server (kube-apiserver and etcd from Go modules) into %s.\n"+
+		"testenv: this happens once per Kubernetes and Go version: about 8 minutes on 2 cores with empty Go caches\n"+
+		"testenv: (3 GB of memory when linking), about a minute when Go's build cache is warm.\n", entry)
+	start := time.Now()
+	bctx, cancel := buildContext(ctx)
+	defer cancel()
+	tmp := filepath.Join(entry, fmt.Sprintf("apiserver.tmp-%d", os.Getpid()))
+	cmd := exec.CommandContext(bctx, goBin, "build", "-ldflags=-s -w", "-o", tmp, ".")
+	cmd.Dir = filepath.Join(entry, "src")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
+	cmd.SysProcAttr = sysProcAttr()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(&out, progress)
+	if err := cmd.Run(); err != nil {
+		os.Remove(tmp)
+		if ctx.Err() != nil {
+			err = errors.Join(err, context.Cause(ctx))
+		}
+		return "", fmt.Errorf("testenv: build the test API server in %s: %w\n%s", cmd.Dir, err, out.Bytes())
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", fmt.Errorf("testenv: %w", err)
+	}
+	fmt.Fprintf(progress, "testenv: built the test API server in %s\n", time.Since(start).Round(time.Second))
+	return bin, nil
+}
+
+// buildContext is ctx without its deadline (a start timeout must not cut a
+// first build short) but with its cancellation, bounded by
+// DefaultBuildTimeout.
+func buildContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultBuildTimeout)
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return bctx, func() { stop(); cancel() }
+}
+
+// goCommand finds the go command: the one on PATH, or the one of the
+// toolchain that built this binary.
+func goCommand() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if executable(p) {
+		return p, nil
+	}
+	return "", errors.New("testenv: the go command is needed to build the test API server, and it is neither on PATH nor in GOROOT")
+}
+
+// cacheKey identifies a build: the embedded source, and the Go version and
+// platform that build it.
+func cacheKey(ctx context.Context, goBin string) (string, error) {
+	h := sha256.New()
+	for _, name := range []string{"apiserver/main.go", "apiserver/go.mod.txt", "apiserver/go.sum.txt"} {
+		data, err := source.ReadFile(name)
+		if err != nil {
+			return "", fmt.Errorf("testenv: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", name, len(data))
+		h.Write(data)
+	}
+	cmd := exec.CommandContext(ctx, goBin, "env", "GOVERSION", "GOOS", "GOARCH")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("testenv: %s env: %w", goBin, err)
+	}
+	h.Write(out)
+	ver := strings.Fields(string(out))
+	if len(ver) == 0 {
+		return "", fmt.Errorf("testenv: %s env printed nothing", goBin)
+	}
+	return ver[0] + "-" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func cacheRoot() (string, error) {
+	if dir := os.Getenv(EnvCacheDir); dir != "" {
+		return filepath.Abs(dir)
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("testenv: no cache directory (set %s): %w", EnvCacheDir, err)
+	}
+	return filepath.Join(dir, "operatorkit-testenv"), nil
+}
+
+// writeSource writes the server program's module into dir.
+func writeSource(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	for from, to := range sourceFiles {
+		data, err := source.ReadFile(from)
+		if err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+		if to == "main.go" {
+			// In its own module the program is built, not ignored.
+			data = bytes.Replace(data, []byte("//go:build ignore\n"), nil, 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), data, 0o644); err != nil {
+			return fmt.Errorf("testenv: %w", err)
+		}
+	}
+	return nil
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}

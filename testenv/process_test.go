@@ -1,0 +1,213 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// helperEnv makes the test binary act as a test process that uses testenv,
+// for the tests below that need one they can run twice at once or kill.
+const helperEnv = "TESTENV_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(helperEnv); mode != "" {
+		if err := helper(mode); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// helper "start" starts a server, asks it for its version and stops it;
+// helper "hold" starts one, prints its process ID, address and directory
+// and waits to be killed.
+func helper(mode string) error {
+	ctx := context.Background()
+	env, err := Start(ctx, Options{})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	c, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		return err
+	}
+	if _, err := c.Discovery().ServerVersion(); err != nil {
+		return err
+	}
+	switch mode {
+	case "start":
+		bin, err := build(ctx, io.Discard)
+		fmt.Printf("bin=%s\n", bin)
+		return err
+	case "hold":
+		fmt.Printf("%d %s %s\n", env.PID(), env.Config().Host, env.dir)
+		time.Sleep(time.Hour) // until the test kills this process
+	}
+	return fmt.Errorf("unknown helper mode %q", mode)
+}
+
+func helperCmd(t *testing.T, mode string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
+	return cmd
+}
+
+// TestConcurrentFirstBuild starts two test processes at once on an empty
+// cache: one builds the server program, the other waits for it, and both
+// run a server from the same binary.
+func TestConcurrentFirstBuild(t *testing.T) {
+	if os.Getenv(EnvAPIServer) != "" {
+		t.Skipf("%s is set: testenv builds nothing", EnvAPIServer)
+	}
+	cache := t.TempDir()
+	type result struct {
+		stdout, stderr bytes.Buffer
+		err            error
+	}
+	results := make([]*result, 2)
+	done := make(chan struct{})
+	for i := range results {
+		r := &result{}
+		results[i] = r
+		cmd := helperCmd(t, "start", EnvCacheDir+"="+cache)
+		cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+		go func() {
+			r.err = cmd.Run()
+			done <- struct{}{}
+		}()
+	}
+	<-done
+	<-done
+	builds, bins := 0, map[string]bool{}
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("process %d: %v\nstderr:\n%s", i, r.err, &r.stderr)
+		}
+		builds += strings.Count(r.stderr.String(), "testenv: building the test API server")
+		bins[strings.TrimSpace(strings.TrimPrefix(r.stdout.String(), "bin="))] = true
+	}
+	if builds != 1 {
+		t.Errorf("the two processes built the server %d times, want 1\nstderr 0:\n%s\nstderr 1:\n%s", builds, &results[0].stderr, &results[1].stderr)
+	}
+	if len(bins) != 1 {
+		t.Errorf("the two processes ran different programs: %v", bins)
+	}
+	for bin := range bins {
+		if !strings.HasPrefix(bin, cache) || !executable(bin) {
+			t.Errorf("program %q is not an executable in the cache %s", bin, cache)
+		}
+	}
+}
+
+// TestServerDiesWithTestProcess SIGKILLs a test process that runs a server:
+// the server process exits, its port closes and its directory goes.
+func TestServerDiesWithTestProcess(t *testing.T) {
+	cmd := helperCmd(t, "hold")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper printed no line: %v\nstderr:\n%s", err, &stderr)
+	}
+	var pid int
+	var host, dir string
+	if _, err := fmt.Sscan(line, &pid, &host, &dir); err != nil {
+		t.Fatalf("parse %q: %v", line, err)
+	}
+	if !alive(pid) {
+		t.Fatalf("server process %d is not running before the kill", pid)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return !alive(pid), nil
+	})
+	if err != nil {
+		t.Fatalf("server process %d still running 30 s after its test process was killed", pid)
+	}
+	if c, err := net.DialTimeout("tcp", strings.TrimPrefix(host, "https://"), time.Second); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after the server process exited", host)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory %s left behind: stat error = %v", dir, err)
+	}
+}
+
+// TestStopEndsTheProcess checks that Stop ends the server process and
+// removes its directory, and that the Env refuses work afterwards.
+func TestStopEndsTheProcess(t *testing.T) {
+	env := New(t)
+	pid, dir := env.PID(), env.dir
+	env.Stop()
+	if alive(pid) {
+		t.Errorf("server process %d still running after Stop", pid)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory %s left behind: stat error = %v", dir, err)
+	}
+	if env.PID() != 0 {
+		t.Errorf("PID() after Stop = %d, want 0", env.PID())
+	}
+	if err := env.RestartAPIServer(t.Context()); !errors.Is(err, ErrStopped) {
+		t.Errorf("RestartAPIServer after Stop: err = %v, want ErrStopped", err)
+	}
+}
+
+// alive reports whether pid runs; a zombie (exited, not reaped yet by
+// whatever adopted it) does not count.
+func alive(pid int) bool {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return syscall.Kill(pid, 0) == nil // no procfs: zombies count as alive
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+func TestTailBuffer(t *testing.T) {
+	b := &tailBuffer{max: 8}
+	if got := b.suffix(); got != "" {
+		t.Errorf("empty suffix = %q, want \"\"", got)
+	}
+	fmt.Fprint(b, "0123456789")
+	fmt.Fprint(b, "ab")
+	if got := string(b.buf); got != "456789ab" {
+		t.Errorf("tail = %q, want the last 8 bytes %q", got, "456789ab")
+	}
+}
