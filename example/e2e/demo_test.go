@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -105,3 +106,30 @@ func get(ctx context.Context, url string) (string, error) {
 type httpError struct{ code int }
 
 func (e *httpError) Error() string { return http.StatusText(e.code) }
+
+// TestDemoOnExistingCluster runs the demo with --cluster against an API
+// server it did not start: it must start none, converge there and exit 0.
+func TestDemoOnExistingCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the demo")
+	}
+	env, _ := startCluster(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	bin := build(t, "demo")
+	p := start(t, bin, []string{"--cluster", kubeconfig, "--namespace", "demo-existing", "--objects", "8", "--timeout", "4m"}, nil)
+	if code := p.ExitCode(t, 5*time.Minute); code != 0 {
+		t.Fatalf("demo exit code = %d, want 0\n%s", code, p.Output())
+	}
+	out := p.Output()
+	for _, want := range []string{"connecting to the cluster of " + kubeconfig, "result: OK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "starting etcd and kube-apiserver") {
+		t.Errorf("demo started an API server although --cluster was given:\n%s", out)
+	}
+}

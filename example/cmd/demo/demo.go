@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
@@ -99,21 +100,34 @@ func (d *demo) run(ctx context.Context) (err error) {
 	d.printf("  metrics:      %s/metrics (also /healthz, /debug/reconciliations)\n", srv.URL())
 	d.printf("  operator log: %s\n", d.opts.logFile)
 
-	var env *testenv.Env
-	if err := d.phase(1, "starting etcd and kube-apiserver", func() error {
-		env, err = testenv.Start(ctx, testenv.Options{LogOutput: logFile})
-		return err
-	}); err != nil {
-		return fmt.Errorf("start the API server: %w", err)
-	}
-	defer env.Stop()
-	if err := env.WriteKubeconfig(d.opts.kubeconfig); err != nil {
-		return err
+	var clusterCfg *rest.Config
+	if d.opts.cluster != "" {
+		// An existing cluster: the demo starts no API server.
+		if err := d.phase(1, "connecting to the cluster of "+d.opts.cluster, func() error {
+			clusterCfg, err = clientcmd.BuildConfigFromFlags("", d.opts.cluster)
+			return err
+		}); err != nil {
+			return fmt.Errorf("load --cluster kubeconfig: %w", err)
+		}
+		d.opts.kubeconfig = d.opts.cluster
+	} else {
+		var env *testenv.Env
+		if err := d.phase(1, "starting etcd and kube-apiserver", func() error {
+			env, err = testenv.Start(ctx, testenv.Options{LogOutput: logFile})
+			return err
+		}); err != nil {
+			return fmt.Errorf("start the API server: %w", err)
+		}
+		defer env.Stop()
+		if err := env.WriteKubeconfig(d.opts.kubeconfig); err != nil {
+			return err
+		}
+		clusterCfg = env.Config()
 	}
 	d.printf("  kubeconfig:   %s\n", d.opts.kubeconfig)
 	d.printf("                kubectl --kubeconfig %s get webapps -n %s\n", d.opts.kubeconfig, d.opts.namespace)
 
-	adminCfg := env.Config()
+	adminCfg := rest.CopyConfig(clusterCfg)
 	adminCfg.QPS, adminCfg.Burst = -1, 0 // the demo's own checks are not rate limited
 	if d.kube, err = kubernetes.NewForConfig(adminCfg); err != nil {
 		return err
@@ -131,7 +145,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	// The operator's clients go through a request counter.
 	d.counter = requestcount.New()
 	d.reg.MustRegister(d.counter.Collector())
-	opCfg := d.counter.Wrap(env.Config())
+	opCfg := d.counter.Wrap(clusterCfg)
 	opCfg.QPS, opCfg.Burst = 500, 1000
 	opCfg.UserAgent = "webapp-operator-demo"
 	op, err := newOperator(opCfg, d.opts, logger, d.reg)

@@ -2,7 +2,8 @@
 // kube-apiserver that it starts as a child process (testenv: etcd and the API
 // server built from Go modules, nothing downloaded):
 //
-//  1. start the API server, write a kubeconfig for kubectl;
+//  1. start the API server and write a kubeconfig for kubectl (or, with
+//     --cluster KUBECONFIG, use an existing cluster and start none);
 //  2. install the WebApp CRD with crdclient;
 //  3. start the operator (the same code as webapp-operator);
 //  4. create --objects WebApps and wait until they converge;
@@ -51,6 +52,7 @@ type options struct {
 	timeout        time.Duration
 	hold           bool
 	kubeconfig     string
+	cluster        string
 	metricsAddress string
 	logLevel       string
 	logFile        string
@@ -66,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up (exit 1) when the demo has not finished by then")
 	fs.BoolVar(&o.hold, "hold", false, "after the summary, keep the API server and the operator running until Ctrl-C")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "where to write the kubeconfig of the demo's API server (default: in a temporary directory)")
+	fs.StringVar(&o.cluster, "cluster", "", "kubeconfig of an existing cluster to run the demo against, instead of an API server the demo starts itself")
 	fs.StringVar(&o.metricsAddress, "metrics-address", "127.0.0.1:0", "address serving /metrics, /healthz and /debug/reconciliations (port 0 picks a free port)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "operator log level: debug, info, warn or error")
 	fs.StringVar(&o.logFile, "log-file", "", "file for the operator's and API server's logs (default: in a temporary directory)")
