@@ -1,0 +1,387 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
+	operatorpkg "github.com/operatorkit/operatorkit/operator"
+	"github.com/operatorkit/operatorkit/requestcount"
+	"github.com/operatorkit/operatorkit/router"
+	"github.com/operatorkit/operatorkit/testenv"
+)
+
+var (
+	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	widgetKind   = schema.GroupKind{Group: widgetGVR.Group, Kind: "Widget"}
+)
+
+// ownedConfigMapOps is configMapOps whose ConfigMaps have their widget as
+// controller owner, with every create announced to the operator's OwnWrites
+// and every reconciliation counted.
+type ownedConfigMapOps struct {
+	*configMapOps
+	writes *operatorpkg.OwnWrites
+
+	mu    sync.Mutex
+	calls map[string]int // GetCurrentState calls by widget name
+}
+
+func newOwnedConfigMapOps(suffix string, writes *operatorpkg.OwnWrites) *ownedConfigMapOps {
+	return &ownedConfigMapOps{configMapOps: newConfigMapOps("configmap-"+suffix, suffix), writes: writes, calls: map[string]int{}}
+}
+
+func (o *ownedConfigMapOps) GetCurrentState(ctx context.Context, obj any) (any, error) {
+	o.mu.Lock()
+	o.calls[obj.(*unstructured.Unstructured).GetName()]++
+	o.mu.Unlock()
+	return o.configMapOps.GetCurrentState(ctx, obj)
+}
+
+func (o *ownedConfigMapOps) reconciles(name string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.calls[name]
+}
+
+func (o *ownedConfigMapOps) GetDesiredState(ctx context.Context, obj any) (any, error) {
+	d, err := o.configMapOps.GetDesiredState(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	w := obj.(*unstructured.Unstructured)
+	cm := d.(*corev1.ConfigMap)
+	cm.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: w.GetAPIVersion(), Kind: w.GetKind(), Name: w.GetName(), UID: w.GetUID(),
+		Controller: ptr(true),
+	}}
+	return cm, nil
+}
+
+func (o *ownedConfigMapOps) ApplyCreateChange(ctx context.Context, obj, change any) error {
+	cm := change.(*corev1.ConfigMap)
+	done := o.writes.Begin(configMapGVR.GroupResource(), cm.Namespace, cm.Name)
+	got, err := o.client.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	done(got, err)
+	return err
+}
+
+// operatorFramework builds a Framework named name over the widgets of ns,
+// on op's shared informer, with one resource.
+func operatorFramework(t *testing.T, op *operatorpkg.Operator, ns, name string, ops *ownedConfigMapOps) *framework.Framework {
+	t.Helper()
+	ensureWidgetCRD(t)
+	inf, err := op.Informer(informer.Config{GVR: widgetGVR, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{resourceSet(t, "", crudResource(t, ops))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := framework.New(framework.Config{
+		Name:           name,
+		Informer:       inf,
+		ResourceRouter: rt,
+		Client:         op.Dynamic(),
+		Resource:       widgetGVR,
+		Registerer:     op.Registry(),
+		Workers:        2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// runOperator runs op.Run in the background; stop cancels it and returns
+// Run's error (once; later calls return the same).
+func runOperator(op *operatorpkg.Operator) (stop func() error, done <-chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- op.Run(ctx) }()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-ch:
+			case <-time.After(60 * time.Second):
+				err = errors.New("Run did not return within 60 s of its context ending")
+			}
+		})
+		return err
+	}, ch
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestOperatorRun runs two Frameworks over the same widgets and a child
+// watch in one Operator: one informer per kind, children wake their owner
+// but the operator's own writes do not, the HTTP endpoints answer, and Run
+// stops cleanly with no goroutine left behind.
+func TestOperatorRun(t *testing.T) {
+	ns := newNamespace(t)
+	ensureWidgetCRD(t)
+	checkLeaks := testenv.LeakCheck(t)
+
+	counter := requestcount.New()
+	op, err := operatorpkg.New(operatorpkg.Config{
+		RESTConfig:     counter.Wrap(env.Config()),
+		Name:           "op-run",
+		MetricsAddress: "127.0.0.1:0",
+		Logger:         log.NewNopLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsA := newOwnedConfigMapOps("a", op.OwnWrites())
+	opsB := newOwnedConfigMapOps("b", op.OwnWrites())
+	fA := operatorFramework(t, op, ns, "widgets-a", opsA)
+	fB := operatorFramework(t, op, ns, "widgets-b", opsB)
+	for _, f := range []*framework.Framework{fA, fB} {
+		if err := op.Add(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := op.Owns(fA, widgetKind, informer.Config{GVR: configMapGVR, Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	for i := range n {
+		createWidget(t, newWidget(ns, fmt.Sprintf("w%d", i), "", map[string]string{"k": "v"}))
+	}
+
+	stop, done := runOperator(op)
+	t.Cleanup(func() { _ = stop() })
+	for _, f := range []*framework.Framework{fA, fB} {
+		select {
+		case <-f.Booted():
+		case err := <-done:
+			t.Fatalf("Run returned before booting: %v", err)
+		case <-time.After(60 * time.Second):
+			t.Fatal("frameworks not booted within 60 s")
+		}
+	}
+	kc := kubeClient(t)
+	poll(t, "every widget's two ConfigMaps", func(ctx context.Context) (bool, error) {
+		list, err := kc.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) >= 2*n, nil
+	})
+
+	t.Run("one informer per kind", func(t *testing.T) {
+		// Widgets (shared by both Frameworks) and ConfigMaps: two lists,
+		// where an informer per Framework and per watch would make three.
+		snap := counter.Snapshot()
+		if got := snap.ByVerb["list"] + snap.ByVerb["watch"]; got != 2 {
+			t.Errorf("list and watch requests = %d (%v), want 2 (one per shared informer)", got, snap.ByVerb)
+		}
+	})
+
+	t.Run("own writes do not wake the owner", func(t *testing.T) {
+		// Each widget was reconciled once by A; its ConfigMap create was
+		// recorded, so the create's watch event enqueued nothing. Watch a
+		// window in which an extra reconciliation would show.
+		err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 2*time.Second, true, func(context.Context) (bool, error) {
+			for i := range n {
+				if opsA.reconciles(fmt.Sprintf("w%d", i)) > 1 {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err == nil {
+			for i := range n {
+				t.Logf("w%d: %d reconciliations by A", i, opsA.reconciles(fmt.Sprintf("w%d", i)))
+			}
+			t.Fatal("a widget was reconciled again after its own ConfigMap create")
+		}
+	})
+
+	t.Run("a deleted child wakes its owner", func(t *testing.T) {
+		before := opsA.reconciles("w0")
+		if err := kc.CoreV1().ConfigMaps(ns).Delete(t.Context(), "w0-a", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "w0-a to be created again", func(ctx context.Context) (bool, error) {
+			_, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, "w0-a", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if got := opsA.reconciles("w0"); got <= before {
+			t.Errorf("w0 reconciliations by A = %d after its child was deleted, want more than %d", got, before)
+		}
+	})
+
+	t.Run("endpoints", func(t *testing.T) {
+		base := metricsURL(t, op)
+		if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
+			t.Errorf("/readyz = %d %q, want 200", code, body)
+		}
+		if code, body := httpGet(t, base+"/healthz"); code != http.StatusOK {
+			t.Errorf("/healthz = %d %q, want 200", code, body)
+		}
+		code, body := httpGet(t, base+"/metrics")
+		if code != http.StatusOK || !strings.Contains(body, `controller="widgets-a"`) || !strings.Contains(body, `controller="widgets-b"`) || !strings.Contains(body, "go_goroutines") {
+			t.Errorf("/metrics = %d, want both Frameworks' metrics and the Go collector's", code)
+		}
+		code, body = httpGet(t, base+framework.DebugPath+"?format=text")
+		if code != http.StatusOK || strings.Count(body, ns+"/w0") != 2 {
+			t.Errorf("%s = %d, want w0 listed once per Framework:\n%s", framework.DebugPath, code, body)
+		}
+	})
+
+	if err := stop(); err != nil {
+		t.Fatalf("Run() = %v, want nil after its context ended", err)
+	}
+	checkLeaks()
+}
+
+// metricsURL is the base URL of op's metrics endpoint.
+func metricsURL(t *testing.T, op *operatorpkg.Operator) string {
+	t.Helper()
+	var u string
+	poll(t, "the metrics endpoint", func(context.Context) (bool, error) {
+		u = op.MetricsURL()
+		return u != "", nil
+	})
+	return u
+}
+
+// TestOperatorLeaderElection runs two replicas on one Lease: only the
+// leader reconciles, a leader that stops hands over at once (measured), and
+// a leader whose Lease is taken stops reconciling and says so.
+func TestOperatorLeaderElection(t *testing.T) {
+	ns := newNamespace(t)
+	ensureWidgetCRD(t)
+	const (
+		lease  = 4 * time.Second
+		renew  = 3 * time.Second
+		period = 500 * time.Millisecond
+	)
+	replica := func() (*operatorpkg.Operator, *framework.Framework, *ownedConfigMapOps) {
+		op, err := operatorpkg.New(operatorpkg.Config{
+			RESTConfig:              env.Config(),
+			Name:                    "op-le",
+			Logger:                  log.NewNopLogger(),
+			Registry:                prometheus.NewRegistry(),
+			LeaderElection:          true,
+			LeaderElectionNamespace: ns,
+			LeaseDuration:           lease,
+			RenewDeadline:           renew,
+			RetryPeriod:             period,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := newOwnedConfigMapOps("le", op.OwnWrites())
+		f := operatorFramework(t, op, ns, "widgets-le", ops)
+		if err := op.Add(f); err != nil {
+			t.Fatal(err)
+		}
+		return op, f, ops
+	}
+	op1, f1, _ := replica()
+	stop1, done1 := runOperator(op1)
+	t.Cleanup(func() { _ = stop1() })
+	select {
+	case <-f1.Booted():
+	case err := <-done1:
+		t.Fatalf("replica one returned before leading: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("replica one did not lead within 60 s")
+	}
+	op2, f2, ops2 := replica()
+	stop2, done2 := runOperator(op2)
+	t.Cleanup(func() { _ = stop2() })
+	createWidget(t, newWidget(ns, "w", "", map[string]string{"k": "v"}))
+	kc := kubeClient(t)
+	poll(t, "the leader to reconcile w", func(ctx context.Context) (bool, error) {
+		_, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, "w-le", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	select {
+	case <-f2.Booted():
+		t.Fatal("the second replica booted its framework while the first leads")
+	default:
+	}
+	if got := ops2.reconciles("w"); got != 0 {
+		t.Fatalf("the second replica reconciled w %d times while not leading", got)
+	}
+
+	// Failover: the leader stops (SIGTERM in a pod), releases the Lease,
+	// and the other replica leads well before the Lease would expire.
+	start := time.Now()
+	if err := stop1(); err != nil {
+		t.Fatalf("replica one: Run() = %v, want nil", err)
+	}
+	select {
+	case <-f2.Booted():
+	case err := <-done2:
+		t.Fatalf("replica two returned before leading: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("replica two did not lead within 60 s")
+	}
+	failover := time.Since(start)
+	t.Logf("failover after a clean stop: %s (lease %s, retry period %s)", failover.Round(time.Millisecond), lease, period)
+	if failover >= lease {
+		t.Errorf("failover took %s, want less than the lease duration %s: the Lease was not released", failover, lease)
+	}
+
+	// Lease loss: someone else takes the Lease; the leader cannot renew and
+	// stops within its renew deadline.
+	leases := kc.CoordinationV1().Leases(ns)
+	start = time.Now()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := leases.Get(ctx, "op-le", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		l.Spec.HolderIdentity = ptr("an-intruder")
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Hour)}
+		l.Spec.LeaseDurationSeconds = ptr(int32(3600))
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("take the Lease: %v", err)
+	}
+	select {
+	case err := <-done2:
+		t.Logf("replica two stopped %s after losing the Lease: %v", time.Since(start).Round(time.Millisecond), err)
+		if !errors.Is(err, operatorpkg.ErrLeaseLost) {
+			t.Fatalf("Run() = %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("replica two still runs 60 s after its Lease was taken")
+	}
+}

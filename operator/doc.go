@@ -1,0 +1,66 @@
+// Package operator runs an operator process: one or more Frameworks, the
+// informers they and their child watches share, leader election on a Lease,
+// one HTTP server for /metrics, /healthz, /readyz and the debug pages, and
+// the flags and logs of a binary. It is what a main function needs besides
+// the operator's own resources:
+//
+//	var opts operator.Options
+//	opts.LeaderElectionID = "webapp-operator"
+//	opts.BindFlags(flag.CommandLine)
+//	flag.Parse()
+//	logger, err := opts.NewLogger(os.Stderr) // after opts.Validate()
+//	operator.RedirectKlog(logger)            // client-go logs in the same format
+//	cfg, _, err := opts.RESTConfig()         // --kubeconfig, $KUBECONFIG, in-cluster
+//	op, err := operator.New(opts.Config("webapp-operator", cfg, logger))
+//	inf, err := op.Informer(informer.Config{GVR: webappGVR})
+//	f, err := framework.New(framework.Config{Informer: inf, Client: op.Dynamic(), Registerer: op.Registry(), ...})
+//	op.Add(f)
+//	op.Owns(f, webappKind, informer.Config{GVR: configMapGVR})
+//	err = op.Run(signalContext)
+//
+// # Guarantees
+//
+// Start order: Run opens the HTTP listeners first (a busy or invalid address
+// fails Run at once, before anything else starts), then starts every shared
+// informer and waits for their caches, then (with leader election) campaigns
+// for the Lease, and boots the Frameworks only while it leads. Caches are
+// warm before leading, so a replica that takes over starts reconciling at
+// once.
+//
+// Shutdown order, when Run's context ends: the Frameworks stop taking work
+// and their reconciliations in flight finish (bounded by
+// Config.ShutdownTimeout); then the Lease is released, so that another
+// replica takes over at once but never while this one may still write (a
+// shutdown past ShutdownTimeout returns an error and keeps the Lease until
+// the last reconciliation ended); then the informers stop; then the HTTP
+// server. Run returns nil after a clean stop, and no goroutine it started is
+// left.
+//
+// Losing the Lease (the API server unreachable for longer than the renew
+// deadline, or another holder) stops reconciling at once: the Frameworks'
+// context ends, Run waits for the reconciliations in flight and returns an
+// error matching ErrLeaseLost. The process should exit; a restart campaigns
+// again. client-go's leaderelection does the campaigning, with the usual
+// timings (15 s lease, 10 s renew deadline, 2 s retry period) and
+// ReleaseOnCancel.
+//
+// Readiness: /readyz answers 200 when every shared informer's cache has
+// synced and, with leader election, when the replica campaigns or leads
+// (ready to lead: a standby replica is ready). /healthz answers 200 while the
+// process runs and, with leader election, while a leader renews its Lease in
+// time (client-go's leader health adaptor): a leader stuck in renewing is
+// unhealthy and gets restarted.
+//
+// Shared caches: Informer returns one informer per resource, namespace and
+// selectors, whoever asks (Frameworks, Owns, Watches, resources reading
+// children from a cache). Memory scales with the kinds watched, not with
+// the number of Frameworks. A Framework booted on a SharedInformer does not
+// run it a second time: Run does, once.
+//
+// Child watches: Owns enqueues a child's controller owner; Watches enqueues
+// what a map function returns. Neither enqueues on a resync (the owner's
+// own informer resyncs it) nor on the echo of the operator's own write
+// (recorded with OwnWrites.Record by whatever wrote it), so that an
+// operator's create or apply of a child does not make the owner reconcile
+// again.
+package operator

@@ -1,0 +1,222 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+)
+
+// callerKey is the key of the call site in log lines.
+const callerKey = "caller"
+
+// NewLogger returns a go-kit logger that writes lines to w in format
+// "logfmt" or "json", drops those below lvl ("debug", "info", "warn" or
+// "error"; level.Debug and the like set a line's level), and adds a "ts"
+// key (RFC 3339, UTC) and a "caller" key (file:line of the Log call; the
+// last "caller" given wins, so a line that names its own call site, as
+// RedirectKlog's do, shows that one). Concurrent Log calls are safe: each
+// line is one Write to w. The error names the bad value.
+func NewLogger(w io.Writer, lvl, format string) (log.Logger, error) {
+	opt, err := levelOption(lvl)
+	if err != nil {
+		return nil, fmt.Errorf("invalid log level %q: %s", lvl, err)
+	}
+	logger, err := formatLogger(format, log.NewSyncWriter(w))
+	if err != nil {
+		return nil, fmt.Errorf("invalid log format %q: %s", format, err)
+	}
+	logger = level.NewFilter(lastCaller{next: logger}, opt)
+	return log.With(logger, "ts", log.DefaultTimestampUTC, callerKey, log.DefaultCaller), nil
+}
+
+// levelOption returns the level filter option of lvl.
+func levelOption(lvl string) (level.Option, error) {
+	switch lvl {
+	case "debug":
+		return level.AllowDebug(), nil
+	case "info":
+		return level.AllowInfo(), nil
+	case "warn":
+		return level.AllowWarn(), nil
+	case "error":
+		return level.AllowError(), nil
+	}
+	return nil, errors.New("want debug, info, warn or error")
+}
+
+// formatLogger returns a logger writing format to w.
+func formatLogger(format string, w io.Writer) (log.Logger, error) {
+	switch format {
+	case "logfmt":
+		return log.NewLogfmtLogger(w), nil
+	case "json":
+		return log.NewJSONLogger(w), nil
+	}
+	return nil, errors.New("want logfmt or json")
+}
+
+// lastCaller passes lines to next with at most one "caller" key: at the
+// place of the first, with the value of the last.
+type lastCaller struct{ next log.Logger }
+
+func (l lastCaller) Log(keyvals ...any) error {
+	first, last := -1, -1
+	for i := 0; i+1 < len(keyvals); i += 2 {
+		if k, ok := keyvals[i].(string); ok && k == callerKey {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first == last {
+		return l.next.Log(keyvals...)
+	}
+	kv := make([]any, 0, len(keyvals))
+	for i := 0; i < len(keyvals); i += 2 {
+		if k, ok := keyvals[i].(string); ok && k == callerKey && i != first {
+			continue
+		}
+		kv = append(kv, keyvals[i])
+		if i+1 < len(keyvals) {
+			kv = append(kv, keyvals[i+1])
+		}
+	}
+	kv[first+1] = keyvals[last+1]
+	return l.next.Log(kv...)
+}
+
+// RedirectKlog sends what klog logs into logger, so that a process writes
+// one format: client-go (reflectors, leader election, event broadcasters)
+// and other Kubernetes libraries log through klog, by its functions
+// (klog.InfoS, klog.Errorf, ...) and by the contextual loggers
+// klog.FromContext and klog.Background return. It installs a logr.LogSink
+// over logger with klog.SetLoggerWithOptions, as the contextual logger too.
+// Each klog line becomes one Log call with:
+//
+//   - level info for Info at V(0), level debug with a "v" key holding the
+//     verbosity for V(1) and above, level error for Error (klog passes
+//     only its errors as errors: its warnings and the message of
+//     klog.Fatal arrive as infos);
+//   - "msg", the message; "err", the error of an Error call (when not
+//     nil); the keys and values of WithValues, then those of the call;
+//   - "logger", the names given with WithName joined with "/", if any;
+//   - "caller", the file:line of the klog (or logr) call, which replaces
+//     logger's own caller in a logger from NewLogger (a logger that adds
+//     a caller of its own otherwise shows both).
+//
+// klog's verbosity (its -v and -vmodule flags, see klog.InitFlags; 0 by
+// default) still decides which V(n) lines are logged at all; logger's level
+// filter then drops the debug ones unless it allows debug.
+//
+// RedirectKlog changes process-wide state and is not safe to call while
+// other goroutines log: call it at start, before any client is made. The
+// returned restore removes the redirection (klog.ClearLogger), so that klog
+// writes its own format again; it does not reinstate a logger that was set
+// before RedirectKlog.
+func RedirectKlog(logger log.Logger) (restore func()) {
+	klog.SetLoggerWithOptions(logr.New(&klogSink{logger: logger}), klog.ContextualLogger(true))
+	return klog.ClearLogger
+}
+
+// klogSink is a logr.LogSink writing to a go-kit logger.
+type klogSink struct {
+	logger    log.Logger
+	name      string // WithName's names joined with "/"
+	values    []any  // WithValues's keys and values
+	callDepth int    // frames between the caller of interest and Info or Error
+}
+
+var (
+	_ logr.LogSink          = (*klogSink)(nil)
+	_ logr.CallDepthLogSink = (*klogSink)(nil)
+)
+
+// Init records the frames that logr adds.
+func (s *klogSink) Init(info logr.RuntimeInfo) { s.callDepth += info.CallDepth }
+
+// Enabled applies klog's verbosity (-v and -vmodule, the latter at the
+// call site), as klog's own logr does: with the sink as the contextual
+// logger, logr.Logger.V calls arrive here without passing through klog.
+func (s *klogSink) Enabled(lvl int) bool {
+	return klog.VDepth(s.callDepth+1, klog.Level(lvl)).Enabled()
+}
+
+// Info logs at level info for V(0), debug above.
+func (s *klogSink) Info(lvl int, msg string, keysAndValues ...any) {
+	logger := level.Info(s.logger)
+	var v []any
+	if lvl > 0 {
+		logger = level.Debug(s.logger)
+		v = []any{"v", lvl}
+	}
+	s.log(logger, s.caller(), msg, v, keysAndValues)
+}
+
+// Error logs at level error.
+func (s *klogSink) Error(err error, msg string, keysAndValues ...any) {
+	var e []any
+	if err != nil {
+		e = []any{"err", err}
+	}
+	s.log(level.Error(s.logger), s.caller(), msg, e, keysAndValues)
+}
+
+// caller returns the file:line of the call s.callDepth frames above the
+// caller of caller (Info or Error), or "" when the stack is shorter.
+func (s *klogSink) caller() string {
+	_, file, line, ok := runtime.Caller(s.callDepth + 2)
+	if !ok {
+		return ""
+	}
+	return file[strings.LastIndexByte(file, '/')+1:] + ":" + strconv.Itoa(line)
+}
+
+func (s *klogSink) log(logger log.Logger, caller, msg string, extra, keysAndValues []any) {
+	kv := make([]any, 0, 6+len(extra)+len(s.values)+len(keysAndValues))
+	if caller != "" {
+		kv = append(kv, callerKey, caller)
+	}
+	if s.name != "" {
+		kv = append(kv, "logger", s.name)
+	}
+	kv = append(kv, "msg", msg)
+	kv = append(kv, extra...)
+	kv = append(kv, s.values...)
+	kv = append(kv, keysAndValues...)
+	_ = logger.Log(kv...)
+}
+
+// WithValues returns a sink adding keysAndValues to every line.
+func (s *klogSink) WithValues(keysAndValues ...any) logr.LogSink {
+	c := *s
+	c.values = append(s.values[:len(s.values):len(s.values)], keysAndValues...)
+	return &c
+}
+
+// WithName returns a sink whose lines have name appended to the "logger"
+// key.
+func (s *klogSink) WithName(name string) logr.LogSink {
+	c := *s
+	if c.name == "" {
+		c.name = name
+	} else {
+		c.name += "/" + name
+	}
+	return &c
+}
+
+// WithCallDepth returns a sink attributing lines depth more frames up.
+func (s *klogSink) WithCallDepth(depth int) logr.LogSink {
+	c := *s
+	c.callDepth += depth
+	return &c
+}

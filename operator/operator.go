@@ -1,0 +1,564 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/operatorkit/operatorkit/framework"
+)
+
+// Defaults of Config.
+const (
+	// DefaultLeaseDuration is how long a leader's Lease holds without
+	// renewal (client-go's and controller-runtime's usual value).
+	DefaultLeaseDuration = 15 * time.Second
+	// DefaultRenewDeadline is how long the leader tries to renew before it
+	// gives up leading.
+	DefaultRenewDeadline = 10 * time.Second
+	// DefaultRetryPeriod is how often candidates try to acquire or renew
+	// the Lease.
+	DefaultRetryPeriod = 2 * time.Second
+	// DefaultShutdownTimeout bounds how long Run waits, once its context
+	// ends, for the reconciliations in flight (a pod gets 30 s by default
+	// between SIGTERM and SIGKILL).
+	DefaultShutdownTimeout = 25 * time.Second
+	// DefaultResyncPeriod is the resync period of the informers that
+	// Informer creates when their config has none.
+	DefaultResyncPeriod = 10 * time.Minute
+)
+
+// ErrInvalidConfig is returned by New when Config is incomplete or
+// inconsistent, and by Add, Informer, Owns and Watches for bad arguments.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// ErrLeaseLost is returned by Run when this replica lost the leader
+// election Lease while its context was still running: it stopped
+// reconciling at once, and the process should exit (a restart campaigns
+// again).
+var ErrLeaseLost = errors.New("lost the leader election Lease")
+
+// ErrAlreadyStarted is returned by Run when called a second time, and by
+// Add, Informer, Owns and Watches after Run started.
+var ErrAlreadyStarted = errors.New("operator already started")
+
+// Config configures an Operator. Fields marked Required make New fail when
+// they are empty; the others have documented defaults.
+type Config struct {
+	// RESTConfig reaches the API server: the shared informers, the child
+	// watches and the leader election use it. Options.RESTConfig loads one
+	// from the usual flags. Required.
+	RESTConfig *rest.Config
+	// Name names the operator process: the default Lease name, the
+	// user agent of its clients, the "operator" log key. Required.
+	Name string
+	// Logger receives the operator's logs. Defaults to a nop logger.
+	// RedirectKlog sends client-go's logs to the same logger.
+	Logger log.Logger
+	// Registry is served on /metrics. Defaults to a new registry with the
+	// Go and process collectors; pass the registry the Frameworks register
+	// on, so that their metrics are served too.
+	Registry *prometheus.Registry
+	// MetricsAddress is where /metrics, /healthz, /readyz and
+	// /debug/reconciliations are served (host:port). Empty or "0": no
+	// HTTP server.
+	MetricsAddress string
+	// HealthProbeAddress, when set and different from MetricsAddress,
+	// serves /healthz and /readyz on a listener of its own (for kubelet
+	// probes on a port apart from metrics).
+	HealthProbeAddress string
+	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics
+	// address. Off by default: profiles reveal a lot.
+	Pprof bool
+	// LeaderElection makes Run reconcile only while this replica holds the
+	// Lease LeaderElectionNamespace/LeaderElectionID, so that replicas never
+	// reconcile at the same time. Off by default (tests); Options turns it
+	// on for binaries.
+	LeaderElection bool
+	// LeaderElectionID is the name of the Lease. Defaults to Name.
+	LeaderElectionID string
+	// LeaderElectionNamespace is the namespace of the Lease. Defaults to
+	// the pod's namespace, else "default".
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod are the leader election
+	// timings. Default to DefaultLeaseDuration, DefaultRenewDeadline and
+	// DefaultRetryPeriod; RenewDeadline must be shorter than
+	// LeaseDuration.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ShutdownTimeout bounds how long Run waits, after its context ended,
+	// for the reconciliations in flight. Defaults to
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// ResyncPeriod is the resync period of informers created by Informer
+	// without one. Defaults to DefaultResyncPeriod.
+	ResyncPeriod time.Duration
+	// Frameworks are run by Run, as if added with Add.
+	Frameworks []*framework.Framework
+}
+
+// Operator runs one or more Frameworks in one process: shared informers,
+// child watches, leader election, the HTTP endpoints. Create it with New,
+// add Frameworks, informers and watches, then call Run once.
+type Operator struct {
+	config   Config
+	logger   log.Logger
+	registry *prometheus.Registry
+	dynamic  dynamic.Interface
+	kube     kubernetes.Interface
+
+	mu         sync.Mutex
+	started    bool
+	frameworks []*framework.Framework
+	informers  map[informerKey]*sharedInformer
+	order      []*sharedInformer // in creation order, for Run
+	writes     *OwnWrites
+	srv        atomic.Pointer[server]
+}
+
+// New validates config and returns an Operator that has started nothing:
+// no goroutine runs and no request is made until Run. The error matches
+// ErrInvalidConfig and names the field.
+func New(config Config) (*Operator, error) {
+	switch {
+	case config.RESTConfig == nil:
+		return nil, fmt.Errorf("%w: %T.RESTConfig must not be empty", ErrInvalidConfig, config)
+	case config.Name == "":
+		return nil, fmt.Errorf("%w: %T.Name must not be empty", ErrInvalidConfig, config)
+	case config.LeaseDuration < 0, config.RenewDeadline < 0, config.RetryPeriod < 0:
+		return nil, fmt.Errorf("%w: %T.LeaseDuration, RenewDeadline and RetryPeriod must not be negative", ErrInvalidConfig, config)
+	case config.ShutdownTimeout < 0:
+		return nil, fmt.Errorf("%w: %T.ShutdownTimeout must not be negative", ErrInvalidConfig, config)
+	}
+	if config.Logger == nil {
+		config.Logger = log.NewNopLogger()
+	}
+	if config.LeaderElectionID == "" {
+		config.LeaderElectionID = config.Name
+	}
+	if config.LeaderElectionNamespace == "" {
+		config.LeaderElectionNamespace = Options{}.LeaderElectionNamespaceOrDefault()
+	}
+	if config.LeaseDuration == 0 {
+		config.LeaseDuration = DefaultLeaseDuration
+	}
+	if config.RenewDeadline == 0 {
+		config.RenewDeadline = DefaultRenewDeadline
+	}
+	if config.RetryPeriod == 0 {
+		config.RetryPeriod = DefaultRetryPeriod
+	}
+	if config.LeaderElection && config.RenewDeadline >= config.LeaseDuration {
+		return nil, fmt.Errorf("%w: %T.RenewDeadline (%s) must be shorter than LeaseDuration (%s)", ErrInvalidConfig, config, config.RenewDeadline, config.LeaseDuration)
+	}
+	if config.ShutdownTimeout == 0 {
+		config.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if config.ResyncPeriod == 0 {
+		config.ResyncPeriod = DefaultResyncPeriod
+	}
+	registry := config.Registry
+	if registry == nil {
+		registry = prometheus.NewRegistry()
+		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	rc := rest.CopyConfig(config.RESTConfig)
+	if rc.UserAgent == "" {
+		rc.UserAgent = config.Name
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
+	}
+	o := &Operator{
+		config:    config,
+		logger:    log.With(config.Logger, "operator", config.Name),
+		registry:  registry,
+		dynamic:   dyn,
+		kube:      kube,
+		informers: map[informerKey]*sharedInformer{},
+	}
+	for i, f := range config.Frameworks {
+		if f == nil {
+			return nil, fmt.Errorf("%w: %T.Frameworks[%d] must not be nil", ErrInvalidConfig, config, i)
+		}
+		o.frameworks = append(o.frameworks, f)
+	}
+	return o, nil
+}
+
+// Add adds a Framework for Run to boot. It is called before Run; after, it
+// returns ErrAlreadyStarted.
+func (o *Operator) Add(f *framework.Framework) error {
+	if f == nil {
+		return fmt.Errorf("%w: Add: framework must not be nil", ErrInvalidConfig)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.started {
+		return ErrAlreadyStarted
+	}
+	o.frameworks = append(o.frameworks, f)
+	return nil
+}
+
+// Registry returns the registry served on /metrics: register the
+// Frameworks', informers' and resources' metrics on it.
+func (o *Operator) Registry() *prometheus.Registry { return o.registry }
+
+// Dynamic returns a dynamic client built from Config.RESTConfig.
+func (o *Operator) Dynamic() dynamic.Interface { return o.dynamic }
+
+// Kubernetes returns a typed clientset built from Config.RESTConfig.
+func (o *Operator) Kubernetes() kubernetes.Interface { return o.kube }
+
+// MetricsURL returns the base URL of the metrics endpoint ("http://host:port")
+// once Run has opened it, and "" before or when it is off. With port 0 in
+// Config.MetricsAddress it tells which port was picked.
+func (o *Operator) MetricsURL() string {
+	if s := o.srv.Load(); s != nil {
+		return s.metricsURL()
+	}
+	return ""
+}
+
+// Run runs the operator until ctx ends:
+//
+//  1. it opens the HTTP endpoints (a busy address fails Run at once),
+//  2. starts every shared informer and waits for their caches,
+//  3. with leader election, campaigns for the Lease and waits to lead,
+//  4. boots every Framework (their workers start).
+//
+// When ctx ends it shuts down in order: the Frameworks stop taking work and
+// their reconciliations in flight finish (bounded by ShutdownTimeout), the
+// Lease is released (only then, so that no other replica starts while this
+// one may still write), the informers stop, the HTTP server stops. It
+// returns nil after a clean stop and leaves no goroutine behind.
+//
+// It returns the first fatal error otherwise: a Framework that fails to
+// boot (the others are stopped), a cache that never syncs, ErrLeaseLost
+// when the Lease is lost (reconciling stops at once), or a shutdown that
+// exceeded ShutdownTimeout (the Lease is then released only when the last
+// reconciliation ends). Run is called once.
+func (o *Operator) Run(ctx context.Context) error {
+	o.mu.Lock()
+	if o.started {
+		o.mu.Unlock()
+		return ErrAlreadyStarted
+	}
+	o.started = true
+	frameworks := append([]*framework.Framework(nil), o.frameworks...)
+	informers := append([]*sharedInformer(nil), o.order...)
+	o.mu.Unlock()
+	if len(frameworks) == 0 {
+		return fmt.Errorf("%w: no Framework to run: add one with Add or Config.Frameworks", ErrInvalidConfig)
+	}
+
+	var elector *leaderelection.LeaderElector
+	var watchdog *leaderelection.HealthzAdaptor
+	identity := ""
+	if o.config.LeaderElection {
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(o.config.RenewDeadline)
+		host, _ := os.Hostname()
+		identity = host + "_" + rand.String(10)
+	}
+	var st state
+	srv, err := listen(serverConfig{
+		metricsAddress: o.config.MetricsAddress,
+		probeAddress:   o.config.HealthProbeAddress,
+		metricsField:   "Config.MetricsAddress",
+		probeField:     "Config.HealthProbeAddress",
+		gatherer:       o.registry,
+		healthz:        o.healthChecks(watchdog),
+		readyz:         o.readyChecks(&st, informers),
+		debug:          debugHandler(frameworks),
+		pprof:          o.config.Pprof,
+	})
+	if err != nil {
+		return err
+	}
+	o.srv.Store(srv)
+	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.serve(srvCtx) }()
+	defer func() {
+		stopServer()
+		if err := <-srvDone; err != nil {
+			level.Warn(o.logger).Log("msg", "HTTP server stopped with error", "err", err)
+		}
+	}()
+	level.Info(o.logger).Log("msg", "starting", "metrics", srv.metricsURL(), "probes", srv.probeURL(), "frameworks", len(frameworks), "informers", len(informers), "leaderElection", o.config.LeaderElection)
+
+	// Informers run until Run returns: started before leading, so that a
+	// replica that takes over has warm caches.
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	var infWG sync.WaitGroup
+	defer func() { stopInformers(); infWG.Wait() }()
+	for _, si := range informers {
+		infWG.Go(func() {
+			if err := si.inf.Run(infCtx); err != nil {
+				level.Error(o.logger).Log("msg", "informer stopped with error", "informer", si.key, "err", err)
+			}
+		})
+	}
+	for _, si := range informers {
+		if err := si.inf.WaitForCacheSync(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("operator %s: cache of %s: %w", o.config.Name, si.key, err)
+		}
+	}
+	st.cachesSynced.Store(true)
+
+	if !o.config.LeaderElection {
+		err, _ := o.runFrameworks(ctx, frameworks, nil)
+		return err
+	}
+
+	// The elector's context ends only after the Frameworks have stopped, so
+	// that the Lease is released after the last write.
+	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+	stopWaiting := context.AfterFunc(ctx, func() {
+		if !st.leading.Load() {
+			stopElector() // never led: nothing to wait for
+		}
+	})
+	defer stopWaiting()
+	result := make(chan error, 1)
+	logger := log.With(o.logger, "lease", o.config.LeaderElectionNamespace+"/"+o.config.LeaderElectionID, "identity", identity)
+	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: o.config.LeaderElectionID, Namespace: o.config.LeaderElectionNamespace},
+			Client:     o.kube.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		},
+		LeaseDuration:   o.config.LeaseDuration,
+		RenewDeadline:   o.config.RenewDeadline,
+		RetryPeriod:     o.config.RetryPeriod,
+		ReleaseOnCancel: true,
+		WatchDog:        watchdog,
+		Name:            o.config.LeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leading context.Context) {
+				st.leading.Store(true)
+				level.Info(logger).Log("msg", "leading: booting the frameworks")
+				// leading ends when the Lease is lost (or leCtx ends, which
+				// happens only after the Frameworks stopped).
+				err, finished := o.runFrameworks(ctx, frameworks, leading)
+				result <- err
+				// Keep the Lease until the last reconciliation ended, even
+				// past ShutdownTimeout.
+				<-finished
+				stopElector()
+			},
+			OnStoppedLeading: func() { level.Info(logger).Log("msg", "not leading") },
+			OnNewLeader: func(id string) {
+				if id != identity {
+					level.Info(logger).Log("msg", "another replica leads", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("%w: leader election: %v", ErrInvalidConfig, err)
+	}
+	st.electing.Store(true)
+	level.Info(logger).Log("msg", "waiting to lead")
+	elector.Run(leCtx)
+	if !st.leading.Load() {
+		return nil // ctx ended before this replica led
+	}
+	return <-result
+}
+
+// runFrameworks boots every Framework and runs them until ctx ends (a clean
+// stop: nil), lost ends (the Lease was lost: ErrLeaseLost), or one of them
+// fails to boot (its error; the others are stopped). lost may be nil. It
+// waits up to ShutdownTimeout for them to stop; finished is closed when
+// they all have, which may be later.
+func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Framework, lost context.Context) (err error, finished <-chan struct{}) {
+	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	stopOnCtx := context.AfterFunc(ctx, stop)
+	defer stopOnCtx()
+	if lost != nil {
+		stopOnLost := context.AfterFunc(lost, stop)
+		defer stopOnLost()
+	}
+	errs := make(chan error, len(frameworks))
+	var wg sync.WaitGroup
+	for _, f := range frameworks {
+		wg.Go(func() {
+			err := f.Boot(fctx)
+			if err != nil {
+				stop() // one fails: stop them all
+			}
+			errs <- err
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	<-fctx.Done()
+	level.Info(o.logger).Log("msg", "stopping the frameworks: waiting for reconciliations in flight", "timeout", o.config.ShutdownTimeout)
+	timer := time.NewTimer(o.config.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return fmt.Errorf("operator %s: reconciliations still running after ShutdownTimeout (%s)", o.config.Name, o.config.ShutdownTimeout), done
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err, done
+		}
+	}
+	if lost != nil && lost.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("operator %s: %w %s/%s; stopped reconciling", o.config.Name, ErrLeaseLost, o.config.LeaderElectionNamespace, o.config.LeaderElectionID), done
+	}
+	level.Info(o.logger).Log("msg", "frameworks stopped")
+	return nil, done
+}
+
+// state is what the probes read while Run runs.
+type state struct {
+	cachesSynced atomic.Bool
+	electing     atomic.Bool
+	leading      atomic.Bool
+}
+
+func (o *Operator) healthChecks(watchdog *leaderelection.HealthzAdaptor) []check {
+	checks := []check{{name: "ping", fn: func(*http.Request) error { return nil }}}
+	if watchdog != nil {
+		// Fails when this replica leads but has not renewed its Lease for
+		// longer than its renew deadline plus a grace period: it is stuck.
+		checks = append(checks, check{name: "leader-election", fn: watchdog.Check})
+	}
+	return checks
+}
+
+func (o *Operator) readyChecks(st *state, informers []*sharedInformer) []check {
+	checks := []check{{name: "caches", fn: func(*http.Request) error {
+		if st.cachesSynced.Load() {
+			return nil
+		}
+		for _, si := range informers {
+			if !si.inf.HasSynced() {
+				return fmt.Errorf("cache of %s not synced", si.key)
+			}
+		}
+		return errors.New("caches not synced yet")
+	}}}
+	if o.config.LeaderElection {
+		checks = append(checks, check{name: "leader-election", fn: func(*http.Request) error {
+			if st.leading.Load() || st.electing.Load() {
+				return nil // leading, or ready to lead
+			}
+			return errors.New("not campaigning for the Lease yet")
+		}})
+	}
+	return checks
+}
+
+// debugHandler serves the debug pages of every Framework: on the list page
+// the lists of all of them (JSON arrays merged into one, text one after the
+// other), on an object's page the first Framework that knows the object.
+func debugHandler(frameworks []*framework.Framework) http.Handler {
+	if len(frameworks) == 1 {
+		return frameworks[0].DebugHandler()
+	}
+	handlers := make([]http.Handler, len(frameworks))
+	for i, f := range frameworks {
+		handlers[i] = f.DebugHandler()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		list := strings.Trim(strings.TrimPrefix(r.URL.Path, framework.DebugPath), "/") == ""
+		var merged []json.RawMessage
+		var text bytes.Buffer
+		var last *httptest.ResponseRecorder
+		for _, h := range handlers {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			switch {
+			case rec.Code == http.StatusNotFound:
+				continue
+			case !list || rec.Code != http.StatusOK:
+				copyResponse(w, rec)
+				return
+			}
+			last = rec
+			var items []json.RawMessage
+			if err := json.Unmarshal(rec.Body.Bytes(), &items); err == nil {
+				merged = append(merged, items...)
+			} else {
+				text.Write(rec.Body.Bytes())
+			}
+		}
+		switch {
+		case last == nil:
+			http.NotFound(w, r)
+		case text.Len() > 0:
+			w.Header().Set("Content-Type", last.Header().Get("Content-Type"))
+			_, _ = w.Write(text.Bytes())
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			if merged == nil {
+				merged = []json.RawMessage{}
+			}
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(merged)
+		}
+	})
+}
+
+func copyResponse(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// Config returns the Config of an operator named name from the options: the
+// metrics and probe addresses and the leader election settings, with
+// restConfig and logger (from RESTConfig and NewLogger). Set the other
+// fields (Registry, timings) on the result before New.
+func (o Options) Config(name string, restConfig *rest.Config, logger log.Logger) Config {
+	return Config{
+		RESTConfig:              restConfig,
+		Name:                    name,
+		Logger:                  logger,
+		MetricsAddress:          o.MetricsBindAddress,
+		HealthProbeAddress:      o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	}
+}

@@ -1,0 +1,346 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
+)
+
+// informerKey identifies a shared informer: one per resource, namespace and
+// selectors in the process.
+type informerKey struct {
+	gvr                          schema.GroupVersionResource
+	namespace, labels, fieldsSel string
+}
+
+func (k informerKey) String() string {
+	s := k.gvr.Resource
+	if k.gvr.Group != "" {
+		s += "." + k.gvr.Group
+	}
+	s += "/" + k.gvr.Version
+	if k.namespace != "" {
+		s += " in " + k.namespace
+	}
+	if k.labels != "" {
+		s += " labels " + k.labels
+	}
+	if k.fieldsSel != "" {
+		s += " fields " + k.fieldsSel
+	}
+	return s
+}
+
+type sharedInformer struct {
+	key informerKey
+	inf *informer.Informer
+}
+
+// SharedInformer is an informer of the Operator's, shared by every
+// Framework, watch and resource that asked for the same key. It is an
+// *informer.Informer (Get, Mutation, AddEventHandler, ...) whose Run only
+// waits for its context: the Operator's Run runs the informer itself, once,
+// so a Framework booted on a SharedInformer does not start a second watch.
+type SharedInformer struct {
+	*informer.Informer
+}
+
+// Run blocks until ctx ends and returns nil: Operator.Run runs the
+// underlying informer. It is what Framework.Boot calls.
+func (s *SharedInformer) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+var _ informer.Interface = (*SharedInformer)(nil)
+
+// Informer returns the process's informer for cfg.GVR in cfg.Namespace with
+// cfg's label and field selectors, creating it on the first call: every
+// caller with the same key shares one cache and one watch, so memory scales
+// with the kinds watched, not with the Frameworks. Give it to a Framework
+// (framework.Config.Informer), a child watch or a resource's cache reads.
+//
+// The first call's cfg configures the informer; empty fields default to
+// the Operator's: Client to a dynamic client from Config.RESTConfig,
+// ResyncPeriod to Config.ResyncPeriod, Logger and Registerer to the
+// Operator's, DropManagedFields to true. A later call for the same key must
+// not set Client, RESTClient, ObjectType or Transform (the informer exists
+// already): that is ErrInvalidConfig rather than a silent second meaning.
+// It is called before Run; after, it returns ErrAlreadyStarted.
+func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
+	key := informerKey{gvr: cfg.GVR, namespace: cfg.Namespace, labels: cfg.LabelSelector, fieldsSel: cfg.FieldSelector}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.started {
+		return nil, ErrAlreadyStarted
+	}
+	if si, ok := o.informers[key]; ok {
+		if cfg.Client != nil || cfg.RESTClient != nil || cfg.ObjectType != nil || cfg.Transform != nil {
+			return nil, fmt.Errorf("%w: informer for %s exists already: a second Informer call must not set Client, RESTClient, ObjectType or Transform", ErrInvalidConfig, key)
+		}
+		return &SharedInformer{si.inf}, nil
+	}
+	if cfg.Client == nil && cfg.RESTClient == nil {
+		cfg.Client = o.dynamic
+	}
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = o.config.ResyncPeriod
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = o.logger
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = o.registry
+	}
+	if !cfg.DropManagedFields && cfg.Transform == nil {
+		cfg.DropManagedFields = true
+	}
+	inf, err := informer.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("informer for %s: %w", key, err)
+	}
+	si := &sharedInformer{key: key, inf: inf}
+	o.informers[key] = si
+	o.order = append(o.order, si)
+	return &SharedInformer{inf}, nil
+}
+
+// Predicate decides whether a watch event enqueues anything. oldObj is nil
+// for an add, newObj is nil for a delete (and then oldObj may be a
+// cache.DeletedFinalStateUnknown). It runs on the informer's event path:
+// keep it fast.
+type Predicate func(oldObj, newObj any) bool
+
+// Owns makes f reconcile the owner of a child object whenever the child is
+// added, changed or deleted: the watched objects are those of child (an
+// informer.Config for Informer: the shared informer of that key), and the
+// owner is named by the child's controller owner reference when that
+// reference is of kind owner (group and kind; any version). The owner is
+// taken to be in the child's namespace (owner references cannot cross
+// namespaces); for cluster-scoped owners use Watches.
+//
+// Updates that change nothing (a resync: same resourceVersion) and events
+// that the operator's own writes caused (recorded in OwnWrites) enqueue
+// nothing (see OwnWrites); every predicate given must return true as well. It is called
+// before Run.
+func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child informer.Config, predicates ...Predicate) error {
+	if owner.Kind == "" {
+		return fmt.Errorf("%w: Owns: owner kind must not be empty", ErrInvalidConfig)
+	}
+	return o.Watches(f, child, func(obj any) []string {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil
+		}
+		ref := metav1.GetControllerOfNoCopy(m)
+		if ref == nil || ref.Kind != owner.Kind {
+			return nil
+		}
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != owner.Group {
+			return nil
+		}
+		if m.GetNamespace() == "" {
+			return []string{ref.Name}
+		}
+		return []string{m.GetNamespace() + "/" + ref.Name}
+	}, predicates...)
+}
+
+// Watches makes f reconcile the objects whose keys ("namespace/name", or
+// "name" when cluster-scoped) mapFunc returns for each added, changed or
+// deleted object of source (an informer.Config for Informer: the shared
+// informer of that key). mapFunc gets the object (on a delete, the last
+// state known); it runs on the informer's event path and must not block.
+// Resyncs and the operator's own writes are filtered as for Owns, and every
+// predicate given must return true. It is called before Run.
+func (o *Operator) Watches(f *framework.Framework, source informer.Config, mapFunc func(obj any) []string, predicates ...Predicate) error {
+	if f == nil || mapFunc == nil {
+		return fmt.Errorf("%w: Watches: framework and map function must not be nil", ErrInvalidConfig)
+	}
+	inf, err := o.Informer(source)
+	if err != nil {
+		return err
+	}
+	writes := o.OwnWrites()
+	enqueue := func(oldObj, newObj, obj any) {
+		for _, p := range predicates {
+			if !p(oldObj, newObj) {
+				return
+			}
+		}
+		for _, key := range mapFunc(obj) {
+			f.Enqueue(key)
+		}
+	}
+	gr := source.GVR.GroupResource()
+	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			writes.observe(gr, obj, func() { enqueue(nil, obj, obj) })
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			if resourceVersion(oldObj) == resourceVersion(newObj) {
+				return // a resync: the owner's own informer resyncs it
+			}
+			writes.observe(gr, newObj, func() { enqueue(oldObj, newObj, newObj) })
+		},
+		DeleteFunc: func(obj any) {
+			writes.forget(obj)
+			last := obj
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				last = d.Obj
+			}
+			enqueue(obj, nil, last)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", source.GVR, err)
+	}
+	return nil
+}
+
+// OwnWrites returns the Operator's record of its own writes to watched
+// objects: wrap each write of a watched object in OwnWrites.Begin, and the
+// watch event that write causes does not wake the owner again.
+func (o *Operator) OwnWrites() *OwnWrites {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.writes == nil {
+		o.writes = &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+	}
+	return o.writes
+}
+
+// OwnWrites tells the watch events caused by the operator's own writes
+// (echoes) from the others, so that Owns and Watches do not wake an owner
+// for a change it made itself. The watch event of a write can reach the
+// informer before the write's answer reaches the writer, so a write is
+// announced before it is sent (Begin) and settled with its answer: events of
+// the written object that arrive in between are held, and released at the
+// answer unless they carry the answer's resourceVersion. Methods are safe for
+// concurrent use. Memory: one entry per write in flight, and one per written
+// object whose echo has not arrived yet (dropped when the object is
+// deleted or written again).
+type OwnWrites struct {
+	mu      sync.Mutex
+	pending map[writeKey]*pendingWrite
+	echoes  map[types.UID]string // resourceVersion of an answered write whose event has not come
+}
+
+type writeKey struct {
+	resource        schema.GroupResource
+	namespace, name string
+}
+
+type pendingWrite struct {
+	inFlight int
+	held     []heldEvent
+}
+
+type heldEvent struct {
+	uid     types.UID
+	version string
+	fire    func()
+}
+
+// Begin announces a write (create, update, patch, apply) of the object
+// namespace/name of resource, and returns the func to call with the API
+// server's answer (nil on error) once the write returned. Every Begin must
+// be followed by exactly one call of its func, or events of that object
+// stay held.
+func (w *OwnWrites) Begin(resource schema.GroupResource, namespace, name string) (done func(answer metav1.Object, err error)) {
+	key := writeKey{resource, namespace, name}
+	w.mu.Lock()
+	p := w.pending[key]
+	if p == nil {
+		p = &pendingWrite{}
+		w.pending[key] = p
+	}
+	p.inFlight++
+	w.mu.Unlock()
+	var once sync.Once
+	return func(answer metav1.Object, err error) {
+		once.Do(func() { w.settle(key, answer, err) })
+	}
+}
+
+func (w *OwnWrites) settle(key writeKey, answer metav1.Object, err error) {
+	w.mu.Lock()
+	p := w.pending[key]
+	ours := err == nil && answer != nil && answer.GetUID() != ""
+	seen := false
+	var release []heldEvent
+	for _, e := range p.held {
+		if ours && e.uid == answer.GetUID() && e.version == answer.GetResourceVersion() {
+			seen = true // the echo came first: drop it
+			continue
+		}
+		release = append(release, e)
+	}
+	p.held = nil
+	if ours && !seen {
+		w.echoes[answer.GetUID()] = answer.GetResourceVersion()
+	}
+	p.inFlight--
+	if p.inFlight > 0 {
+		p.held = release // an event may be the echo of another write in flight
+		release = nil
+	} else {
+		delete(w.pending, key)
+	}
+	w.mu.Unlock()
+	for _, e := range release {
+		e.fire()
+	}
+}
+
+// observe decides about a watch event of obj (of resource): it calls fire
+// now, later (held while a write of obj is in flight), or never (the echo of
+// the operator's own write).
+func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func()) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		fire()
+		return
+	}
+	w.mu.Lock()
+	if rv, ok := w.echoes[m.GetUID()]; ok && rv == m.GetResourceVersion() {
+		delete(w.echoes, m.GetUID())
+		w.mu.Unlock()
+		return
+	}
+	if p := w.pending[writeKey{resource, m.GetNamespace(), m.GetName()}]; p != nil {
+		p.held = append(p.held, heldEvent{uid: m.GetUID(), version: m.GetResourceVersion(), fire: fire})
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	fire()
+}
+
+func (w *OwnWrites) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		w.mu.Lock()
+		delete(w.echoes, m.GetUID())
+		w.mu.Unlock()
+	}
+}
+
+func resourceVersion(obj any) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
+}

@@ -1,0 +1,157 @@
+package operator
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
+)
+
+var configMaps = schema.GroupResource{Resource: "configmaps"}
+
+func cm(uid, rv string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID(uid), ResourceVersion: rv}}
+}
+
+// TestOwnWrites plays the orders in which a write's answer and watch events
+// can arrive and checks which events wake the owner.
+func TestOwnWrites(t *testing.T) {
+	type step struct {
+		begin  bool
+		event  *corev1.ConfigMap // observe an event of this object
+		answer *corev1.ConfigMap // settle the write with this answer
+		err    error             // settle the write with this error
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		fired []string // resourceVersions of the events that woke the owner, in order
+	}{
+		{name: "no write: every event fires", steps: []step{{event: cm("u", "1")}, {event: cm("u", "2")}}, fired: []string{"1", "2"}},
+		{name: "answer first, then the echo: dropped", steps: []step{{begin: true}, {answer: cm("u", "5")}, {event: cm("u", "5")}}, fired: nil},
+		{name: "echo first, then the answer: dropped", steps: []step{{begin: true}, {event: cm("u", "5")}, {answer: cm("u", "5")}}, fired: nil},
+		{name: "a foreign change during the write fires at the answer", steps: []step{{begin: true}, {event: cm("u", "4")}, {event: cm("u", "5")}, {answer: cm("u", "5")}}, fired: []string{"4"}},
+		{name: "a failed write releases what it held", steps: []step{{begin: true}, {event: cm("u", "4")}, {err: errors.New("conflict")}}, fired: []string{"4"}},
+		{name: "the echo is dropped once: the same version again fires", steps: []step{{begin: true}, {answer: cm("u", "5")}, {event: cm("u", "5")}, {event: cm("u", "5")}}, fired: []string{"5"}},
+		{name: "a later foreign change fires", steps: []step{{begin: true}, {answer: cm("u", "5")}, {event: cm("u", "5")}, {event: cm("u", "6")}}, fired: []string{"6"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+			var fired []string
+			var done func(metav1.Object, error)
+			for _, s := range tt.steps {
+				switch {
+				case s.begin:
+					done = w.Begin(configMaps, "ns", "c")
+				case s.event != nil:
+					ev := s.event
+					w.observe(configMaps, ev, func() { fired = append(fired, ev.ResourceVersion) })
+				case s.answer != nil:
+					done(s.answer, nil)
+				case s.err != nil:
+					done(nil, s.err)
+				}
+			}
+			if len(fired) != len(tt.fired) {
+				t.Fatalf("fired %v, want %v", fired, tt.fired)
+			}
+			for i := range fired {
+				if fired[i] != tt.fired[i] {
+					t.Fatalf("fired %v, want %v", fired, tt.fired)
+				}
+			}
+			if len(w.pending) != 0 {
+				t.Errorf("%d writes still pending after their answers", len(w.pending))
+			}
+		})
+	}
+}
+
+func TestOwnWritesForgetOnDelete(t *testing.T) {
+	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+	w.Begin(configMaps, "ns", "c")(cm("u", "5"), nil)
+	w.forget(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cm("u", "5")})
+	if len(w.echoes) != 0 {
+		t.Fatalf("echoes after the object's delete = %v, want none", w.echoes)
+	}
+}
+
+func TestNewValidatesConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		config Config
+		field  string
+	}{
+		{name: "no rest config", config: Config{Name: "x"}, field: "RESTConfig"},
+		{name: "no name", config: Config{RESTConfig: restConfig()}, field: "Name"},
+		{name: "negative shutdown", config: Config{RESTConfig: restConfig(), Name: "x", ShutdownTimeout: -1}, field: "ShutdownTimeout"},
+		{name: "renew not shorter than lease", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaseDuration: 5e9, RenewDeadline: 5e9}, field: "RenewDeadline"},
+		{name: "nil framework", config: Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{nil}}, field: "Frameworks[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.config)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("New() error = %v, want ErrInvalidConfig naming %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestRunWithoutFrameworks(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(t.Context()); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Run() without frameworks = %v, want ErrInvalidConfig", err)
+	}
+	if err := o.Run(t.Context()); !errors.Is(err, ErrAlreadyStarted) {
+		t.Fatalf("second Run() = %v, want ErrAlreadyStarted", err)
+	}
+	if _, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}); !errors.Is(err, ErrAlreadyStarted) {
+		t.Fatalf("Informer() after Run = %v, want ErrAlreadyStarted", err)
+	}
+}
+
+func TestInformerShared(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	a, err := o.Informer(informer.Config{GVR: gvr, Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := o.Informer(informer.Config{GVR: gvr, Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := o.Informer(informer.Config{GVR: gvr, Namespace: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Informer != b.Informer || a.Informer == c.Informer {
+		t.Fatalf("same key must share one informer, another namespace must not: a=%p b=%p c=%p", a.Informer, b.Informer, c.Informer)
+	}
+	if len(o.order) != 2 {
+		t.Fatalf("informers created = %d, want 2", len(o.order))
+	}
+	_, err = o.Informer(informer.Config{GVR: gvr, Namespace: "ns", Transform: func(obj any) (any, error) { return obj, nil }})
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("a second Informer with a Transform: err = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func restConfig() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:1"} }
