@@ -171,7 +171,11 @@ func TestOperatorRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := op.Owns(fA, widgetKind, informer.Config{GVR: configMapGVR, Namespace: ns}); err != nil {
+	configMaps, err := op.Informer(informer.Config{GVR: configMapGVR, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Owns(fA, widgetKind, configMaps); err != nil {
 		t.Fatal(err)
 	}
 	const n = 5

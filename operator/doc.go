@@ -15,7 +15,8 @@
 //	inf, err := op.Informer(informer.Config{GVR: webappGVR})
 //	f, err := framework.New(framework.Config{Informer: inf, Client: op.Dynamic(), Registerer: op.Registry(), ...})
 //	op.Add(f)
-//	op.Owns(f, webappKind, informer.Config{GVR: configMapGVR})
+//	configMaps, err := op.Informer(informer.Config{GVR: configMapGVR})
+//	op.Owns(f, webappKind, configMaps)
 //	err = op.Run(signalContext)
 //
 // # Guarantees

@@ -52,7 +52,11 @@ type sharedInformer struct {
 // so a Framework booted on a SharedInformer does not start a second watch.
 type SharedInformer struct {
 	*informer.Informer
+	gvr schema.GroupVersionResource
 }
+
+// GVR returns the resource the informer watches.
+func (s *SharedInformer) GVR() schema.GroupVersionResource { return s.gvr }
 
 // Run blocks until ctx ends and returns nil: Operator.Run runs the
 // underlying informer. It is what Framework.Boot calls.
@@ -87,7 +91,7 @@ func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
 		if cfg.Client != nil || cfg.RESTClient != nil || cfg.ObjectType != nil || cfg.Transform != nil {
 			return nil, fmt.Errorf("%w: informer for %s exists already: a second Informer call must not set Client, RESTClient, ObjectType or Transform", ErrInvalidConfig, key)
 		}
-		return &SharedInformer{si.inf}, nil
+		return &SharedInformer{Informer: si.inf, gvr: key.gvr}, nil
 	}
 	if cfg.Client == nil && cfg.RESTClient == nil {
 		cfg.Client = o.dynamic
@@ -111,7 +115,7 @@ func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
 	si := &sharedInformer{key: key, inf: inf}
 	o.informers[key] = si
 	o.order = append(o.order, si)
-	return &SharedInformer{inf}, nil
+	return &SharedInformer{Informer: inf, gvr: key.gvr}, nil
 }
 
 // Predicate decides whether a watch event enqueues anything. oldObj is nil
@@ -121,9 +125,9 @@ func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
 type Predicate func(oldObj, newObj any) bool
 
 // Owns makes f reconcile the owner of a child object whenever the child is
-// added, changed or deleted: the watched objects are those of child (an
-// informer.Config for Informer: the shared informer of that key), and the
-// owner is named by the child's controller owner reference when that
+// added, changed or deleted: the watched objects are those of child (from
+// Informer, which the child resource may read its current state from too),
+// and the owner is named by the child's controller owner reference when that
 // reference is of kind owner (group and kind; any version). The owner is
 // taken to be in the child's namespace (owner references cannot cross
 // namespaces); for cluster-scoped owners use Watches.
@@ -132,7 +136,7 @@ type Predicate func(oldObj, newObj any) bool
 // that the operator's own writes caused (recorded in OwnWrites) enqueue
 // nothing (see OwnWrites); every predicate given must return true as well. It is called
 // before Run.
-func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child informer.Config, predicates ...Predicate) error {
+func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *SharedInformer, predicates ...Predicate) error {
 	if owner.Kind == "" {
 		return fmt.Errorf("%w: Owns: owner kind must not be empty", ErrInvalidConfig)
 	}
@@ -157,18 +161,19 @@ func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child in
 
 // Watches makes f reconcile the objects whose keys ("namespace/name", or
 // "name" when cluster-scoped) mapFunc returns for each added, changed or
-// deleted object of source (an informer.Config for Informer: the shared
-// informer of that key). mapFunc gets the object (on a delete, the last
+// deleted object of source (from Informer). mapFunc gets the object (on a delete, the last
 // state known); it runs on the informer's event path and must not block.
 // Resyncs and the operator's own writes are filtered as for Owns, and every
 // predicate given must return true. It is called before Run.
-func (o *Operator) Watches(f *framework.Framework, source informer.Config, mapFunc func(obj any) []string, predicates ...Predicate) error {
-	if f == nil || mapFunc == nil {
-		return fmt.Errorf("%w: Watches: framework and map function must not be nil", ErrInvalidConfig)
+func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFunc func(obj any) []string, predicates ...Predicate) error {
+	if f == nil || source == nil || mapFunc == nil {
+		return fmt.Errorf("%w: Watches: framework, source and map function must not be nil", ErrInvalidConfig)
 	}
-	inf, err := o.Informer(source)
-	if err != nil {
-		return err
+	o.mu.Lock()
+	started := o.started
+	o.mu.Unlock()
+	if started {
+		return ErrAlreadyStarted
 	}
 	writes := o.OwnWrites()
 	enqueue := func(oldObj, newObj, obj any) {
@@ -181,8 +186,8 @@ func (o *Operator) Watches(f *framework.Framework, source informer.Config, mapFu
 			f.Enqueue(key)
 		}
 	}
-	gr := source.GVR.GroupResource()
-	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	gr := source.gvr.GroupResource()
+	_, err := source.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			writes.observe(gr, obj, func() { enqueue(nil, obj, obj) })
 		},
@@ -202,7 +207,7 @@ func (o *Operator) Watches(f *framework.Framework, source informer.Config, mapFu
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", source.GVR, err)
+		return fmt.Errorf("watch %s: %w", source.gvr, err)
 	}
 	return nil
 }
