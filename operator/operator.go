@@ -133,6 +133,7 @@ type Operator struct {
 	informers  map[informerKey]*sharedInformer
 	order      []*sharedInformer // in creation order, for Run
 	writes     *OwnWrites
+	recorders  []*deferredRecorder
 	srv        atomic.Pointer[server]
 }
 
@@ -334,6 +335,8 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}
 	st.cachesSynced.Store(true)
+	stopEvents := o.startEvents(infCtx)
+	defer stopEvents() // after the Frameworks stopped, before the informers
 
 	if !o.config.LeaderElection {
 		err, _ := o.runFrameworks(ctx, frameworks, nil)
@@ -367,7 +370,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leading context.Context) {
 				st.leading.Store(true)
-				level.Info(logger).Log("msg", "leading: booting the frameworks")
+				level.Info(logger).Log("msg", "leading: starting the operator")
 				// leading ends when the Lease is lost (or leCtx ends, which
 				// happens only after the Frameworks stopped).
 				err, finished := o.runFrameworks(ctx, frameworks, leading)
@@ -560,5 +563,8 @@ func (o Options) Config(name string, restConfig *rest.Config, logger log.Logger)
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaseDuration:           o.LeaseDuration,
+		RenewDeadline:           o.RenewDeadline,
+		RetryPeriod:             o.RetryPeriod,
 	}
 }

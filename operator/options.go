@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-kit/log"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,8 +22,10 @@ import (
 // RESTConfig and NewLogger for zero values.
 const (
 	// DefaultMetricsBindAddress is where /metrics and the debug pages are
-	// served: port 8080 on every interface.
-	DefaultMetricsBindAddress = ":8080"
+	// served: port 8080 on the loopback interface only, since the debug
+	// pages name objects and errors. A Deployment that is scraped sets
+	// --metrics-bind-address=:8080.
+	DefaultMetricsBindAddress = "127.0.0.1:8080"
 	// DefaultHealthProbeBindAddress is where /healthz and /readyz are
 	// served for the kubelet's probes.
 	DefaultHealthProbeBindAddress = ":8081"
@@ -50,6 +53,9 @@ const (
 	flagLogFormat               = "log-format"
 	flagKubeAPIQPS              = "kube-api-qps"
 	flagKubeAPIBurst            = "kube-api-burst"
+	flagLeaseDuration           = "leader-election-lease-duration"
+	flagRenewDeadline           = "leader-election-renew-deadline"
+	flagRetryPeriod             = "leader-election-retry-period"
 )
 
 // serviceAccountNamespaceFile holds the namespace of the pod a process runs
@@ -105,6 +111,11 @@ type Options struct {
 	// KubeAPIBurst is the burst of requests allowed above KubeAPIQPS
 	// (--kube-api-burst). Zero in RESTConfig: DefaultKubeAPIBurst.
 	KubeAPIBurst int
+	// LeaseDuration, RenewDeadline and RetryPeriod are the leader election
+	// timings (--leader-election-lease-duration, -renew-deadline,
+	// -retry-period). Zero: DefaultLeaseDuration, DefaultRenewDeadline,
+	// DefaultRetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // BindFlags registers every option on fs, under the flag names given in
@@ -147,6 +158,19 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, burst,
 		"burst of requests to the API server above --kube-api-qps (client-side rate limit)")
+	fs.DurationVar(&o.LeaseDuration, flagLeaseDuration, orDefaultDuration(o.LeaseDuration, DefaultLeaseDuration),
+		"how long the leader election Lease holds without renewal")
+	fs.DurationVar(&o.RenewDeadline, flagRenewDeadline, orDefaultDuration(o.RenewDeadline, DefaultRenewDeadline),
+		"how long the leader tries to renew the Lease before it stops leading")
+	fs.DurationVar(&o.RetryPeriod, flagRetryPeriod, orDefaultDuration(o.RetryPeriod, DefaultRetryPeriod),
+		"how often candidates try to acquire or renew the Lease")
+}
+
+func orDefaultDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 func orDefault(s, def string) string {
@@ -204,6 +228,18 @@ func (o Options) Validate() error {
 	}
 	if o.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %d for flag --%s: must be positive", o.KubeAPIBurst, flagKubeAPIBurst))
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{flagLeaseDuration, o.LeaseDuration}, {flagRenewDeadline, o.RenewDeadline}, {flagRetryPeriod, o.RetryPeriod}} {
+		if d.value < 0 {
+			errs = append(errs, fmt.Errorf("invalid value %s for flag --%s: must not be negative", d.value, d.flag))
+		}
+	}
+	lease, renew := orDefaultDuration(o.LeaseDuration, DefaultLeaseDuration), orDefaultDuration(o.RenewDeadline, DefaultRenewDeadline)
+	if o.LeaderElect && renew >= lease {
+		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s (%s)", flagRenewDeadline, renew, flagLeaseDuration, lease))
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-kit/log/level"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,6 +33,9 @@ func TestBindFlagsDefaults(t *testing.T) {
 			LogFormat:              DefaultLogFormat,
 			KubeAPIQPS:             DefaultKubeAPIQPS,
 			KubeAPIBurst:           DefaultKubeAPIBurst,
+			LeaseDuration:          DefaultLeaseDuration,
+			RenewDeadline:          DefaultRenewDeadline,
+			RetryPeriod:            DefaultRetryPeriod,
 		},
 	}, {
 		name: "values set before BindFlags are the defaults",
@@ -45,6 +49,7 @@ func TestBindFlagsDefaults(t *testing.T) {
 			LogFormat:               "json",
 			KubeAPIQPS:              20,
 			KubeAPIBurst:            30,
+			LeaseDuration:           4 * time.Second,
 		},
 		want: Options{
 			Kubeconfig:              "/etc/kubeconfig",
@@ -57,6 +62,9 @@ func TestBindFlagsDefaults(t *testing.T) {
 			LogFormat:               "json",
 			KubeAPIQPS:              20,
 			KubeAPIBurst:            30,
+			LeaseDuration:           4 * time.Second,
+			RenewDeadline:           DefaultRenewDeadline,
+			RetryPeriod:             DefaultRetryPeriod,
 		},
 	}, {
 		name: "leader-elect defaults to true even when set false before",
@@ -70,6 +78,9 @@ func TestBindFlagsDefaults(t *testing.T) {
 			LogFormat:              DefaultLogFormat,
 			KubeAPIQPS:             DefaultKubeAPIQPS,
 			KubeAPIBurst:           DefaultKubeAPIBurst,
+			LeaseDuration:          DefaultLeaseDuration,
+			RenewDeadline:          DefaultRenewDeadline,
+			RetryPeriod:            DefaultRetryPeriod,
 		},
 	}}
 	for _, tt := range tests {
@@ -96,6 +107,7 @@ func TestBindFlagsParse(t *testing.T) {
 		"--kubeconfig=/k", "--metrics-bind-address=:9090", "--health-probe-bind-address=0",
 		"--leader-elect=false", "--leader-election-id=lease", "--leader-election-namespace=ns",
 		"--log-level=warn", "--log-format=json", "--kube-api-qps=7.5", "--kube-api-burst=9",
+		"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s",
 	}
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("Parse() error = %v", err)
@@ -104,6 +116,7 @@ func TestBindFlagsParse(t *testing.T) {
 		Kubeconfig: "/k", MetricsBindAddress: ":9090", HealthProbeBindAddress: "0",
 		LeaderElect: false, LeaderElectionID: "lease", LeaderElectionNamespace: "ns",
 		LogLevel: "warn", LogFormat: "json", KubeAPIQPS: 7.5, KubeAPIBurst: 9,
+		LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second,
 	}
 	if o != want {
 		t.Errorf("got %+v\nwant %+v", o, want)
@@ -157,6 +170,17 @@ func TestValidate(t *testing.T) {
 			modify: func(o *Options) { o.MetricsBindAddress = ":80800" },
 			want:   []string{`invalid value ":80800" for flag --metrics-bind-address: want host:port with a port number`},
 		},
+		{
+			name:   "renew deadline not shorter than the lease",
+			modify: func(o *Options) { o.LeaseDuration, o.RenewDeadline = 5*time.Second, 5*time.Second },
+			want:   []string{`flag --leader-election-renew-deadline (5s) must be shorter than --leader-election-lease-duration (5s)`},
+		},
+		{
+			name:   "negative retry period",
+			modify: func(o *Options) { o.RetryPeriod = -time.Second },
+			want:   []string{`invalid value -1s for flag --leader-election-retry-period: must not be negative`},
+		},
+		{name: "lease timings unchecked without leader election", modify: func(o *Options) { o.LeaderElect, o.LeaseDuration, o.RenewDeadline = false, time.Second, 5*time.Second }},
 		{
 			name:   "unknown log format",
 			modify: func(o *Options) { o.LogFormat = "yaml" },

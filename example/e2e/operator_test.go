@@ -26,6 +26,7 @@ import (
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/example/config"
 	"github.com/operatorkit/operatorkit/example/webapp"
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/testenv"
 )
 
@@ -203,7 +204,7 @@ func TestOperatorUnderMinimalRole(t *testing.T) {
 
 	p := start(t, bin, []string{
 		"--kubeconfig", kubeconfig, "--namespace", ns, "--leader-election-namespace", ns,
-		"--metrics-address", "127.0.0.1:0", "--log-level", "debug", "--workers", "2",
+		"--metrics-bind-address", "127.0.0.1:0", "--log-level", "debug", "--workers", "2",
 	}, nil)
 
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -297,7 +298,7 @@ func TestOperatorWithoutPermissions(t *testing.T) {
 	bin := build(t, "webapp-operator")
 	env, _ := startCluster(t)
 	kubeconfig := userKubeconfig(t, env, "nobody")
-	p := start(t, bin, []string{"--kubeconfig", kubeconfig, "--namespace", "anywhere", "--metrics-address", "127.0.0.1:0"}, nil)
+	p := start(t, bin, []string{"--kubeconfig", kubeconfig, "--namespace", "anywhere", "--metrics-bind-address", "127.0.0.1:0"}, nil)
 	if code := p.ExitCode(t, 60*time.Second); code != 1 {
 		t.Fatalf("exit code = %d, want 1", code)
 	}
@@ -322,18 +323,16 @@ func TestOperatorRunLeavesNoGoroutines(t *testing.T) {
 	}
 	before := goleak.IgnoreCurrent()
 
-	cfg := env.Config()
-	op, err := webapp.New(webapp.Config{
-		Client:    kubernetes.NewForConfigOrDie(cfg),
-		Dynamic:   dynamic.NewForConfigOrDie(cfg),
-		Namespace: ns,
-	})
+	rt, err := operator.New(operator.Config{RESTConfig: env.Config(), Name: webapp.DefaultName})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := webapp.New(webapp.Config{Operator: rt, Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(contextFor(t))
 	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
+	go func() { done <- rt.Run(ctx) }()
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		for i := 0; i < 3; i++ {
 			w, err := getWebApp(ctx, c, ns, fmt.Sprintf("site-%d", i))

@@ -31,6 +31,7 @@ import (
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/example/config"
 	"github.com/operatorkit/operatorkit/example/webapp"
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/requestcount"
 	"github.com/operatorkit/operatorkit/testenv"
 )
@@ -324,20 +325,18 @@ func startInProcess(t *testing.T, cfg *rest.Config, ns string, workers int) *inP
 	cfg.QPS, cfg.Burst = -1, 0
 	logs := &syncBuffer{}
 	reg := prometheus.NewRegistry()
-	op, err := webapp.New(webapp.Config{
-		Client:     kubernetes.NewForConfigOrDie(cfg),
-		Dynamic:    dynamic.NewForConfigOrDie(cfg),
-		Namespace:  ns,
-		Workers:    workers,
-		Logger:     log.With(log.NewLogfmtLogger(logs), "ts", log.DefaultTimestampUTC),
-		Registerer: reg,
-	})
+	logger := log.With(log.NewLogfmtLogger(logs), "ts", log.DefaultTimestampUTC)
+	rt, err := operator.New(operator.Config{RESTConfig: cfg, Name: webapp.DefaultName, Logger: logger, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := webapp.New(webapp.Config{Operator: rt, Namespace: ns, Workers: workers, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- op.Run(ctx) }()
+	go func() { done <- rt.Run(ctx) }()
 	select {
 	case <-op.Booted():
 	case err := <-done:

@@ -28,16 +28,16 @@ func TestMetricsBindLoopbackByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--help: %v\n%s", err, out)
 	}
-	def, ok := flagDefault(string(out), "metrics-address")
+	def, ok := flagDefault(string(out), "metrics-bind-address")
 	if !ok {
-		t.Fatalf("--help does not document a default for -metrics-address:\n%s", out)
+		t.Fatalf("--help does not document a default for --metrics-bind-address:\n%s", out)
 	}
 	host, port, err := net.SplitHostPort(def)
 	if err != nil || !net.ParseIP(host).IsLoopback() {
-		t.Fatalf("-metrics-address defaults to %q, want a loopback address", def)
+		t.Fatalf("--metrics-bind-address defaults to %q, want a loopback address", def)
 	}
 	if def != defaultMetricsAddress {
-		t.Fatalf("-metrics-address defaults to %q, want %q", def, defaultMetricsAddress)
+		t.Fatalf("--metrics-bind-address defaults to %q, want %q", def, defaultMetricsAddress)
 	}
 
 	// Run without the flag. Another program on this machine may hold the

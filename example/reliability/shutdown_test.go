@@ -22,7 +22,7 @@ const finalizer = framework.FinalizerPrefix + "webapp-operator"
 func operatorArgs(kubeconfig, ns string, extra ...string) []string {
 	return append([]string{
 		"--kubeconfig", kubeconfig, "--namespace", ns, "--leader-election-namespace", ns,
-		"--metrics-address", "127.0.0.1:0", "--log-level", "debug", "--workers", "2",
+		"--metrics-bind-address", "127.0.0.1:0", "--log-level", "debug", "--workers", "2",
 	}, extra...)
 }
 

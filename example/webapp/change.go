@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operatorkit/operatorkit/operator"
 )
 
 // Action is what a change does to a child object.
@@ -188,14 +190,22 @@ type typedClient[T any] interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// newChildWriter returns the childWriter of kind gvk whose objects are
-// written through client(namespace). A non-empty propagation is set on
-// every delete.
-func newChildWriter[T any, C typedClient[T]](gvk schema.GroupVersionKind, client func(namespace string) C, propagation ...metav1.DeletionPropagation) childWriter {
+// newChildWriter returns the childWriter of kind gvk (resource gr) whose
+// objects are written through client(namespace). Each apply is announced to
+// writes (when not nil), so that its watch event does not wake the WebApp
+// again. A non-empty propagation is set on every delete.
+func newChildWriter[T any, C typedClient[T]](gvk schema.GroupVersionKind, gr schema.GroupResource, writes *operator.OwnWrites, client func(namespace string) C, propagation ...metav1.DeletionPropagation) childWriter {
 	return childWriter{
 		gvk: gvk,
 		apply: func(ctx context.Context, namespace, name string, body []byte) error {
-			_, err := client(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
+			if writes == nil {
+				_, err := client(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
+				return err
+			}
+			done := writes.Begin(gr, namespace, name)
+			obj, err := client(namespace).Patch(ctx, name, types.ApplyPatchType, body, applyOptions())
+			answer, _ := any(obj).(metav1.Object)
+			done(answer, err)
 			return err
 		},
 		delete: func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {

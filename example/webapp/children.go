@@ -8,10 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/operatorkit/operatorkit/informer"
 )
 
 // Children reads the child objects of WebApps: the ConfigMap, Deployment
@@ -25,35 +24,44 @@ type Children interface {
 	Service(ctx context.Context, namespace, name string) (*corev1.Service, error)
 }
 
-// NewCachedChildren returns Children that read from the listers of
-// factory, which should list only objects labelled LabelManagedBy=ManagedBy
-// (see [Operator]). It makes no API request; what it returns is as fresh as
-// the informers, which is enough for a level-based operator: a child event
+// NewCachedChildren returns Children that read from the shared informers
+// of the operator (see [New]), which list only objects labelled
+// LabelManagedBy=ManagedBy and hold typed objects. It makes no API request;
+// what it returns is as fresh as the informers (and the writes they were
+// told of), which is enough for a level-based operator: a child event
 // enqueues its WebApp again.
-func NewCachedChildren(factory informers.SharedInformerFactory) Children {
-	return &cachedChildren{
-		configMaps:  factory.Core().V1().ConfigMaps().Lister(),
-		deployments: factory.Apps().V1().Deployments().Lister(),
-		services:    factory.Core().V1().Services().Lister(),
-	}
+func NewCachedChildren(configMaps, deployments, services informer.Interface) Children {
+	return &cachedChildren{configMaps: configMaps, deployments: deployments, services: services}
 }
 
 type cachedChildren struct {
-	configMaps  corelisters.ConfigMapLister
-	deployments appslisters.DeploymentLister
-	services    corelisters.ServiceLister
+	configMaps, deployments, services informer.Interface
 }
 
 func (c *cachedChildren) ConfigMap(_ context.Context, namespace, name string) (*corev1.ConfigMap, error) {
-	return found(c.configMaps.ConfigMaps(namespace).Get(name))
+	return cached[corev1.ConfigMap](c.configMaps, namespace, name)
 }
 
 func (c *cachedChildren) Deployment(_ context.Context, namespace, name string) (*appsv1.Deployment, error) {
-	return found(c.deployments.Deployments(namespace).Get(name))
+	return cached[appsv1.Deployment](c.deployments, namespace, name)
 }
 
 func (c *cachedChildren) Service(_ context.Context, namespace, name string) (*corev1.Service, error) {
-	return found(c.services.Services(namespace).Get(name))
+	return cached[corev1.Service](c.services, namespace, name)
+}
+
+// cached returns the object namespace/name of inf's cache, nil when there
+// is none.
+func cached[T any](inf informer.Interface, namespace, name string) (*T, error) {
+	obj, ok, err := inf.Get(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	t, ok := obj.(*T)
+	if !ok {
+		return nil, fmt.Errorf("read child %s/%s: cache holds a %T", namespace, name, obj)
+	}
+	return t, nil
 }
 
 // NewLiveChildren returns Children that GET every object from the API

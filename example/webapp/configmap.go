@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ContentKey is the ConfigMap key that holds a WebApp's content.
@@ -33,8 +35,8 @@ type configMapOps struct {
 }
 
 // configMapWriter writes ConfigMaps with client.
-func configMapWriter(client kubernetes.Interface) childWriter {
-	return newChildWriter(configMapGVK, client.CoreV1().ConfigMaps)
+func configMapWriter(client kubernetes.Interface, writes *operator.OwnWrites) childWriter {
+	return newChildWriter(configMapGVK, schema.GroupResource{Group: "", Resource: "configmaps"}, writes, client.CoreV1().ConfigMaps)
 }
 
 var _ crud.Ops = (*configMapOps)(nil)

@@ -12,7 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // DeploymentName is the name of the Deployment resource.
@@ -46,8 +48,8 @@ type deploymentOps struct {
 // deploymentWriter writes Deployments with client. Deletes propagate in the
 // background: a real cluster's garbage collector then deletes the
 // ReplicaSets and pods (the test API server has none).
-func deploymentWriter(client kubernetes.Interface) childWriter {
-	return newChildWriter(deploymentGVK, client.AppsV1().Deployments, metav1.DeletePropagationBackground)
+func deploymentWriter(client kubernetes.Interface, writes *operator.OwnWrites) childWriter {
+	return newChildWriter(deploymentGVK, schema.GroupResource{Group: "apps", Resource: "deployments"}, writes, client.AppsV1().Deployments, metav1.DeletePropagationBackground)
 }
 
 var _ crud.Ops = (*deploymentOps)(nil)

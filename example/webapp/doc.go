@@ -14,7 +14,9 @@
 // and delete with a UID precondition. The status resource (status.go) is a
 // crud.Ops too, last in the chain. [NewResourceSets] wraps every resource
 // with the retry and metrics wrappers and builds one router.ResourceSet per
-// release; [New] wires them into a framework.Framework with informers.
+// release; [New] wires them into a framework.Framework on an
+// operator.Operator, which runs it with the process's shared informers,
+// leader election and endpoints.
 //
 // # Releases
 //
@@ -56,10 +58,12 @@
 //
 // # Drift
 //
-// The [Operator] watches ConfigMaps, Deployments and Services labelled
-// LabelManagedBy=ManagedBy with shared informers (their listers are the
-// Children) and enqueues the owning WebApp on every change, so a child
-// changed or deleted by someone else is repaired at once.
+// [New] asks the operator.Operator for shared, typed informers of the
+// ConfigMaps, Deployments and Services labelled LabelManagedBy=ManagedBy
+// (their caches are the Children) and watches them with Operator.Owns: a
+// child changed or deleted by someone else enqueues its WebApp and is
+// repaired at once, while the echo of the operator's own apply (announced
+// to Operator.OwnWrites) enqueues nothing.
 //
 // # Logs
 //

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/wrapper/metrics"
@@ -27,6 +28,9 @@ type ResourceSetsConfig struct {
 	// Children reads the child objects. Required: NewCachedChildren in an
 	// operator, NewLiveChildren for a one-off plan.
 	Children Children
+	// OwnWrites is told of every apply of a child, so that its watch event
+	// does not wake the WebApp again. Optional (nil for a one-off plan).
+	OwnWrites *operator.OwnWrites
 	// EventRecorder records the Events on WebApps. Optional; nil drops
 	// events.
 	EventRecorder record.EventRecorder
@@ -79,9 +83,9 @@ func NewResourceSets(config ResourceSetsConfig) ([]*router.ResourceSet, error) {
 	var sets []*router.ResourceSet
 	for _, release := range Releases {
 		ops := []crud.Ops{
-			&configMapOps{childWriter: configMapWriter(config.Client), children: config.Children, logger: config.Logger},
-			&deploymentOps{childWriter: deploymentWriter(config.Client), children: config.Children, release: release, logger: config.Logger},
-			&serviceOps{childWriter: serviceWriter(config.Client), children: config.Children, enabled: release == Release2, logger: config.Logger},
+			&configMapOps{childWriter: configMapWriter(config.Client, config.OwnWrites), children: config.Children, logger: config.Logger},
+			&deploymentOps{childWriter: deploymentWriter(config.Client, config.OwnWrites), children: config.Children, release: release, logger: config.Logger},
+			&serviceOps{childWriter: serviceWriter(config.Client, config.OwnWrites), children: config.Children, enabled: release == Release2, logger: config.Logger},
 			&statusOps{status: status, release: release},
 		}
 		resources := make([]resource.Interface, 0, len(ops))

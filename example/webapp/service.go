@@ -10,7 +10,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // ServiceName is the name of the Service resource.
@@ -30,8 +32,8 @@ type serviceOps struct {
 }
 
 // serviceWriter writes Services with client.
-func serviceWriter(client kubernetes.Interface) childWriter {
-	return newChildWriter(serviceGVK, client.CoreV1().Services)
+func serviceWriter(client kubernetes.Interface, writes *operator.OwnWrites) childWriter {
+	return newChildWriter(serviceGVK, schema.GroupResource{Group: "", Resource: "services"}, writes, client.CoreV1().Services)
 }
 
 var _ crud.Ops = (*serviceOps)(nil)

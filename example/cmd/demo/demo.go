@@ -26,6 +26,7 @@ import (
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/example/internal/cli"
 	"github.com/operatorkit/operatorkit/example/webapp"
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/requestcount"
 	"github.com/operatorkit/operatorkit/testenv"
 )
@@ -148,14 +149,14 @@ func (d *demo) run(ctx context.Context) (err error) {
 	opCfg := d.counter.Wrap(clusterCfg)
 	opCfg.QPS, opCfg.Burst = 500, 1000
 	opCfg.UserAgent = "webapp-operator-demo"
-	op, err := newOperator(opCfg, d.opts, logger, d.reg)
+	rt, op, err := newOperator(opCfg, d.opts, logger, d.reg)
 	if err != nil {
 		return err
 	}
 	debug.set(op.DebugHandler())
 	opCtx, stopOperator := context.WithCancel(context.WithoutCancel(ctx))
 	opDone := make(chan error, 1)
-	go func() { opDone <- op.Run(opCtx) }()
+	go func() { opDone <- rt.Run(opCtx) }()
 	stopped := false
 	stop := func() error {
 		if stopped {
@@ -245,24 +246,16 @@ func installCRD(ctx context.Context, cfg *rest.Config, logger log.Logger) error 
 	return c.EnsureCreated(ctx, crd, nil)
 }
 
-// newOperator builds the operator with the demo's settings.
-func newOperator(cfg *rest.Config, o options, logger log.Logger, reg prometheus.Registerer) (*webapp.Operator, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
+// newOperator builds the operator with the demo's settings: the same
+// packages as webapp-operator, with the demo's own HTTP server (the
+// operator's is off) and registry.
+func newOperator(cfg *rest.Config, o options, logger log.Logger, reg *prometheus.Registry) (*operator.Operator, *webapp.Operator, error) {
+	rt, err := operator.New(operator.Config{RESTConfig: cfg, Name: webapp.DefaultName, Logger: logger, Registry: reg})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return webapp.New(webapp.Config{
-		Client:     kube,
-		Dynamic:    dyn,
-		Namespace:  o.namespace,
-		Workers:    o.workers,
-		Logger:     logger,
-		Registerer: reg,
-	})
+	op, err := webapp.New(webapp.Config{Operator: rt, Namespace: o.namespace, Workers: o.workers, Logger: logger})
+	return rt, op, err
 }
 
 // webAppName returns the name of the i-th WebApp.

@@ -37,7 +37,7 @@ current-context: c
 		{name: "bad number", args: []string{"--workers", "many"}, wantCode: 2, want: `invalid value "many" for flag -workers`},
 		{name: "zero workers", args: []string{"--workers", "0"}, wantCode: 2, want: "-workers: must be at least 1"},
 		{name: "bad level", args: []string{"--log-level", "loud"}, wantCode: 2, want: "want debug, info, warn or error"},
-		{name: "bad address", args: []string{"--metrics-address", "8080"}, wantCode: 2, want: "-metrics-address"},
+		{name: "bad address", args: []string{"--metrics-bind-address", "8080"}, wantCode: 2, want: "--metrics-bind-address"},
 		{name: "unknown flag", args: []string{"--frobnicate"}, wantCode: 2, want: "flag provided but not defined: -frobnicate"},
 		{name: "stray argument", args: []string{"serve"}, wantCode: 2, want: `unexpected argument "serve"`},
 		{name: "renew deadline", args: []string{"--leader-election-renew-deadline", "20s"}, wantCode: 2, want: "must be shorter than"},
@@ -73,10 +73,9 @@ func TestHelp(t *testing.T) {
 }
 
 func TestOperatorPermissionsFollowTheRole(t *testing.T) {
-	f := operatorFlags{leaderElect: true, installCRD: true}
-	f.namespace = "apps"
+	f := operatorFlags{installCRD: true, namespace: "apps"}
 	var all []string
-	for _, p := range operatorPermissions(f, "kube-system") {
+	for _, p := range operatorPermissions(f, true, "kube-system") {
 		all = append(all, p.String())
 	}
 	got := strings.Join(all, "\n")
@@ -93,7 +92,7 @@ func TestOperatorPermissionsFollowTheRole(t *testing.T) {
 		}
 	}
 	f = operatorFlags{dryRun: true}
-	for _, p := range operatorPermissions(f, "default") {
+	for _, p := range operatorPermissions(f, false, "default") {
 		if p.Verb != "list" && p.Verb != "watch" {
 			t.Errorf("dry run checks %s", p)
 		}
