@@ -81,6 +81,22 @@ type Operator struct {
 	sets      []*router.ResourceSet
 }
 
+// The operator's permissions, from which `make generate` writes the
+// ClusterRole config/rbac/role.yaml with controller-gen. The WebApp informer
+// lists and watches, the plan command gets one object, the framework patches
+// its finalizer; the status resource patches the status; children are read
+// from informers (list, watch) or by the plan command (get), written with
+// server-side apply (patch, and create: an apply that creates needs both)
+// and deleted by the delete chain; Events are created and then patched to
+// count repeats; leader election uses a Lease.
+//
+// +kubebuilder:rbac:groups=example.operatorkit.io,resources=webapps,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=example.operatorkit.io,resources=webapps/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+
 // New adds the WebApp Framework and its child watches to config.Operator,
 // starting nothing: config.Operator.Run runs them. The error matches
 // ErrInvalidConfig and names the field when a required field is missing.
