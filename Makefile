@@ -19,9 +19,12 @@ FUZZTIME ?= 10s
 # real server). RACE= turns it off for a faster local loop.
 RACE ?= -race
 
-# The stages of `make test`, in order (hack/stages.sh): the test API server
-# builds in the background while lint and the unit tests run.
-STAGES := bg:apiserver lint test-unit wait test-integration test-example test-fuzz test-bench
+# The stages of `make test`, in order (hack/stages.sh; bg: runs a stage in the
+# background until the next wait): the test API server builds while lint and
+# the unit tests run, and the fuzzers (whose first build instruments every
+# dependency) run beside the tests against the API server, which spend much
+# of their time waiting.
+STAGES := bg:apiserver lint test-unit wait bg:test-fuzz test-integration test-example wait test-bench
 
 .PHONY: test apiserver test-unit test-integration test-example test-fuzz test-bench lint demo bench bench-unit generate
 
