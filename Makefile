@@ -62,8 +62,11 @@ lint:
 	$(LIB) vet ./...
 
 ## demo: build and run the demo (flags: make demo DEMO_FLAGS="--objects 50 --hold").
+## The test API server program builds (once, and says so) while the demo compiles.
 demo:
-	cd example && $(LIB) build -o ../bin/demo ./cmd/demo
+	@(cd testenv && $(LIB) run ./cmd/testenv build >/dev/null) & build=$$!; \
+	(cd example && $(LIB) build -o ../bin/demo ./cmd/demo) || { kill $$build; exit 1; }; \
+	wait $$build
 	./bin/demo $(DEMO_FLAGS)
 
 ## generate: regenerate the example's deepcopy code and CRD YAML with controller-gen.

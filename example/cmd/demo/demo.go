@@ -83,7 +83,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return fmt.Errorf("open log file: %w", err)
 	}
 	defer logFile.Close()
-	logger, _ := cli.NewLogger(logFile, d.opts.logLevel)
+	logger, _ := operator.NewLogger(logFile, d.opts.logLevel, "logfmt")
 
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/operatorkit/operatorkit/example/internal/cli"
+	"github.com/operatorkit/operatorkit/operator"
 )
 
 const cmdName = "demo"
@@ -93,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case o.timeout <= 0:
 		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("invalid value %s for flag -timeout: must be positive", o.timeout))
 	}
-	if _, err := cli.NewLogger(io.Discard, o.logLevel); err != nil {
+	if _, err := operator.NewLogger(io.Discard, o.logLevel, "logfmt"); err != nil {
 		return cli.Fail(stderr, cmdName, 2, err)
 	}
 

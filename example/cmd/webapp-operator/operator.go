@@ -25,12 +25,10 @@ Runs the WebApp operator until SIGTERM or SIGINT. Flags:`
 // operatorFlags are the WebApp operator's own flags; operator.Options has
 // the usual ones of every operator binary.
 type operatorFlags struct {
-	namespace        string
-	workers          int
-	installCRD       bool
-	dryRun           bool
-	resyncPeriod     time.Duration
-	reconcileTimeout time.Duration
+	namespace                      string
+	installCRD, dryRun             bool
+	workers                        int
+	resyncPeriod, reconcileTimeout time.Duration
 }
 
 func runOperator(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -49,13 +47,10 @@ func runOperator(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	} else if err != nil {
 		return cli.Fail(stderr, cmdName, 2, err)
 	}
-	if fs.NArg() > 0 {
-		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("unexpected argument %q (the only subcommand is plan)", fs.Arg(0)))
-	}
-	if err := errors.Join(opts.Validate(), f.validate()); err != nil {
+	if err := errors.Join(opts.Validate(), f.validate(fs.Args())); err != nil {
 		return cli.Fail(stderr, cmdName, 2, err)
 	}
-	if opts.LeaderElectionNamespace == "" && f.namespace != "" {
+	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = f.namespace // the Lease beside the WebApps
 	}
 	logger, _ := opts.NewLogger(stderr)
@@ -70,11 +65,10 @@ func runOperator(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // operate checks the cluster and the identity's permissions, then runs the
 // operator until ctx ends.
 func operate(ctx context.Context, opts operator.Options, f operatorFlags, logger log.Logger) error {
-	restConfig, source, err := opts.RESTConfig()
+	restConfig, _, err := opts.RESTConfig()
 	if err != nil {
 		return err
 	}
-	restConfig.UserAgent = cmdName
 	perms := operatorPermissions(f, opts.LeaderElect, opts.LeaderElectionNamespaceOrDefault())
 	if err := cli.Check(ctx, restConfig, v1alpha1.GroupVersionResource, f.installCRD, perms); err != nil {
 		return err
@@ -93,12 +87,13 @@ func operate(ctx context.Context, opts operator.Options, f operatorFlags, logger
 		ResyncPeriod: f.resyncPeriod, ReconcileTimeout: f.reconcileTimeout, DryRun: f.dryRun, Logger: logger}); err != nil {
 		return err
 	}
-	level.Info(logger).Log("msg", "connecting", "cluster", restConfig.Host, "kubeconfig", source, "namespace", f.namespace, "dryRun", f.dryRun)
 	return op.Run(ctx)
 }
 
-func (f operatorFlags) validate() error {
+func (f operatorFlags) validate(args []string) error {
 	switch {
+	case len(args) > 0:
+		return fmt.Errorf("unexpected argument %q (the only subcommand is plan)", args[0])
 	case f.workers < 1:
 		return fmt.Errorf("invalid value %d for flag --workers: must be at least 1", f.workers)
 	case f.resyncPeriod <= 0:

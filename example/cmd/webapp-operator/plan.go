@@ -18,6 +18,7 @@ import (
 	"github.com/operatorkit/operatorkit/example/internal/cli"
 	"github.com/operatorkit/operatorkit/example/webapp"
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/router"
 )
 
@@ -70,11 +71,10 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func plan(ctx context.Context, f planFlags, keys []string, stdout io.Writer) error {
-	restConfig, _, err := cli.RESTConfig(f.kubeconfig)
+	restConfig, _, err := operator.Options{Kubeconfig: f.kubeconfig, KubeAPIQPS: f.qps, KubeAPIBurst: f.burst}.RESTConfig()
 	if err != nil {
 		return err
 	}
-	restConfig.QPS, restConfig.Burst = float32(f.qps), f.burst
 	restConfig.UserAgent = cmdName + "-plan"
 	perms := []cli.Permission{}
 	for _, r := range []struct{ group, resource string }{{v1alpha1.Group, v1alpha1.Resource}, {"", "configmaps"}, {"apps", "deployments"}, {"", "services"}} {

@@ -1,95 +1,24 @@
-// Package cli holds what the example's commands share: the go-kit logger
-// with a level flag, the kubeconfig resolution, the start-up checks that
-// turn a bad kubeconfig or a missing permission into one clear line, and
-// the HTTP server for /metrics, /healthz and the debug pages.
+// Package cli holds what the example's commands share beyond package
+// operator (which has the flags, the logger and the kubeconfig resolution):
+// the start-up checks that turn an unreachable cluster or a missing
+// permission into one clear line, one-line failures, and the demo's HTTP
+// server for /metrics, /healthz and the debug pages.
 package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/go-kit/log"
-	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/operatorkit/operatorkit/framework"
 )
-
-// NewLogger returns a logfmt logger on w with a timestamp, the caller and a
-// level filter: lvl is debug, info, warn or error.
-func NewLogger(w io.Writer, lvl string) (log.Logger, error) {
-	var opt level.Option
-	switch lvl {
-	case "debug":
-		opt = level.AllowDebug()
-	case "info":
-		opt = level.AllowInfo()
-	case "warn":
-		opt = level.AllowWarn()
-	case "error":
-		opt = level.AllowError()
-	default:
-		return nil, fmt.Errorf("invalid value %q for flag -log-level: want debug, info, warn or error", lvl)
-	}
-	logger := log.NewLogfmtLogger(log.NewSyncWriter(w))
-	logger = level.NewFilter(logger, opt)
-	return log.With(logger, "ts", log.DefaultTimestampUTC, "caller", log.DefaultCaller), nil
-}
-
-// RESTConfig resolves the cluster to talk to: the kubeconfig file given
-// (the --kubeconfig flag), else the KUBECONFIG variable, else the in-cluster
-// configuration of a pod, else ~/.kube/config. The error says which source
-// failed and why, on one line.
-func RESTConfig(kubeconfig string) (*rest.Config, string, error) {
-	load := func(path string) (*rest.Config, string, error) {
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
-		if path == "" {
-			rules = clientcmd.NewDefaultClientConfigLoadingRules()
-		}
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-		if err != nil {
-			return nil, "", fmt.Errorf("cannot load kubeconfig %s: %s", describe(path), oneLine(err))
-		}
-		return cfg, describe(path), nil
-	}
-	switch {
-	case kubeconfig != "":
-		return load(kubeconfig)
-	case os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
-		return load("")
-	}
-	if cfg, err := rest.InClusterConfig(); err == nil {
-		return cfg, "in-cluster configuration", nil
-	} else if !errors.Is(err, rest.ErrNotInCluster) {
-		return nil, "", fmt.Errorf("cannot use the in-cluster configuration: %s", oneLine(err))
-	}
-	home := clientcmd.RecommendedHomeFile
-	if _, err := os.Stat(home); err != nil {
-		return nil, "", fmt.Errorf("no cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod (and %s does not exist)", home)
-	}
-	return load(home)
-}
-
-func describe(path string) string {
-	if path == "" {
-		return "from $" + clientcmd.RecommendedConfigPathEnvVar + " (" + os.Getenv(clientcmd.RecommendedConfigPathEnvVar) + ")"
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		return abs
-	}
-	return path
-}
 
 // oneLine flattens an error message to one line.
 func oneLine(err error) string {

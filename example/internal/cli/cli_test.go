@@ -6,25 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-kit/log/level"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
-
-func TestNewLogger(t *testing.T) {
-	var buf bytes.Buffer
-	logger, err := NewLogger(&buf, "warn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = level.Debug(logger).Log("msg", "hidden")
-	_ = level.Warn(logger).Log("msg", "shown")
-	if s := buf.String(); strings.Contains(s, "hidden") || !strings.Contains(s, "msg=shown") || !strings.Contains(s, "caller=") {
-		t.Fatalf("log output = %q", s)
-	}
-	if _, err := NewLogger(&buf, "verbose"); err == nil {
-		t.Fatal("no error for level verbose")
-	}
-}
 
 func TestPermissionsOf(t *testing.T) {
 	rules := []rbacv1.PolicyRule{
