@@ -123,11 +123,95 @@
 //     context's Done, as a client call does), and no log line built unless
 //     Config.Logger is set. docs/benchmarks.md has the figures.
 //
+// # Status conditions
+//
+// With Config.Conditions the Framework maintains the status of every object
+// it reconciles (its CRD needs a status subresource), following the kstatus
+// conventions of sigs.k8s.io/cli-utils, so that
+// "kubectl wait --for=condition=Ready" and kstatus-based tools understand
+// every operatorkit operator. Condition types and the resource-facing API
+// are in package conditioncontext.
+//   - Ready (normal-true): True, reason [ReasonSucceeded], after a
+//     successful chain; False after a failed one, with reason
+//     "<Resource><Step>Failed" in CamelCase ("ConfigmapApplyCreateChangeFailed")
+//     and the error as message; False with a resource's reason when a
+//     resource reported Reconciling or Stalled True.
+//   - Reconciling (abnormal-true, present only while True): while a failed
+//     reconciliation is retried with backoff (reason
+//     [ReasonProgressingWithRetry]), or when a resource reported that a
+//     child is not ready yet.
+//   - Stalled (abnormal-true, present only while True): the give-up state:
+//     a permanent error (retry.Permanent), no resource set, an invalid
+//     condition; not retried until the object changes.
+//   - status.observedGeneration, and each condition's observedGeneration,
+//     is the generation the outcome is about. lastTransitionTime changes
+//     only when a condition's status does (and when a Guard locks it).
+//   - Resources own conditions of their own through conditioncontext.Set;
+//     they are written with the Framework's, and kept while no resource sets
+//     them again. An invalid condition (a type that is not a qualified name,
+//     a reason that is not CamelCase) is left out and fails the
+//     reconciliation with a permanent error matching [ErrInvalidCondition]
+//     that names the object and the field.
+//   - One write per reconciliation at most (plus one per Guard lock), at the
+//     end of the chain, whatever its outcome, and none when the status as
+//     read from the cache already says it all: a steady resync writes
+//     nothing. A conflict, a stale cache, a superseded chain or a delete
+//     chain that succeeded decide nothing about Ready, Reconciling and
+//     Stalled; conditions resources set are still written (a Guard's outcome
+//     must be). Nothing is written once the finalizer is removed.
+//   - Events: a Normal or Warning event (Warning when Ready or a resource's
+//     condition turns False, or Stalled True), with the condition's reason,
+//     when a condition's status or reason changes; none on steady
+//     reconciliations. client-go's recorder rate-limits them per object.
+//   - A CRD without status subresource fails at New when Config.CRD says
+//     so, otherwise at the first write, with a permanent error matching
+//     [ErrNoStatusSubresource] that names the object (the API server answers
+//     404 for the subresource; a read of the object tells it from an object
+//     that is gone). Neither panics nor loops.
+//
+// Design note: how the Framework writes.
+//   - Finalizer writes keep their resourceVersion precondition: a JSON merge
+//     patch of metadata.finalizers must not lose a finalizer someone else
+//     added since the read.
+//   - Status writes use server-side apply on the status subresource under
+//     the Framework's field manager (Config.FieldManager,
+//     "operatorkit-<Name>"), with force, and no resourceVersion
+//     precondition: the Framework owns only the fields it applies, the
+//     conditions it sets and status.observedGeneration, so a concurrent spec
+//     change, or another controller's status field, cannot make the write
+//     fail, and the write cannot undo theirs. When status.conditions is a
+//     map list keyed by type (x-kubernetes-list-type: map, as kubebuilder
+//     generates for []metav1.Condition) the apply holds only the
+//     Framework's conditions, carrying over those it applied before
+//     (managedFields tell which); when it is an atomic list (for instance
+//     under x-kubernetes-preserve-unknown-fields) the API server replaces it
+//     whole, so the apply holds the whole list as the cache shows it, other
+//     writers' conditions included: a condition another writer adds between
+//     the read and the write can be lost then. Declare the list as a map to
+//     avoid that. With informer.Config.DropManagedFields the Framework reads
+//     managedFields from the API server before each write.
+//   - The answer's resourceVersion of every status write (and Guard lock)
+//     feeds the own-write expectations, as the finalizer patch's does, so
+//     the operator is not woken by its own write nor reconciles from a
+//     cache that does not show it.
+//   - The Guard (conditioncontext.Guard) is the one status write that keeps
+//     a resourceVersion precondition, on purpose: a JSON merge patch of
+//     status.conditions carrying the resourceVersion of the object the
+//     reconciliation read (or of its own last lock). A stale cache or a
+//     second writer (another replica) fails it with 409 before the task
+//     runs, and the reconciliation ends as a conflict, retried with the
+//     latest object. A condition locked by another reconciliation (status
+//     Unknown, message conditioncontext.LockMessage) for less than
+//     Config.ReconcileTimeout plus 10 s stops the Guard the same way; an
+//     older lock belongs to a reconciliation that died, and is taken over.
+//
 // # Errors
 //
 // Sentinels are compared with errors.Is: [ErrInvalidConfig] (the same value
-// in every operatorkit package), [ErrExecutionFailed], [ErrPanic] and
-// [ErrNoResourceSet] (the same value as router.ErrNoResourceSet). The Is*
+// in every operatorkit package), [ErrExecutionFailed], [ErrPanic],
+// [ErrNoResourceSet] (the same value as router.ErrNoResourceSet),
+// [ErrInvalidCondition] (the same value as
+// conditioncontext.ErrInvalidCondition) and [ErrNoStatusSubresource]. The Is*
 // helpers are one-line errors.Is wrappers kept from the seed API.
 //
 // # Metrics

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/internal/okerr"
 	"github.com/operatorkit/operatorkit/router"
 )
@@ -24,6 +25,17 @@ var ErrPanic = errors.New("resource panicked")
 // ErrNoResourceSet is returned when no resource set handles an object. It is
 // router.ErrNoResourceSet, so errors.Is works across both packages.
 var ErrNoResourceSet = router.ErrNoResourceSet
+
+// ErrInvalidCondition is matched by the permanent error of a reconciliation
+// in which a resource set a condition that metav1.Condition does not allow,
+// or whose object has a status.conditions that is not a list of conditions;
+// the message names the object and the field. It is
+// conditioncontext.ErrInvalidCondition.
+var ErrInvalidCondition = conditioncontext.ErrInvalidCondition
+
+// ErrNoStatusSubresource is matched by the permanent error of a status write
+// (Config.Conditions) to an object whose CRD has no status subresource.
+var ErrNoStatusSubresource = errors.New("no status subresource")
 
 // IsInvalidConfig reports whether err matches [ErrInvalidConfig].
 func IsInvalidConfig(err error) bool { return errors.Is(err, ErrInvalidConfig) }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kit/log"
@@ -46,6 +48,9 @@ const (
 	FinalizerPrefix = "operatorkit.io/"
 )
 
+// maxFieldManager is the longest field manager the API server accepts.
+const maxFieldManager = 128
+
 // Config configures a Framework. Fields marked Required make New fail when
 // they are empty; the others have documented defaults.
 type Config struct {
@@ -60,8 +65,9 @@ type Config struct {
 	Informer informer.Interface
 	// ResourceRouter picks the ResourceSet for each object. Required.
 	ResourceRouter *router.Router
-	// Client writes the Framework's finalizer on the reconciled objects.
-	// Required unless MetadataClient, DryRun or DisableFinalizers is set.
+	// Client writes the Framework's finalizer on the reconciled objects, and
+	// their status with Conditions. Required unless MetadataClient, DryRun
+	// or DisableFinalizers is set, and always with Conditions.
 	Client dynamic.Interface
 	// MetadataClient, when set, writes the finalizer instead of Client: the
 	// API server then answers each finalizer patch with the object's
@@ -81,7 +87,8 @@ type Config struct {
 	// Nil registers nothing (the metrics still work in memory).
 	Registerer prometheus.Registerer
 	// EventRecorder, when set, records a Warning event on an object whose
-	// reconciliation failed and a Normal event when it recovers.
+	// reconciliation failed and a Normal event when it recovers; with
+	// Conditions, also an event when a condition changes.
 	EventRecorder record.EventRecorder
 	// BackOffFactory makes the per-object backoff used to requeue an object
 	// whose reconciliation failed. A backoff that stops is held at its last
@@ -114,6 +121,19 @@ type Config struct {
 	// writes left would only be overwritten, or fail with a conflict. Set it
 	// when every generation's writes must happen, not only the latest's.
 	RunSuperseded bool
+	// Conditions makes the Framework maintain the status of the reconciled
+	// objects, which need a status subresource: the conditions Ready,
+	// Reconciling and Stalled (see conditioncontext), the conditions
+	// resources set with conditioncontext, and status.observedGeneration,
+	// written with server-side apply under FieldManager at most once per
+	// reconciliation, and not at all when nothing changed. Resources may
+	// run conditioncontext.Guard. Client is required; with DryRun nothing is
+	// written. See "Status conditions" in the package documentation.
+	Conditions bool
+	// FieldManager is the field manager of the Framework's status writes.
+	// Defaults to FieldManagerPrefix + Name. At most 128 printable
+	// characters.
+	FieldManager string
 	// DisableFinalizers stops the Framework from adding its finalizer. A
 	// delete is then processed from the informer's last state of the object,
 	// and lost if the process is down when it happens.
@@ -153,6 +173,10 @@ type Framework struct {
 	dryRun           bool
 	runSuperseded    bool
 	finalizers       bool
+	// conditions is Config.Conditions without DryRun; fieldManager is
+	// Config.FieldManager with its default.
+	conditions   bool
+	fieldManager string
 	// writeExpectationTTL bounds the wait for the cache to show our own
 	// writes (see resourceversioncontext).
 	writeExpectationTTL time.Duration
@@ -193,6 +217,23 @@ func New(config Config) (*Framework, error) {
 	}
 	if (config.Client != nil || config.MetadataClient != nil) && config.Resource.Resource == "" {
 		return nil, fmt.Errorf("%w: framework.Config.Resource must name the reconciled resource when Client or MetadataClient is set", ErrInvalidConfig)
+	}
+	if config.FieldManager == "" {
+		config.FieldManager = FieldManagerPrefix + config.Name
+	}
+	if len(config.FieldManager) > maxFieldManager || strings.IndexFunc(config.FieldManager, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return nil, fmt.Errorf("%w: framework.Config.FieldManager %q must be at most %d printable characters", ErrInvalidConfig, config.FieldManager, maxFieldManager)
+	}
+	conditions := config.Conditions && !config.DryRun
+	if conditions && config.Client == nil {
+		return nil, fmt.Errorf("%w: framework.Config.Client must not be empty when Conditions is set (it writes the status)", ErrInvalidConfig)
+	}
+	if conditions && config.CRD != nil {
+		for _, v := range config.CRD.Spec.Versions {
+			if v.Name == config.Resource.Version && (v.Subresources == nil || v.Subresources.Status == nil) {
+				return nil, fmt.Errorf("%w: framework.Config.CRD %s version %s has no status subresource, which Conditions needs (spec.versions[].subresources.status)", ErrInvalidConfig, config.CRD.Name, v.Name)
+			}
+		}
 	}
 	if config.CRD != nil && config.CRDClient == nil {
 		return nil, fmt.Errorf("%w: framework.Config.CRDClient must not be empty when CRD is set", ErrInvalidConfig)
@@ -253,6 +294,8 @@ func New(config Config) (*Framework, error) {
 		runSuperseded:       config.RunSuperseded,
 		dryRun:              config.DryRun,
 		finalizers:          writes,
+		conditions:          conditions,
+		fieldManager:        config.FieldManager,
 		writeExpectationTTL: DefaultWriteExpectationTTL,
 		limiter:             limiter,
 		provider:            provider,

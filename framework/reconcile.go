@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/finalizerskeptcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
@@ -154,6 +155,30 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		}
 	}
 
+	ctx = trace.NewContext(signal.WithFresh(ctx), tr)
+	defer func() {
+		// Whatever the outcome, writes to the object that succeeded are
+		// expected in the cache before the next reconciliation.
+		if rv, ok := resourceversioncontext.ResourceVersion(ctx); ok && rv != acc.GetResourceVersion() {
+			f.state.expectWrite(key, acc.GetUID(), rv, acc.GetGeneration())
+		}
+	}()
+	var st *statusRun
+	if f.conditions && !tombstone {
+		st = f.newStatusRun(key, obj, acc)
+		ctx = conditioncontext.NewGuardedContext(ctx, st.current, st.lock)
+	}
+	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr, st)
+	if st != nil {
+		o = st.finish(ctx, o, tr)
+	}
+	return o
+}
+
+// runChain routes obj and runs its resource set's chain: the delete chain
+// and the finalizer's removal, or the finalizer's addition and the update
+// chain. st, when not nil, is the status of the reconciliation.
+func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key string, obj any, acc metav1.Object, tombstone bool, tr *trace.Trace, st *statusRun) outcome {
 	set, err := f.router.ResourceSet(obj)
 	if err != nil {
 		if errors.Is(err, router.ErrNoResourceSet) {
@@ -163,15 +188,10 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	}
 	tr.ResourceSet = set.Name()
 	f.state.setResourceSet(key, set.Name())
+	if st != nil {
+		st.setName = set.Name()
+	}
 
-	ctx = trace.NewContext(signal.WithFresh(ctx), tr)
-	defer func() {
-		// Whatever the outcome, writes to the object that succeeded are
-		// expected in the cache before the next reconciliation.
-		if rv, ok := resourceversioncontext.ResourceVersion(ctx); ok && rv != acc.GetResourceVersion() {
-			f.state.expectWrite(key, acc.GetUID(), rv, acc.GetGeneration())
-		}
-	}()
 	ctx, err = set.InitCtx(ctx, obj)
 	if err != nil {
 		return outcome{result: ResultError, err: fmt.Errorf("init context of resource set %s: %w", set.Name(), err)}
@@ -225,6 +245,9 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 			if err := f.removeFinalizer(ctx, acc); err != nil {
 				return errorOutcome(err)
 			}
+			if st != nil {
+				st.setGone() // the object is gone, or going: no status to write
+			}
 		}
 		f.state.setDeleting(key, time.Time{}, false)
 		return outcome{result: ResultSuccess}
@@ -233,6 +256,11 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	if f.finalizers && !ours {
 		if obj, err = f.addFinalizer(ctx, obj, acc); err != nil {
 			return errorOutcome(err)
+		}
+		if st != nil {
+			if nacc, err := meta.Accessor(obj); err == nil {
+				st.setObject(obj, nacc)
+			}
 		}
 	}
 	if err := ProcessUpdate(ctx, obj, set.Resources()); err != nil {

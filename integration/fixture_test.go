@@ -306,6 +306,13 @@ func startFramework(t *testing.T, ns string, opts frameworkOptions, sets ...*rou
 	if err != nil {
 		t.Fatal(err)
 	}
+	return boot(t, f)
+}
+
+// boot runs f until the test ends (or its stop is called) and waits until it
+// has booted.
+func boot(t *testing.T, f *framework.Framework) *runningFramework {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Boot(ctx) }()

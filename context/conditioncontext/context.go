@@ -1,0 +1,158 @@
+package conditioncontext
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The condition types the Framework maintains, following the kstatus
+// conventions of sigs.k8s.io/cli-utils: Ready is a normal-true condition
+// (True when all is well); Reconciling and Stalled are abnormal-true
+// conditions, present, with status True, only while they hold.
+const (
+	// Ready is True after a successful reconciliation of the object's
+	// latest generation, and False with the failure's reason otherwise.
+	Ready = "Ready"
+	// Reconciling is True while work is pending: a failed reconciliation
+	// will be retried, or a resource reported that a child is not ready.
+	Reconciling = "Reconciling"
+	// Stalled is True when the Framework gave up: a permanent error, which
+	// is not retried until the object changes.
+	Stalled = "Stalled"
+)
+
+// ErrNoConditions is returned by [Guard] on a context without conditions:
+// the reconciliation does not run under a Framework with Config.Conditions.
+var ErrNoConditions = errors.New("no conditions in context")
+
+// ErrLocked is matched by the error of a [Guard] whose condition another
+// reconciliation locked and has not released yet (another replica of the
+// operator runs the same task now). The error matches
+// apierrors.IsConflict too: the Framework retries with the latest object.
+var ErrLocked = errors.New("condition locked")
+
+// ErrInvalidCondition is matched by the errors about a condition that
+// metav1.Condition does not allow: a type that is not a qualified name, a
+// reason that is not CamelCase, a status other than True, False and
+// Unknown, a message that is too long.
+var ErrInvalidCondition = errors.New("invalid condition")
+
+// LockFunc writes condition c of the reconciled object under a
+// resourceVersion precondition: the version of the object the
+// reconciliation read, or of its own last lock. It returns an error
+// matching apierrors.IsConflict when the object changed since, or when the
+// condition is locked by another reconciliation (see [ErrLocked]). The
+// Framework provides it through [NewGuardedContext]; c carries Type,
+// Status, Reason and Message, and the lock fills in the rest.
+type LockFunc func(ctx context.Context, c metav1.Condition) error
+
+type contextKey struct{}
+
+// store is the conditions of one reconciliation.
+type store struct {
+	mu      sync.Mutex
+	set     []metav1.Condition // in the order first set
+	current []metav1.Condition // the object's, as read or as last locked
+	lock    LockFunc
+}
+
+// NewContext returns a child of ctx holding a new, empty set of conditions
+// without a lock (see the package documentation).
+func NewContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, contextKey{}, &store{})
+}
+
+// NewGuardedContext returns a child of ctx holding a new, empty set of
+// conditions, the object's current conditions (read by Get; the slice is
+// not kept) and lock, which Guard calls before its task. It is how the
+// Framework starts a reconciliation; call it yourself only to run resources
+// under a status writer of your own.
+func NewGuardedContext(ctx context.Context, current []metav1.Condition, lock LockFunc) context.Context {
+	return context.WithValue(ctx, contextKey{}, &store{current: clone(current), lock: lock})
+}
+
+func from(ctx context.Context) *store {
+	s, _ := ctx.Value(contextKey{}).(*store)
+	return s
+}
+
+// Set records the condition conditionType of the reconciled object with
+// status, reason and message, for the write at the end of the
+// reconciliation. A later Set of the same type replaces it. The Framework
+// sets the condition's observedGeneration and lastTransitionTime (unchanged
+// while the status stays the same). It is a no-op on a context without
+// conditions.
+func Set(ctx context.Context, conditionType string, status metav1.ConditionStatus, reason, message string) {
+	s := from(ctx)
+	if s == nil {
+		return
+	}
+	c := metav1.Condition{Type: conditionType, Status: status, Reason: reason, Message: message}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.set {
+		if s.set[i].Type == conditionType {
+			s.set[i] = c
+			return
+		}
+	}
+	s.set = append(s.set, c)
+}
+
+// Get returns the condition conditionType as it stands in this
+// reconciliation: as last set with Set or by a Guard, or else as the object
+// has it (as read, or as a Guard locked it). Conditions set in this
+// reconciliation have no observedGeneration or lastTransitionTime yet. It
+// returns false when there is none, or ctx has no conditions.
+func Get(ctx context.Context, conditionType string) (metav1.Condition, bool) {
+	s := from(ctx)
+	if s == nil {
+		return metav1.Condition{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, list := range [][]metav1.Condition{s.set, s.current} {
+		for _, c := range list {
+			if c.Type == conditionType {
+				return c, true
+			}
+		}
+	}
+	return metav1.Condition{}, false
+}
+
+// List returns the conditions set in this reconciliation, with Set or by a
+// Guard, in the order their types were first set; nil when there are none
+// or ctx has no conditions. The slice is the caller's.
+func List(ctx context.Context) []metav1.Condition {
+	s := from(ctx)
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clone(s.set)
+}
+
+// locked records c as the object's current condition after a lock.
+func (s *store) locked(c metav1.Condition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.current {
+		if s.current[i].Type == c.Type {
+			s.current[i] = c
+			return
+		}
+	}
+	s.current = append(s.current, c)
+}
+
+func clone(cs []metav1.Condition) []metav1.Condition {
+	if len(cs) == 0 {
+		return nil
+	}
+	return append([]metav1.Condition(nil), cs...)
+}

@@ -1,0 +1,197 @@
+package conditioncontext
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cenkalti/backoff/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestWithoutConditions(t *testing.T) {
+	ctx := context.Background()
+	Set(ctx, "DatabaseReady", metav1.ConditionTrue, "Ready", "") // no signal: ignored, no panic
+	if _, ok := Get(ctx, "DatabaseReady"); ok {
+		t.Error("Get on a plain context = true")
+	}
+	if got := List(ctx); got != nil {
+		t.Errorf("List on a plain context = %v, want nil", got)
+	}
+	ran := false
+	err := Guard(ctx, "DatabaseReady", "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+		ran = true
+		return metav1.ConditionTrue, "", "", nil
+	})
+	if !errors.Is(err, ErrNoConditions) || !isPermanent(err) || ran {
+		t.Errorf("Guard on a plain context = %v (ran %v), want a permanent ErrNoConditions and no task", err, ran)
+	}
+}
+
+func isPermanent(err error) bool {
+	var p *backoff.PermanentError
+	return errors.As(err, &p)
+}
+
+func TestSetGetList(t *testing.T) {
+	current := []metav1.Condition{{Type: "DatabaseReady", Status: metav1.ConditionFalse, Reason: "Old"}, {Type: "Ready", Status: metav1.ConditionTrue, Reason: "Fine"}}
+	ctx := NewGuardedContext(context.Background(), current, nil)
+	current[0].Reason = "Changed" // the context keeps its own copy
+	if c, ok := Get(ctx, "DatabaseReady"); !ok || c.Reason != "Old" {
+		t.Errorf("Get before Set = %+v, %v; want the object's condition", c, ok)
+	}
+	Set(ctx, "DatabaseReady", metav1.ConditionTrue, "Provisioned", "db-1")
+	Set(ctx, "CacheReady", metav1.ConditionFalse, "Pending", "")
+	Set(ctx, "DatabaseReady", metav1.ConditionTrue, "Provisioned", "db-2") // replaces, keeps its place
+	if c, ok := Get(ctx, "DatabaseReady"); !ok || c.Message != "db-2" {
+		t.Errorf("Get after Set = %+v, %v; want the last Set", c, ok)
+	}
+	if c, ok := Get(ctx, "Ready"); !ok || c.Reason != "Fine" {
+		t.Errorf("Get of a type not set = %+v, %v; want the object's", c, ok)
+	}
+	var types []string
+	for _, c := range List(ctx) {
+		types = append(types, c.Type+"/"+c.Message)
+	}
+	if want := []string{"DatabaseReady/db-2", "CacheReady/"}; !slices.Equal(types, want) {
+		t.Errorf("List() = %q, want %q", types, want)
+	}
+}
+
+func TestConcurrentSet(t *testing.T) {
+	ctx := NewContext(context.Background())
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			Set(ctx, fmt.Sprintf("Type%d", i%5), metav1.ConditionTrue, "R", fmt.Sprint(i))
+			Get(ctx, "Type0")
+			List(ctx)
+		})
+	}
+	wg.Wait()
+	if n := len(List(ctx)); n != 5 {
+		t.Fatalf("List() has %d conditions, want 5", n)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "things"}, "a", errors.New("the object has been modified"))
+	tests := []struct {
+		name       string
+		condition  string
+		reason     string
+		lockErr    error
+		task       Task
+		wantErr    func(error) bool
+		wantRun    bool
+		wantLocked bool
+		want       *metav1.Condition
+	}{{
+		name: "success", condition: "DatabaseReady", reason: "Creating",
+		task: func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			return metav1.ConditionTrue, "Created", "db-1", nil
+		},
+		wantErr: func(err error) bool { return err == nil }, wantRun: true, wantLocked: true,
+		want: &metav1.Condition{Type: "DatabaseReady", Status: metav1.ConditionTrue, Reason: "Created", Message: "db-1"},
+	}, {
+		name: "defaults on success", condition: "DatabaseReady", reason: "Creating",
+		task:    func(context.Context) (metav1.ConditionStatus, string, string, error) { return "", "", "", nil },
+		wantErr: func(err error) bool { return err == nil }, wantRun: true, wantLocked: true,
+		want: &metav1.Condition{Type: "DatabaseReady", Status: metav1.ConditionTrue, Reason: "Creating"},
+	}, {
+		name: "defaults on error", condition: "DatabaseReady", reason: "Creating",
+		task: func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			return "", "", "", errors.New("timeout")
+		},
+		wantErr: func(err error) bool {
+			return err != nil && err.Error() == "guarded change of condition DatabaseReady: timeout"
+		},
+		wantRun: true, wantLocked: true,
+		want: &metav1.Condition{Type: "DatabaseReady", Status: metav1.ConditionUnknown, Reason: "CreatingFailed", Message: "timeout"},
+	}, {
+		name: "conflict", condition: "DatabaseReady", reason: "Creating", lockErr: conflict,
+		wantErr: func(err error) bool { return apierrors.IsConflict(err) && !isPermanent(err) }, wantLocked: true,
+	}, {
+		name: "invalid type", condition: "not a name!", reason: "Creating",
+		wantErr: func(err error) bool { return errors.Is(err, ErrInvalidCondition) && isPermanent(err) },
+	}, {
+		name: "invalid reason", condition: "DatabaseReady", reason: "in progress",
+		wantErr: func(err error) bool { return errors.Is(err, ErrInvalidCondition) && isPermanent(err) },
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var locked []metav1.Condition
+			lock := func(_ context.Context, c metav1.Condition) error {
+				locked = append(locked, c)
+				return tt.lockErr
+			}
+			ctx := NewGuardedContext(context.Background(), nil, lock)
+			ran := false
+			task := tt.task
+			if task == nil {
+				task = func(context.Context) (metav1.ConditionStatus, string, string, error) {
+					return metav1.ConditionTrue, "", "", nil
+				}
+			}
+			err := Guard(ctx, tt.condition, tt.reason, func(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
+				ran = true
+				if c, ok := Get(ctx, tt.condition); !ok || c.Status != metav1.ConditionUnknown || c.Message != LockMessage {
+					t.Errorf("Get while the task runs = %+v, %v; want the lock", c, ok)
+				}
+				return task(ctx)
+			})
+			if !tt.wantErr(err) {
+				t.Errorf("Guard() = %v", err)
+			}
+			if ran != tt.wantRun {
+				t.Errorf("task ran = %v, want %v", ran, tt.wantRun)
+			}
+			wantLock := metav1.Condition{Type: tt.condition, Status: metav1.ConditionUnknown, Reason: tt.reason, Message: LockMessage}
+			if tt.wantLocked != (len(locked) == 1 && locked[0] == wantLock) {
+				t.Errorf("locks = %+v, want locked %v", locked, tt.wantLocked)
+			}
+			got, ok := Get(ctx, tt.condition)
+			set := List(ctx)
+			switch {
+			case tt.want == nil && len(set) > 0:
+				t.Errorf("List() = %+v, want nothing set", set)
+			case tt.want != nil && (!ok || got != *tt.want):
+				t.Errorf("condition after Guard = %+v, want %+v", got, *tt.want)
+			}
+		})
+	}
+}
+
+func TestGuardWithoutLock(t *testing.T) {
+	ctx := NewContext(context.Background())
+	err := Guard(ctx, "DatabaseReady", "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+		return metav1.ConditionTrue, "Created", "", nil
+	})
+	if c, ok := Get(ctx, "DatabaseReady"); err != nil || !ok || c.Reason != "Created" {
+		t.Fatalf("Guard() = %v, condition %+v; want the outcome recorded", err, c)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		c     metav1.Condition
+		valid bool
+	}{
+		{metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Fine"}, true},
+		{metav1.Condition{Type: "example.com/DatabaseReady", Status: metav1.ConditionFalse, Reason: "A_b,c:d"}, true},
+		{metav1.Condition{Type: "", Status: metav1.ConditionTrue, Reason: "Fine"}, false},
+		{metav1.Condition{Type: "Ready", Status: "Yes", Reason: "Fine"}, false},
+		{metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: ""}, false},
+		{metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "1Fine"}, false},
+	}
+	for _, tt := range tests {
+		if err := Validate(tt.c); (err == nil) != tt.valid || (err != nil && !errors.Is(err, ErrInvalidCondition)) {
+			t.Errorf("Validate(%+v) = %v, want valid %v", tt.c, err, tt.valid)
+		}
+	}
+}

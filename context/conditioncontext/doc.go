@@ -1,0 +1,58 @@
+// Package conditioncontext carries, within one reconciliation, the status
+// conditions that resources report about the reconciled object, and the
+// [Guard] for changes outside Kubernetes.
+//
+// A Framework with Config.Conditions maintains the kstatus conditions
+// [Ready], [Reconciling] and [Stalled] of every object it reconciles. A
+// resource may own conditions of its own, such as "DatabaseReady": it calls
+// [Set] during the reconciliation, and the Framework writes every condition
+// set, together with its own, once at the end of the chain, in a single
+// status write, and only when something changed. [Get] reads a condition as
+// it will be written (set in this reconciliation) or, when none was set, as
+// the object has it.
+//
+// A resource may also set the Framework's own types to describe its
+// progress; they count when the chain succeeds: Reconciling True (a child is
+// not ready yet: pair it with requeuecontext to look again later) or Stalled
+// True (nothing more can be done until the object changes) make Ready False
+// with the same reason and message, and Ready set by a resource replaces the
+// Framework's. When the chain fails, the Framework decides these three.
+//
+// # Guard
+//
+// [Guard] protects a change outside Kubernetes that must not happen twice,
+// such as creating a database in a cloud API: it first writes the condition
+// with status Unknown and the given reason ("Creating") under a
+// resourceVersion precondition (the object as the reconciliation read it),
+// then runs the task, then records the task's outcome as the condition, for
+// the end-of-chain write. When the object changed since it was read (a stale
+// cache, a second writer), the precondition fails before the task runs, and
+// Guard returns an error that matches apierrors.IsConflict: the Framework
+// retries the reconciliation with the latest object. The resource decides
+// from the object's condition whether the task is needed at all: typically
+// it runs Guard only while the condition is not True.
+//
+// A condition still at status Unknown with the lock's reason after the
+// reconciliation means the outcome of an earlier task was never recorded
+// (the process stopped, or the end-of-chain write failed): the resource must
+// find out from the external system before running the task again.
+//
+// Guarantees:
+//   - NewContext returns a child context with a new, empty set of conditions
+//     and no lock: Guard then runs the task without writing first, which is
+//     what a unit test of a resource wants. The Framework uses
+//     [NewGuardedContext], which knows the object's current conditions and
+//     how to lock one.
+//   - Set on a context without conditions does nothing, Get and List on such
+//     a context find nothing, and Guard on it runs nothing and returns an
+//     error matching [ErrNoConditions], marked permanent: only a Framework
+//     with Config.Conditions (or NewContext) provides them; ProcessUpdate
+//     alone does not.
+//   - Set does not validate: the Framework validates every condition before
+//     it writes, with the rules of metav1.Condition (the type a qualified
+//     name, the reason CamelCase), and reports an invalid one as a permanent
+//     error matching [ErrInvalidCondition] that names the object and the
+//     field. Guard validates its type and reason before it locks.
+//   - The last Set of a type wins. All functions are safe for concurrent
+//     use from several goroutines.
+package conditioncontext

@@ -1,0 +1,95 @@
+package conditioncontext
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// LockMessage is the message of a condition locked by [Guard] while its task
+// runs.
+const LockMessage = "locked before a change outside Kubernetes; if this stays, the change's outcome was not recorded"
+
+// Task is the change a [Guard] protects. It returns the condition's outcome:
+// its status, reason and message, and an error when the change failed. An
+// empty status stands for Unknown when err is not nil (the change may or may
+// not have happened) and True otherwise; an empty reason for the lock's
+// reason with "Failed" appended when err is not nil, and the lock's reason
+// otherwise; an empty message for err's text.
+type Task func(ctx context.Context) (status metav1.ConditionStatus, reason, message string, err error)
+
+// Guard runs task, a change outside Kubernetes that must not run twice for
+// one state of the object, under the condition conditionType:
+//
+//  1. it writes the condition with status Unknown, the given reason (such as
+//     "Creating") and [LockMessage], under a resourceVersion precondition
+//     (see [LockFunc]). When the object changed since the reconciliation read
+//     it, the write fails with a conflict, task does not run, and Guard
+//     returns an error matching apierrors.IsConflict, which the Framework
+//     retries with the latest object;
+//  2. it runs task;
+//  3. it records task's outcome with [Set], for the end-of-chain write, and
+//     returns task's error (wrapped, so errors.Is and errors.As reach it).
+//
+// conditionType and reason must be valid for metav1.Condition; when they
+// are not, or ctx has no conditions ([ErrNoConditions]), Guard runs nothing
+// and returns an error marked permanent. On a context from [NewContext]
+// there is no lock: step 1 is skipped. Guard calls in one reconciliation
+// lock one after another; each is one status write.
+func Guard(ctx context.Context, conditionType, reason string, task Task) error {
+	s := from(ctx)
+	if s == nil {
+		return backoff.Permanent(fmt.Errorf("%w: guard of condition %q needs a Framework with Config.Conditions", ErrNoConditions, conditionType))
+	}
+	lock := metav1.Condition{Type: conditionType, Status: metav1.ConditionUnknown, Reason: reason, Message: LockMessage}
+	if err := Validate(lock); err != nil {
+		return backoff.Permanent(fmt.Errorf("guard: %w", err))
+	}
+	if s.lock != nil {
+		if err := s.lock(ctx, lock); err != nil {
+			return fmt.Errorf("lock condition %s: %w", conditionType, err)
+		}
+		s.locked(lock)
+	}
+	status, outReason, message, err := task(ctx)
+	if status == "" {
+		status = metav1.ConditionTrue
+		if err != nil {
+			status = metav1.ConditionUnknown
+		}
+	}
+	if outReason == "" {
+		outReason = reason
+		if err != nil {
+			outReason = reason + "Failed"
+		}
+	}
+	if message == "" && err != nil {
+		message = err.Error()
+	}
+	Set(ctx, conditionType, status, outReason, message)
+	if err != nil {
+		return fmt.Errorf("guarded change of condition %s: %w", conditionType, err)
+	}
+	return nil
+}
+
+// Validate returns an error matching [ErrInvalidCondition] when c breaks a
+// rule of metav1.Condition, naming the field as
+// status.conditions[<type>].<field>. A zero lastTransitionTime is allowed
+// (the Framework sets it when it writes).
+func Validate(c metav1.Condition) error {
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = metav1.NewTime(time.Unix(1, 0))
+	}
+	errs := metav1validation.ValidateCondition(c, field.NewPath("status", "conditions").Key(c.Type))
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidCondition, errs.ToAggregate())
+}

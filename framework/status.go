@@ -1,0 +1,772 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-kit/log/level"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// FieldManagerPrefix starts the default field manager of a Framework's status
+// writes: FieldManagerPrefix + Config.Name.
+const FieldManagerPrefix = "operatorkit-"
+
+// Reasons of the conditions the Framework writes (see Config.Conditions).
+// A failed reconciliation's reason names the failing resource and step
+// instead, as "<Resource><Step>Failed" in CamelCase, for example
+// "ConfigmapApplyCreateChangeFailed".
+const (
+	// ReasonSucceeded is Ready's reason after a successful reconciliation.
+	ReasonSucceeded = "ReconciliationSucceeded"
+	// ReasonProgressingWithRetry is Reconciling's reason after a failure
+	// that is retried with backoff.
+	ReasonProgressingWithRetry = "ProgressingWithRetry"
+	// ReasonNoResourceSet is the reason of Ready and Stalled when no
+	// resource set handles the object.
+	ReasonNoResourceSet = "NoResourceSet"
+	// ReasonInvalidCondition is the reason of Ready and Stalled when a
+	// resource set a condition metav1.Condition does not allow.
+	ReasonInvalidCondition = "InvalidCondition"
+)
+
+// Trace steps of the Framework's status writes (resource "framework").
+const (
+	StepLockCondition = "lock condition"
+	StepWriteStatus   = "write status"
+)
+
+// statusWriteTimeout bounds the end-of-chain status write when the
+// reconciliation's own context has ended (a timed-out chain): its failure
+// is still recorded.
+const statusWriteTimeout = 10 * time.Second
+
+const (
+	maxConditionMessage = 32 * 1024
+	maxConditionReason  = 1024
+)
+
+// frameworkTypes are the condition types the Framework decides.
+var frameworkTypes = [...]string{conditioncontext.Ready, conditioncontext.Reconciling, conditioncontext.Stalled}
+
+func isFrameworkType(t string) bool {
+	return t == conditioncontext.Ready || t == conditioncontext.Reconciling || t == conditioncontext.Stalled
+}
+
+// statusRun is the status of one object during one reconciliation with
+// Config.Conditions: the conditions as read, the Guard locks written, and
+// the end-of-chain write. Its methods are safe for concurrent use (a
+// resource may run Guards from several goroutines).
+type statusRun struct {
+	f          *Framework
+	key        string
+	obj        any
+	ns, name   string
+	generation int64
+	deleting   bool
+	// setName is the resource set that handles the object, set before the
+	// chain runs.
+	setName string
+	// orig is the object's conditions as the reconciliation read them; the
+	// events compare with them.
+	orig []metav1.Condition
+	// parseErr is set when the object's status.conditions or
+	// status.observedGeneration cannot be read.
+	parseErr error
+
+	mu sync.Mutex
+	// rv, current, observed and managed are the object as read, or as the
+	// last Guard lock returned it.
+	rv       string
+	current  []metav1.Condition
+	observed *int64
+	managed  []metav1.ManagedFieldsEntry
+	// locks are the condition types this reconciliation locked.
+	locks map[string]bool
+	// gone is set when the finalizer was removed: nothing is left to write.
+	gone bool
+}
+
+func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *statusRun {
+	s := &statusRun{
+		f:          f,
+		key:        key,
+		obj:        obj,
+		ns:         acc.GetNamespace(),
+		name:       acc.GetName(),
+		generation: acc.GetGeneration(),
+		deleting:   acc.GetDeletionTimestamp() != nil,
+		rv:         acc.GetResourceVersion(),
+		managed:    acc.GetManagedFields(),
+	}
+	s.current, s.observed, s.parseErr = readStatus(obj)
+	if s.parseErr != nil {
+		s.parseErr = retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidCondition, s.describe(), s.parseErr))
+	}
+	s.orig = s.current
+	return s
+}
+
+// describe names the object in errors: "<Kind> <namespace/name>".
+func (s *statusRun) describe() string {
+	if gvk := s.gvk(); gvk.Kind != "" {
+		return gvk.Kind + " " + s.key
+	}
+	return s.f.resource.Resource + " " + s.key
+}
+
+// setObject records obj, the object with the Framework's new finalizer, as
+// the one the chain reads: a Guard's precondition is its resourceVersion.
+func (s *statusRun) setObject(obj any, acc metav1.Object) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.obj = obj
+	s.rv = acc.GetResourceVersion()
+}
+
+func (s *statusRun) setGone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = true
+}
+
+// gvk returns the apiVersion and kind of the object, from the object itself
+// or else from Config.CRD; an empty Kind when neither tells.
+func (s *statusRun) gvk() schema.GroupVersionKind {
+	if ro, ok := s.obj.(runtime.Object); ok && ro != nil {
+		if gvk := ro.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
+			return gvk
+		}
+	}
+	if s.f.crd != nil {
+		return s.f.resource.GroupVersion().WithKind(s.f.crd.Spec.Names.Kind)
+	}
+	return schema.GroupVersionKind{}
+}
+
+// readStatus returns status.conditions and status.observedGeneration of obj.
+func readStatus(obj any) ([]metav1.Condition, *int64, error) {
+	var content map[string]any
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		content = o.Object
+	default:
+		var err error
+		if content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+			return nil, nil, fmt.Errorf("read status: %w", err)
+		}
+	}
+	status, ok := content["status"].(map[string]any)
+	if !ok {
+		return nil, nil, nil
+	}
+	var observed *int64
+	switch v := status["observedGeneration"].(type) {
+	case nil:
+	case int64:
+		observed = &v
+	case float64:
+		g := int64(v)
+		observed = &g
+	default:
+		return nil, nil, fmt.Errorf("status.observedGeneration is a %T, not an integer", v)
+	}
+	raw, ok := status["conditions"]
+	if !ok || raw == nil {
+		return nil, observed, nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("status.conditions is a %T, not a list", raw)
+	}
+	conds := make([]metav1.Condition, 0, len(list))
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("status.conditions[%d] is a %T, not an object", i, item)
+		}
+		var c metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
+			return nil, nil, fmt.Errorf("status.conditions[%d]: %w", i, err)
+		}
+		conds = append(conds, c)
+	}
+	return conds, observed, nil
+}
+
+// lock is the conditioncontext.LockFunc of the reconciliation: a JSON merge
+// patch of status.conditions on the status subresource, with the
+// resourceVersion of the object the reconciliation read (or of its own
+// last lock) as precondition. Under that precondition the Framework knows
+// the whole list, so replacing it loses nobody's condition.
+func (s *statusRun) lock(ctx context.Context, c metav1.Condition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parseErr != nil {
+		return s.parseErr
+	}
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	if i := find(s.current, c.Type); i >= 0 && !s.locks[c.Type] && isLock(s.current[i]) {
+		if age := now.Sub(s.current[i].LastTransitionTime.Time); age < s.f.lockTTL() {
+			// Another reconciliation (another replica) runs the task now.
+			err := fmt.Errorf("%w: condition %s of %s is locked (%s) since %s by another reconciliation",
+				conditioncontext.ErrLocked, c.Type, s.describe(), s.current[i].Reason, s.current[i].LastTransitionTime.UTC().Format(time.RFC3339))
+			err = fmt.Errorf("%w: %w", err, apierrors.NewConflict(s.f.resource.GroupResource(), s.name, errors.New("condition "+c.Type+" is locked")))
+			t := trace.FromContext(ctx)
+			t.Record("framework", StepLockCondition, t.Now(), trace.OutcomeError, err)
+			return err
+		}
+	}
+	c.ObservedGeneration = s.generation
+	// A lock always starts now, even from Unknown: other reconciliations
+	// read its age from lastTransitionTime.
+	c.LastTransitionTime = now
+	list := upsert(s.current, c)
+
+	var patch struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Status struct {
+			Conditions []metav1.Condition `json:"conditions"`
+		} `json:"status"`
+	}
+	patch.Metadata.ResourceVersion = s.rv
+	patch.Status.Conditions = list
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	t := trace.FromContext(ctx)
+	start := t.Now()
+	res, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).Patch(ctx, s.name, types.MergePatchType, data,
+		metav1.PatchOptions{FieldManager: s.f.fieldManager}, "status")
+	if err != nil {
+		_, err = s.writeError(ctx, "lock condition "+c.Type, err)
+		t.Record("framework", StepLockCondition, start, trace.OutcomeError, err)
+		return err
+	}
+	t.Record("framework", StepLockCondition, start, trace.OutcomeDone, nil)
+	if s.locks == nil {
+		s.locks = map[string]bool{}
+	}
+	s.locks[c.Type] = true
+	s.rv = res.GetResourceVersion()
+	s.managed = res.GetManagedFields()
+	if conds, observed, err := readStatus(res); err == nil {
+		s.current, s.observed = conds, observed
+	} else {
+		s.current = list
+	}
+	resourceversioncontext.SetResourceVersion(ctx, s.rv)
+	return nil
+}
+
+// isLock reports whether c is a Guard's lock.
+func isLock(c metav1.Condition) bool {
+	return c.Status == metav1.ConditionUnknown && c.Message == conditioncontext.LockMessage
+}
+
+// lockTTL is how long a Guard's lock holds: a lock older than that cannot
+// belong to a running reconciliation (ReconcileTimeout bounds it), so its
+// owner stopped, or failed to record the outcome, and the lock is taken over.
+func (f *Framework) lockTTL() time.Duration {
+	return f.reconcileTimeout + statusWriteTimeout
+}
+
+// writeError turns the API server's answer to a status write into the
+// Framework's error: a 404 for an object that exists means the CRD has no
+// status subresource, and that, like an invalid write, is permanent. gone
+// reports a 404 for an object that no longer exists.
+func (s *statusRun) writeError(ctx context.Context, what string, err error) (gone bool, _ error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		_, gerr := s.f.client.Resource(s.f.resource).Namespace(s.ns).Get(ctx, s.name, metav1.GetOptions{})
+		if gerr == nil {
+			return false, retry.Permanent(fmt.Errorf("%w: %s of %s: %s has no status subresource (set spec.versions[].subresources.status in its CRD) to write status.conditions and status.observedGeneration to: %w",
+				ErrNoStatusSubresource, what, s.describe(), s.f.resource.GroupResource(), err))
+		}
+		return apierrors.IsNotFound(gerr), fmt.Errorf("%s of %s: %w", what, s.describe(), err)
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return false, retry.Permanent(fmt.Errorf("%s of %s: %w", what, s.describe(), err))
+	}
+	return false, fmt.Errorf("%s of %s: %w", what, s.describe(), err)
+}
+
+// finish writes the status at the end of a reconciliation whose outcome is
+// o and returns the outcome, which the write may turn into a failure.
+func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return o
+	}
+	if s.parseErr != nil {
+		return s.combine(o, s.parseErr)
+	}
+	set := conditioncontext.List(ctx)
+	valid := set[:0]
+	var invalid []error
+	for _, c := range set {
+		if err := conditioncontext.Validate(c); err != nil {
+			invalid = append(invalid, err)
+			continue
+		}
+		valid = append(valid, c)
+	}
+	if len(invalid) > 0 {
+		err := fmt.Errorf("conditions of %s: %w", s.describe(), errors.Join(invalid...))
+		if o.err != nil {
+			err = errors.Join(o.err, err)
+		}
+		o = outcome{result: ResultPermanent, err: retry.Permanent(err)}
+	}
+
+	fw, final := s.frameworkConditions(o, valid, tr)
+	decided := map[string]bool{}
+	var decidedConds []metav1.Condition
+	if final {
+		for _, t := range frameworkTypes {
+			decided[t] = true
+		}
+		decidedConds = append(decidedConds, fw...)
+	}
+	for _, c := range valid {
+		if !isFrameworkType(c.Type) {
+			decided[c.Type] = true
+			decidedConds = append(decidedConds, c)
+		}
+	}
+	observed := s.observed
+	if final {
+		g := s.generation
+		observed = &g
+	}
+
+	// First as if the list were atomic, which needs no managedFields: when
+	// nothing changes so, nothing changes as a map list either (it removes
+	// less), and most reconciliations end here without a write.
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	_, result, _ := s.plan(decidedConds, decided, listAtomic, now)
+	if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
+		return o // nothing changed: no write
+	}
+	wctx := ctx
+	if ctx.Err() != nil {
+		// The chain timed out: record that anyway, within a bound of its own.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
+		defer cancel()
+	}
+	mode := listModeOf(s.managed)
+	if mode == listUnknown && len(s.current) > 0 {
+		// The cache dropped managedFields (informer.Config.DropManagedFields):
+		// read them from the API server, once per write.
+		if err := s.refresh(wctx); err != nil {
+			return s.combine(o, fmt.Errorf("write status of %s: read managedFields: %w", s.describe(), err))
+		}
+		mode = listModeOf(s.managed)
+	}
+	ours, result, applied := s.plan(decidedConds, decided, mode, now)
+	if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
+		return o
+	}
+
+	gvk := s.gvk()
+	if gvk.Kind == "" {
+		return s.combine(o, retry.Permanent(fmt.Errorf("write status of %s: the object has no apiVersion and kind, and framework.Config.CRD is not set to tell them", s.key)))
+	}
+	status := map[string]any{"conditions": conditionsToUnstructured(applied)}
+	if observed != nil {
+		status["observedGeneration"] = *observed
+	}
+	metadata := map[string]any{"name": s.name}
+	if s.ns != "" {
+		metadata["namespace"] = s.ns
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvk.GroupVersion().String(),
+		"kind":       gvk.Kind,
+		"metadata":   metadata,
+		"status":     status,
+	}}
+	start := tr.Now()
+	res, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).ApplyStatus(wctx, s.name, u,
+		metav1.ApplyOptions{FieldManager: s.f.fieldManager, Force: true})
+	if err != nil {
+		gone, err := s.writeError(wctx, "write status", err)
+		if gone {
+			tr.Record("framework", StepWriteStatus, start, trace.OutcomeSkipped, nil)
+			return o
+		}
+		tr.Record("framework", StepWriteStatus, start, trace.OutcomeError, err)
+		return s.combine(o, err)
+	}
+	tr.Record("framework", StepWriteStatus, start, trace.OutcomeDone, nil)
+	s.rv = res.GetResourceVersion()
+	s.current, s.observed = result, observed
+	s.managed = res.GetManagedFields()
+	resourceversioncontext.SetResourceVersion(ctx, s.rv)
+	s.events(ours, decided)
+	return o
+}
+
+// plan returns the conditions the Framework writes (decided, with their
+// observedGeneration and lastTransitionTime, and in a map list those it
+// owns and carries over), the object's conditions after the write, and the
+// list to apply: the whole list when it is atomic (no
+// x-kubernetes-list-type: map), which the API server replaces as a whole.
+func (s *statusRun) plan(decidedConds []metav1.Condition, decided map[string]bool, mode listMode, now metav1.Time) (ours, result, applied []metav1.Condition) {
+	base := s.current
+	ours = make([]metav1.Condition, 0, len(decidedConds)+len(base))
+	for _, c := range decidedConds {
+		c.ObservedGeneration = s.generation
+		c.LastTransitionTime = transitionTime(base, c, now)
+		ours = append(ours, c)
+	}
+	var owned map[string]bool
+	if mode == listMap {
+		// Server-side apply removes what the manager applied before and
+		// omits now: carry over the conditions it owns and did not decide.
+		owned = ownedConditionTypes(s.managed, s.f.fieldManager)
+		for _, c := range base {
+			if owned[c.Type] && !decided[c.Type] && find(ours, c.Type) < 0 {
+				ours = append(ours, c)
+			}
+		}
+	}
+	removed := func(t string) bool {
+		return decided[t] && find(ours, t) < 0 && (mode != listMap || owned[t])
+	}
+	result = merge(base, ours, removed)
+	if mode == listMap {
+		return ours, result, ours
+	}
+	return ours, result, result
+}
+
+// combine returns the outcome of a reconciliation whose outcome was o and
+// whose status write failed with err: the write's failure when the chain
+// had none, the chain's otherwise (it is retried, or reported, already;
+// the write's error is logged).
+func (s *statusRun) combine(o outcome, err error) outcome {
+	if o.err == nil {
+		return errorOutcome(err)
+	}
+	level.Warn(s.f.logger).Log("object", s.key, "msg", "status write failed", "err", err)
+	return o
+}
+
+// refresh reads the object from the API server, for its managedFields.
+func (s *statusRun) refresh(ctx context.Context) error {
+	u, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).Get(ctx, s.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	conds, observed, err := readStatus(u)
+	if err != nil {
+		return retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidCondition, s.describe(), err))
+	}
+	s.current, s.observed, s.managed = conds, observed, u.GetManagedFields()
+	return nil
+}
+
+// frameworkConditions returns Ready, and Reconciling and Stalled when they
+// are True, for outcome o, and whether o decides them at all: a conflict, a
+// stale cache or a superseded chain leaves them as they are, and so does a
+// delete chain that succeeded.
+func (s *statusRun) frameworkConditions(o outcome, set []metav1.Condition, tr *trace.Trace) ([]metav1.Condition, bool) {
+	cond := func(t string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: t, Status: status, Reason: reason, Message: truncate(message, maxConditionMessage)}
+	}
+	switch o.result {
+	case ResultSuccess, ResultRequeue:
+		if s.deleting {
+			return nil, false
+		}
+		ready := cond(conditioncontext.Ready, metav1.ConditionTrue, ReasonSucceeded, "reconciled by resource set "+s.setName)
+		var abnormal []metav1.Condition
+		for _, t := range []string{conditioncontext.Reconciling, conditioncontext.Stalled} {
+			if i := find(set, t); i >= 0 && set[i].Status == metav1.ConditionTrue {
+				abnormal = append(abnormal, set[i])
+				ready = cond(conditioncontext.Ready, metav1.ConditionFalse, set[i].Reason, set[i].Message)
+			}
+		}
+		if i := find(set, conditioncontext.Ready); i >= 0 {
+			ready = set[i]
+		}
+		return append([]metav1.Condition{ready}, abnormal...), true
+	case ResultError, ResultPanic:
+		reason, message := failureReason(o.err, tr), o.err.Error()
+		return []metav1.Condition{
+			cond(conditioncontext.Ready, metav1.ConditionFalse, reason, message),
+			cond(conditioncontext.Reconciling, metav1.ConditionTrue, ReasonProgressingWithRetry, message),
+		}, true
+	case ResultPermanent, ResultNoResourceSet:
+		reason, message := failureReason(o.err, tr), o.err.Error()
+		return []metav1.Condition{
+			cond(conditioncontext.Ready, metav1.ConditionFalse, reason, message),
+			cond(conditioncontext.Stalled, metav1.ConditionTrue, reason, message),
+		}, true
+	}
+	return nil, false
+}
+
+// events records an event for each condition decided in this
+// reconciliation whose status or reason differs from the object's before
+// it: Warning when it turned bad (a normal-true condition not True, Stalled
+// True), Normal otherwise.
+func (s *statusRun) events(ours []metav1.Condition, decided map[string]bool) {
+	for _, c := range ours {
+		if !decided[c.Type] {
+			continue
+		}
+		if i := find(s.orig, c.Type); i >= 0 && s.orig[i].Status == c.Status && s.orig[i].Reason == c.Reason {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		switch c.Type {
+		case conditioncontext.Reconciling:
+		case conditioncontext.Stalled:
+			if c.Status == metav1.ConditionTrue {
+				eventType = corev1.EventTypeWarning
+			}
+		default:
+			if c.Status == metav1.ConditionFalse {
+				eventType = corev1.EventTypeWarning
+			}
+		}
+		message := fmt.Sprintf("%s is %s", c.Type, c.Status)
+		if c.Message != "" {
+			message += ": " + c.Message
+		}
+		s.f.event(s.obj, eventType, c.Reason, message)
+	}
+}
+
+// failureReason returns the reason of a failed reconciliation:
+// "<Resource><Step>Failed" in CamelCase, or a reason of its own for the
+// Framework's errors.
+func failureReason(err error, tr *trace.Trace) string {
+	switch {
+	case errors.Is(err, ErrInvalidCondition):
+		return ReasonInvalidCondition
+	case errors.Is(err, ErrNoResourceSet):
+		return ReasonNoResourceSet
+	}
+	reason := camel(resourceOf(err)) + camel(stepOf(tr)) + "Failed"
+	if reason[0] < 'A' || reason[0] > 'Z' {
+		reason = "Resource" + reason
+	}
+	return truncate(reason, maxConditionReason)
+}
+
+// camel turns s into CamelCase with ASCII letters and digits only:
+// "apply create change" -> "ApplyCreateChange", "my-db" -> "MyDb".
+func camel(s string) string {
+	var b strings.Builder
+	upper := true
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+			if upper {
+				r -= 'a' - 'A'
+			}
+			b.WriteRune(r)
+			upper = false
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+			upper = false
+		default:
+			upper = true
+		}
+	}
+	return b.String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// transitionTime returns the lastTransitionTime of c: the one it has in
+// list when its status stays, now otherwise.
+func transitionTime(list []metav1.Condition, c metav1.Condition, now metav1.Time) metav1.Time {
+	if i := find(list, c.Type); i >= 0 && list[i].Status == c.Status && !list[i].LastTransitionTime.IsZero() {
+		return list[i].LastTransitionTime
+	}
+	return now
+}
+
+func find(list []metav1.Condition, t string) int {
+	for i := range list {
+		if list[i].Type == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// upsert returns a copy of list with c in place of the condition of its type,
+// or appended.
+func upsert(list []metav1.Condition, c metav1.Condition) []metav1.Condition {
+	out := append([]metav1.Condition(nil), list...)
+	if i := find(out, c.Type); i >= 0 {
+		out[i] = c
+		return out
+	}
+	return append(out, c)
+}
+
+// merge returns the conditions of the object after a write of ours: base in
+// its order with ours in place and the removed types left out, then the
+// rest of ours.
+func merge(base, ours []metav1.Condition, removed func(string) bool) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(base)+len(ours))
+	placed := map[string]bool{}
+	for _, c := range base {
+		if removed(c.Type) || placed[c.Type] {
+			continue
+		}
+		if i := find(ours, c.Type); i >= 0 {
+			out = append(out, ours[i])
+			placed[c.Type] = true
+			continue
+		}
+		out = append(out, c)
+	}
+	for _, c := range ours {
+		if !placed[c.Type] {
+			out = append(out, c)
+			placed[c.Type] = true
+		}
+	}
+	return out
+}
+
+// sameConditions reports whether a and b are equal but for
+// lastTransitionTime.
+func sameConditions(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}
+
+func sameGeneration(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func conditionsToUnstructured(cs []metav1.Condition) []any {
+	out := make([]any, 0, len(cs))
+	for _, c := range cs {
+		m := map[string]any{
+			"type":               c.Type,
+			"status":             string(c.Status),
+			"reason":             c.Reason,
+			"message":            c.Message,
+			"lastTransitionTime": c.LastTransitionTime.UTC().Format(time.RFC3339),
+		}
+		if c.ObservedGeneration != 0 {
+			m["observedGeneration"] = c.ObservedGeneration
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// listMode is how the API server merges status.conditions in server-side
+// apply: per condition type (x-kubernetes-list-type: map, keyed by type,
+// as for metav1.Condition in a kubebuilder CRD), or as a whole (an atomic
+// list, such as one under x-kubernetes-preserve-unknown-fields).
+type listMode int
+
+const (
+	listUnknown listMode = iota
+	listAtomic
+	listMap
+)
+
+// listModeOf reads the list mode of status.conditions from managedFields:
+// a map list records its entries as k:{"type":...}, an atomic one records
+// the list alone.
+func listModeOf(managed []metav1.ManagedFieldsEntry) listMode {
+	mode := listUnknown
+	for _, e := range managed {
+		conds, ok := conditionFields(e)
+		if !ok {
+			continue
+		}
+		for k := range conds {
+			if strings.HasPrefix(k, "k:") {
+				return listMap
+			}
+		}
+		mode = listAtomic
+	}
+	return mode
+}
+
+// ownedConditionTypes returns the condition types that manager applied
+// (server-side apply) in a map list.
+func ownedConditionTypes(managed []metav1.ManagedFieldsEntry, manager string) map[string]bool {
+	owned := map[string]bool{}
+	for _, e := range managed {
+		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply {
+			continue
+		}
+		conds, _ := conditionFields(e)
+		for k := range conds {
+			var key struct {
+				Type string `json:"type"`
+			}
+			if strings.HasPrefix(k, "k:") && json.Unmarshal([]byte(k[2:]), &key) == nil && key.Type != "" {
+				owned[key.Type] = true
+			}
+		}
+	}
+	return owned
+}
+
+// conditionFields returns the f:status.f:conditions set of e.
+func conditionFields(e metav1.ManagedFieldsEntry) (map[string]json.RawMessage, bool) {
+	if e.FieldsV1 == nil || !strings.Contains(string(e.FieldsV1.Raw), `"f:conditions"`) {
+		return nil, false
+	}
+	var root struct {
+		Status struct {
+			Conditions map[string]json.RawMessage `json:"f:conditions"`
+		} `json:"f:status"`
+	}
+	if err := json.Unmarshal(e.FieldsV1.Raw, &root); err != nil || root.Status.Conditions == nil {
+		return nil, false
+	}
+	return root.Status.Conditions, true
+}
