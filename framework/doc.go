@@ -188,8 +188,21 @@
 //     whole, so the apply holds the whole list as the cache shows it, other
 //     writers' conditions included: a condition another writer adds between
 //     the read and the write can be lost then. Declare the list as a map to
-//     avoid that. With informer.Config.DropManagedFields the Framework reads
-//     managedFields from the API server before each write.
+//     avoid that. With informer.Config.DropManagedFields the Framework learns
+//     the list type from its first write's answer, and reads managedFields
+//     from the API server before a write only when the object holds a
+//     condition that the reconciliation does not decide (to know whether it
+//     owns it).
+//   - A typed cache (informer.Config.RESTClient) strips apiVersion and kind,
+//     which an apply needs: without Config.CRD, the Framework reads the kind
+//     from the API server once per process.
+//   - A typed object laid out as kubebuilder generates it (Status with
+//     Conditions []metav1.Condition and ObservedGeneration int64) is read
+//     without a conversion to unstructured: a steady reconciliation that
+//     writes nothing costs about 0.2 µs for it.
+//   - A failed reconciliation's reason is the one its error carries
+//     (conditioncontext.WithReason), such as "InvalidSpec", or else
+//     "<Resource><Step>Failed".
 //   - The answer's resourceVersion of every status write (and Guard lock)
 //     feeds the own-write expectations, as the finalizer patch's does, so
 //     the operator is not woken by its own write nor reconciles from a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -177,6 +178,12 @@ type Framework struct {
 	// Config.FieldManager with its default.
 	conditions   bool
 	fieldManager string
+	// listMode is the listMode of the reconciled resource's
+	// status.conditions, once an object's managedFields told it.
+	listMode atomic.Int32
+	// kind is the reconciled resource's kind, once read from the API
+	// server (see statusRun.learnKind).
+	kind atomic.Pointer[string]
 	// writeExpectationTTL bounds the wait for the cache to show our own
 	// writes (see resourceversioncontext).
 	writeExpectationTTL time.Duration

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -29,8 +30,9 @@ import (
 const FieldManagerPrefix = "operatorkit-"
 
 // Reasons of the conditions the Framework writes (see Config.Conditions).
-// A failed reconciliation's reason names the failing resource and step
-// instead, as "<Resource><Step>Failed" in CamelCase, for example
+// A failed reconciliation's reason is the one its error carries
+// (conditioncontext.WithReason), or else names the failing resource and
+// step, as "<Resource><Step>Failed" in CamelCase, for example
 // "ConfigmapApplyCreateChangeFailed".
 const (
 	// ReasonSucceeded is Ready's reason after a successful reconciliation.
@@ -157,7 +159,26 @@ func (s *statusRun) gvk() schema.GroupVersionKind {
 	if s.f.crd != nil {
 		return s.f.resource.GroupVersion().WithKind(s.f.crd.Spec.Names.Kind)
 	}
+	if kind := s.f.kind.Load(); kind != nil {
+		return s.f.resource.GroupVersion().WithKind(*kind)
+	}
 	return schema.GroupVersionKind{}
+}
+
+// learnKind reads the object from the API server for its kind, which a
+// typed cache (a REST client's decoder) strips and an apply needs, and
+// remembers it for the Framework's later writes: one read per process.
+func (s *statusRun) learnKind(ctx context.Context) (schema.GroupVersionKind, error) {
+	u, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).Get(ctx, s.name, metav1.GetOptions{})
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("write status of %s: read its kind: %w", s.describe(), err)
+	}
+	kind := u.GetKind()
+	if kind == "" {
+		return schema.GroupVersionKind{}, retry.Permanent(fmt.Errorf("write status of %s: the API server's object has no kind", s.describe()))
+	}
+	s.f.kind.Store(&kind)
+	return s.f.resource.GroupVersion().WithKind(kind), nil
 }
 
 // readStatus returns status.conditions and status.observedGeneration of obj.
@@ -167,6 +188,9 @@ func readStatus(obj any) ([]metav1.Condition, *int64, error) {
 	case *unstructured.Unstructured:
 		content = o.Object
 	default:
+		if conds, observed, ok := readTypedStatus(obj); ok {
+			return conds, observed, nil
+		}
 		var err error
 		if content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
 			return nil, nil, fmt.Errorf("read status: %w", err)
@@ -208,6 +232,85 @@ func readStatus(obj any) ([]metav1.Condition, *int64, error) {
 		conds = append(conds, c)
 	}
 	return conds, observed, nil
+}
+
+// statusFields is where a typed object keeps its status: the index of its
+// Status field, and in it the indexes of Conditions ([]metav1.Condition) and
+// ObservedGeneration (int64), -1 when absent.
+type statusFields struct {
+	ok                           bool
+	status, conditions, observed int
+}
+
+// statusFieldsByType caches statusFields per struct type.
+var statusFieldsByType sync.Map // reflect.Type -> statusFields
+
+var conditionsType = reflect.TypeFor[[]metav1.Condition]()
+
+// readTypedStatus reads status.conditions and status.observedGeneration of
+// a pointer to a struct laid out as kubebuilder generates it (a Status
+// struct field with Conditions []metav1.Condition and ObservedGeneration
+// int64), without converting the object to unstructured: the steady path
+// of every reconciliation reads them. A zero ObservedGeneration is absent
+// (omitempty). It returns false for any other object.
+func readTypedStatus(obj any) ([]metav1.Condition, *int64, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil, nil, false
+	}
+	v = v.Elem()
+	var sf statusFields
+	if cached, ok := statusFieldsByType.Load(v.Type()); ok {
+		sf = cached.(statusFields)
+	} else {
+		sf = statusFieldsOf(v.Type())
+		statusFieldsByType.Store(v.Type(), sf)
+	}
+	if !sf.ok {
+		return nil, nil, false
+	}
+	status := v.Field(sf.status)
+	var conds []metav1.Condition
+	if sf.conditions >= 0 {
+		// The cache's slice: the statusRun never modifies it in place.
+		conds = status.Field(sf.conditions).Interface().([]metav1.Condition)
+	}
+	var observed *int64
+	if sf.observed >= 0 {
+		if g := status.Field(sf.observed).Int(); g != 0 {
+			observed = &g
+		}
+	}
+	return conds, observed, true
+}
+
+func statusFieldsOf(t reflect.Type) statusFields {
+	f, ok := t.FieldByName("Status")
+	if !ok || len(f.Index) != 1 || f.Type.Kind() != reflect.Struct || jsonName(f) != "status" {
+		return statusFields{}
+	}
+	sf := statusFields{ok: true, status: f.Index[0], conditions: -1, observed: -1}
+	for i := 0; i < f.Type.NumField(); i++ {
+		g := f.Type.Field(i)
+		switch {
+		case jsonName(g) == "conditions" && g.Type == conditionsType:
+			sf.conditions = i
+		case jsonName(g) == "observedGeneration" && g.Type.Kind() == reflect.Int64:
+			sf.observed = i
+		case jsonName(g) == "conditions" || jsonName(g) == "observedGeneration" || g.Anonymous:
+			return statusFields{} // another layout: convert it instead
+		}
+	}
+	return sf
+}
+
+// jsonName returns the JSON name of struct field f.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
 }
 
 // lock is the conditioncontext.LockFunc of the reconciliation: a JSON merge
@@ -321,6 +424,9 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		return s.combine(o, s.parseErr)
 	}
 	set := conditioncontext.List(ctx)
+	if len(set) == 0 && (o.result == ResultSuccess || o.result == ResultRequeue) && !s.deleting && s.steady() {
+		return o // the common case, decided without allocating
+	}
 	valid := set[:0]
 	var invalid []error
 	for _, c := range set {
@@ -363,7 +469,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	// nothing changes so, nothing changes as a map list either (it removes
 	// less), and most reconciliations end here without a write.
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	_, result, _ := s.plan(decidedConds, decided, listAtomic, now)
+	_, result, _ := s.plan(decidedConds, decided, listAtomic, now, false)
 	if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
 		return o // nothing changed: no write
 	}
@@ -375,22 +481,34 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		defer cancel()
 	}
 	mode := listModeOf(s.managed)
+	assumeOwned := false
 	if mode == listUnknown && len(s.current) > 0 {
-		// The cache dropped managedFields (informer.Config.DropManagedFields):
-		// read them from the API server, once per write.
-		if err := s.refresh(wctx); err != nil {
-			return s.combine(o, fmt.Errorf("write status of %s: read managedFields: %w", s.describe(), err))
+		// The cache dropped managedFields (informer.Config.DropManagedFields).
+		// The list mode is the CRD's: once learnt, it holds. Which
+		// conditions the Framework owns matters only for those it does not
+		// decide now; when there are none, its own types are taken as its.
+		if known := s.f.knownListMode(); known != listUnknown && !s.undecided(decided) {
+			mode, assumeOwned = known, true
+		} else {
+			// Read them from the API server, once per write.
+			if err := s.refresh(wctx); err != nil {
+				return s.combine(o, fmt.Errorf("write status of %s: read managedFields: %w", s.describe(), err))
+			}
+			mode = listModeOf(s.managed)
 		}
-		mode = listModeOf(s.managed)
 	}
-	ours, result, applied := s.plan(decidedConds, decided, mode, now)
+	s.f.rememberListMode(mode)
+	ours, result, applied := s.plan(decidedConds, decided, mode, now, assumeOwned)
 	if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
 		return o
 	}
 
 	gvk := s.gvk()
 	if gvk.Kind == "" {
-		return s.combine(o, retry.Permanent(fmt.Errorf("write status of %s: the object has no apiVersion and kind, and framework.Config.CRD is not set to tell them", s.key)))
+		var err error
+		if gvk, err = s.learnKind(wctx); err != nil {
+			return s.combine(o, err)
+		}
 	}
 	status := map[string]any{"conditions": conditionsToUnstructured(applied)}
 	if observed != nil {
@@ -422,6 +540,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	s.rv = res.GetResourceVersion()
 	s.current, s.observed = result, observed
 	s.managed = res.GetManagedFields()
+	s.f.rememberListMode(listModeOf(s.managed))
 	resourceversioncontext.SetResourceVersion(ctx, s.rv)
 	s.events(ours, decided)
 	return o
@@ -432,7 +551,10 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 // owns and carries over), the object's conditions after the write, and the
 // list to apply: the whole list when it is atomic (no
 // x-kubernetes-list-type: map), which the API server replaces as a whole.
-func (s *statusRun) plan(decidedConds []metav1.Condition, decided map[string]bool, mode listMode, now metav1.Time) (ours, result, applied []metav1.Condition) {
+//
+// assumeOwned stands for managedFields that are not known: the Framework's
+// own condition types are taken as applied by it.
+func (s *statusRun) plan(decidedConds []metav1.Condition, decided map[string]bool, mode listMode, now metav1.Time, assumeOwned bool) (ours, result, applied []metav1.Condition) {
 	base := s.current
 	ours = make([]metav1.Condition, 0, len(decidedConds)+len(base))
 	for _, c := range decidedConds {
@@ -445,6 +567,11 @@ func (s *statusRun) plan(decidedConds []metav1.Condition, decided map[string]boo
 		// Server-side apply removes what the manager applied before and
 		// omits now: carry over the conditions it owns and did not decide.
 		owned = ownedConditionTypes(s.managed, s.f.fieldManager)
+		if assumeOwned {
+			for _, t := range frameworkTypes {
+				owned[t] = true
+			}
+		}
 		for _, c := range base {
 			if owned[c.Type] && !decided[c.Type] && find(ours, c.Type) < 0 {
 				ours = append(ours, c)
@@ -459,6 +586,57 @@ func (s *statusRun) plan(decidedConds []metav1.Condition, decided map[string]boo
 		return ours, result, ours
 	}
 	return ours, result, result
+}
+
+// readyPrefix starts the message of Ready after a success; the resource
+// set's name follows.
+const readyPrefix = "reconciled by resource set "
+
+// steady reports whether the object's status already says what a success
+// without conditions of the resources' says: Ready True for this
+// generation and resource set, no Reconciling or Stalled, and
+// observedGeneration this generation.
+func (s *statusRun) steady() bool {
+	if s.observed == nil || *s.observed != s.generation {
+		return false
+	}
+	ready := false
+	for i := range s.current {
+		c := &s.current[i]
+		switch c.Type {
+		case conditioncontext.Ready:
+			ready = c.Status == metav1.ConditionTrue && c.Reason == ReasonSucceeded && c.ObservedGeneration == s.generation &&
+				len(c.Message) == len(readyPrefix)+len(s.setName) && strings.HasPrefix(c.Message, readyPrefix) && strings.HasSuffix(c.Message, s.setName)
+			if !ready {
+				return false
+			}
+		case conditioncontext.Reconciling, conditioncontext.Stalled:
+			return false
+		}
+	}
+	return ready
+}
+
+// undecided reports whether the object has a condition that this
+// reconciliation does not decide.
+func (s *statusRun) undecided(decided map[string]bool) bool {
+	for _, c := range s.current {
+		if !decided[c.Type] {
+			return true
+		}
+	}
+	return false
+}
+
+// knownListMode returns the list mode of status.conditions learnt from an
+// object's managedFields, or listUnknown.
+func (f *Framework) knownListMode() listMode { return listMode(f.listMode.Load()) }
+
+// rememberListMode records mode, unless it is listUnknown.
+func (f *Framework) rememberListMode(mode listMode) {
+	if mode != listUnknown {
+		f.listMode.Store(int32(mode))
+	}
 }
 
 // combine returns the outcome of a reconciliation whose outcome was o and
@@ -500,7 +678,7 @@ func (s *statusRun) frameworkConditions(o outcome, set []metav1.Condition, tr *t
 		if s.deleting {
 			return nil, false
 		}
-		ready := cond(conditioncontext.Ready, metav1.ConditionTrue, ReasonSucceeded, "reconciled by resource set "+s.setName)
+		ready := cond(conditioncontext.Ready, metav1.ConditionTrue, ReasonSucceeded, readyPrefix+s.setName)
 		var abnormal []metav1.Condition
 		for _, t := range []string{conditioncontext.Reconciling, conditioncontext.Stalled} {
 			if i := find(set, t); i >= 0 && set[i].Status == metav1.ConditionTrue {
@@ -570,11 +748,19 @@ func failureReason(err error, tr *trace.Trace) string {
 	case errors.Is(err, ErrNoResourceSet):
 		return ReasonNoResourceSet
 	}
+	if reason, ok := conditioncontext.ReasonOf(err); ok && validReason(reason) {
+		return reason
+	}
 	reason := camel(resourceOf(err)) + camel(stepOf(tr)) + "Failed"
 	if reason[0] < 'A' || reason[0] > 'Z' {
 		reason = "Resource" + reason
 	}
 	return truncate(reason, maxConditionReason)
+}
+
+// validReason reports whether reason is allowed as a condition's reason.
+func validReason(reason string) bool {
+	return conditioncontext.Validate(metav1.Condition{Type: "T", Status: metav1.ConditionTrue, Reason: reason}) == nil
 }
 
 // camel turns s into CamelCase with ASCII letters and digits only:

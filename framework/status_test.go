@@ -55,6 +55,8 @@ type statusServer struct {
 	noStatus bool // the CRD has no status subresource: 404 on status
 	writes   []string
 	applied  []map[string]any // the status of each apply
+	gets     int
+	kinds    []string // the apiVersion and kind of each apply
 }
 
 func newStatusServer(obj *unstructured.Unstructured) *statusServer {
@@ -73,6 +75,7 @@ func (s *statusServer) react(action clienttesting.Action) (bool, runtime.Object,
 	gr := thingsGVR.GroupResource()
 	name := s.obj.GetName()
 	if action.GetVerb() == "get" {
+		s.gets++
 		return true, s.obj.DeepCopy(), nil
 	}
 	switch a := action.(type) {
@@ -96,6 +99,7 @@ func (s *statusServer) react(action clienttesting.Action) (bool, runtime.Object,
 			s.writes = append(s.writes, "merge "+a.GetSubresource())
 		case types.ApplyPatchType:
 			status, _ := patch["status"].(map[string]any)
+			s.kinds = append(s.kinds, fmt.Sprint(patch["apiVersion"], " ", patch["kind"]))
 			s.apply(a.PatchOptions.FieldManager, status)
 			s.writes = append(s.writes, "apply "+a.GetSubresource())
 		default:
@@ -841,6 +845,8 @@ func TestFailureReason(t *testing.T) {
 		{"digit first", &ExecutionError{Resource: "3d-printer", Err: errors.New("x")}, "Resource3dPrinterApplyCreateChangeFailed"},
 		{"no resource set", ErrNoResourceSet, ReasonNoResourceSet},
 		{"invalid condition", fmt.Errorf("x: %w", ErrInvalidCondition), ReasonInvalidCondition},
+		{"reason of the error", &ExecutionError{Resource: "configmap", Err: retry.Permanent(conditioncontext.WithReason(errors.New("x"), "InvalidSpec"))}, "InvalidSpec"},
+		{"invalid reason of the error", &ExecutionError{Resource: "configmap", Err: conditioncontext.WithReason(errors.New("x"), "not valid!")}, "ConfigmapApplyCreateChangeFailed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -884,5 +890,210 @@ func TestListModeOf(t *testing.T) {
 				t.Errorf("ownedConditionTypes() = %q, want %q", owned, tt.owned)
 			}
 		})
+	}
+}
+
+// typedWithStatus is laid out as kubebuilder generates a custom resource.
+type typedWithStatus struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+		Conditions         []metav1.Condition `json:"conditions,omitempty"`
+		Other              string             `json:"other,omitempty"`
+	} `json:"status,omitempty"`
+}
+
+// otherLayout keeps its conditions under another Go type.
+type otherLayout struct {
+	Status struct {
+		Conditions []map[string]any `json:"conditions"`
+	} `json:"status"`
+}
+
+func TestReadStatusTypedMatchesUnstructured(t *testing.T) {
+	obj := &typedWithStatus{}
+	obj.Status.ObservedGeneration = 3
+	obj.Status.Conditions = []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Done", Message: "m", ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(time.Unix(100, 0))},
+		{Type: "Db", Status: metav1.ConditionFalse, Reason: "Wait"},
+	}
+	conds, observed, ok := readTypedStatus(obj)
+	if !ok {
+		t.Fatal("readTypedStatus did not read a kubebuilder layout")
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantObserved, err := readStatus(&unstructured.Unstructured{Object: content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameConditions(conds, want) || observed == nil || *observed != *wantObserved {
+		t.Fatalf("typed read = %+v, %v; unstructured read = %+v, %v", conds, observed, want, *wantObserved)
+	}
+	if _, observed, _ := readTypedStatus(&typedWithStatus{}); observed != nil {
+		t.Errorf("observedGeneration of an empty status = %d, want absent", *observed)
+	}
+	if _, _, ok := readTypedStatus(&otherLayout{}); ok {
+		t.Error("readTypedStatus read a layout it does not know; want the unstructured conversion")
+	}
+	if _, _, ok := readTypedStatus(struct{}{}); ok {
+		t.Error("readTypedStatus read a non-pointer")
+	}
+}
+
+func BenchmarkReadStatus(b *testing.B) {
+	obj := &typedWithStatus{}
+	obj.Status.ObservedGeneration = 3
+	obj.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Done"}}
+	b.Run("typed", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := readStatus(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("converted", func(b *testing.B) {
+		for b.Loop() {
+			content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := readStatus(&unstructured.Unstructured{Object: content}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestConditionsWithoutManagedFields: with a cache that drops managedFields,
+// the Framework learns the list mode from its first write's answer and then
+// writes without reading the object first, removing Reconciling when the
+// retry succeeds.
+func TestConditionsWithoutManagedFields(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	r := &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+		if fail.Load() {
+			return errors.New("boom")
+		}
+		return nil
+	}}
+	obj := object("a", 1, nil)
+	server := newStatusServer(obj)
+	server.mapList = true
+	st := newStatusTest(t, obj, server, testRouter(t, nil, r), func(c *Config) {
+		c.BackOffFactory = func() backoff.BackOff { return backoff.NewConstantBackOff(time.Millisecond) }
+	})
+	st.traces(t, 1)
+	fail.Store(false)
+	stripped := server.get()
+	stripped.SetManagedFields(nil)
+	if err := st.inf.Update(stripped); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "Ready True without Reconciling", func() bool {
+		var got []string
+		for _, c := range conditionsOf(t, server.get()) {
+			got = append(got, c.Type+"="+string(c.Status))
+		}
+		return slices.Equal(got, []string{"Ready=True"})
+	})
+	server.mu.Lock()
+	defer server.mu.Unlock()
+	if server.gets != 0 {
+		t.Errorf("the Framework read the object %d times before writing; want 0 once the list mode is known", server.gets)
+	}
+}
+
+func (o *typedWithStatus) DeepCopyObject() runtime.Object {
+	out := *o
+	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Conditions = append([]metav1.Condition(nil), o.Status.Conditions...)
+	return &out
+}
+
+// TestConditionsOfTypedObjectWithoutKind: a typed cache strips apiVersion
+// and kind; the Framework reads the kind from the API server once, and
+// writes with it.
+func TestConditionsOfTypedObjectWithoutKind(t *testing.T) {
+	typed := &typedWithStatus{}
+	typed.Namespace, typed.Name, typed.Generation, typed.ResourceVersion = "ns", "a", 1, "1"
+	server := newStatusServer(object("a", 1, nil))
+	inf := informertest.New(typed)
+	f, err := New(Config{
+		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, &funcResource{name: "db"}), Client: server.client(), Resource: thingsGVR,
+		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	boot(t, f)
+	pollUntil(t, "a status write", func() bool {
+		server.mu.Lock()
+		defer server.mu.Unlock()
+		return len(server.kinds) == 1
+	})
+	next := typed.DeepCopyObject().(*typedWithStatus)
+	next.Generation, next.ResourceVersion = 2, "5"
+	if err := inf.Update(next); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "a second status write", func() bool {
+		server.mu.Lock()
+		defer server.mu.Unlock()
+		return len(server.kinds) == 2
+	})
+	server.mu.Lock()
+	defer server.mu.Unlock()
+	for _, k := range server.kinds {
+		if k != "test.operatorkit.io/v1 Thing" {
+			t.Errorf("apply of %q, want test.operatorkit.io/v1 Thing", k)
+		}
+	}
+	if server.gets != 1 {
+		t.Errorf("%d reads of the object, want 1 (its kind, once)", server.gets)
+	}
+}
+
+// BenchmarkSteadyStatus measures what Config.Conditions adds to a steady
+// reconciliation, one that writes nothing: reading the typed object's
+// status, the context of its conditions, and deciding that nothing changed.
+func BenchmarkSteadyStatus(b *testing.B) {
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{&funcResource{name: "r"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := New(Config{
+		Name: "op", Informer: informertest.New(), ResourceRouter: rt, Client: newStatusServer(object("a", 1, nil)).client(),
+		Resource: thingsGVR, DisableFinalizers: true, Conditions: true,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	obj := &typedWithStatus{}
+	obj.Namespace, obj.Name, obj.Generation = "ns", "a", 3
+	obj.Status.ObservedGeneration = 3
+	obj.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+		Message: "reconciled by resource set v1", ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)}}
+	tr := trace.New("ns/a", time.Now())
+	b.ReportAllocs()
+	for b.Loop() {
+		st := f.newStatusRun("ns/a", obj, obj)
+		st.setName = "v1"
+		ctx := conditioncontext.NewGuardedContext(context.Background(), st.current, st.lock)
+		if o := st.finish(ctx, outcome{result: ResultSuccess}, tr); o.err != nil {
+			b.Fatal(o.err)
+		}
+	}
+	if n := tr.Len(); n != 0 {
+		b.Fatalf("the steady status recorded %d steps: it wrote", n)
 	}
 }

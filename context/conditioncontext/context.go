@@ -56,7 +56,10 @@ type store struct {
 	mu      sync.Mutex
 	set     []metav1.Condition // in the order first set
 	current []metav1.Condition // the object's, as read or as last locked
-	lock    LockFunc
+	// ownCurrent is set once current is the store's own copy (before the
+	// first lock modifies it): until then it is the caller's slice.
+	ownCurrent bool
+	lock       LockFunc
 }
 
 // NewContext returns a child of ctx holding a new, empty set of conditions
@@ -67,11 +70,13 @@ func NewContext(ctx context.Context) context.Context {
 
 // NewGuardedContext returns a child of ctx holding a new, empty set of
 // conditions, the object's current conditions (read by Get; the slice is
-// not kept) and lock, which Guard calls before its task. It is how the
+// never modified, and must not be modified by the caller while ctx is in
+// use: it is typically the cached object's) and lock, which Guard calls
+// before its task. It is how the
 // Framework starts a reconciliation; call it yourself only to run resources
 // under a status writer of your own.
 func NewGuardedContext(ctx context.Context, current []metav1.Condition, lock LockFunc) context.Context {
-	return context.WithValue(ctx, contextKey{}, &store{current: clone(current), lock: lock})
+	return context.WithValue(ctx, contextKey{}, &store{current: current, lock: lock})
 }
 
 func from(ctx context.Context) *store {
@@ -141,6 +146,9 @@ func List(ctx context.Context) []metav1.Condition {
 func (s *store) locked(c metav1.Condition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.ownCurrent {
+		s.current, s.ownCurrent = clone(s.current), true
+	}
 	for i := range s.current {
 		if s.current[i].Type == c.Type {
 			s.current[i] = c

