@@ -183,7 +183,7 @@ func ready(w *v1alpha1.WebApp) bool {
 
 // TestOperatorUnderMinimalRole runs the webapp-operator binary with only the
 // shipped ClusterRole (RBAC on): valid WebApps of both releases converge, an
-// invalid one is reported Degraded with an event, deletes remove children,
+// invalid one is reported Stalled with an event, deletes remove children,
 // the content never reaches the logs, and SIGTERM ends it with exit code 0.
 func TestOperatorUnderMinimalRole(t *testing.T) {
 	if testing.Short() {
@@ -222,7 +222,7 @@ func TestOperatorUnderMinimalRole(t *testing.T) {
 		if err != nil {
 			return false, nil
 		}
-		d := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionDegraded)
+		d := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionStalled)
 		if d == nil || d.Status != metav1.ConditionTrue || d.Reason != webapp.ReasonInvalidSpec || !strings.Contains(d.Message, "not a valid image reference") {
 			return false, nil
 		}

@@ -17,14 +17,14 @@ import (
 	"github.com/operatorkit/operatorkit/framework"
 )
 
-// TestInvalidSpecDegraded: one WebApp in five has a spec the operator cannot
+// TestInvalidSpecStalled: one WebApp in five has a spec the operator cannot
 // use (an image that is not an image reference, or a name that cannot name
 // a Service), among 50. The operator, under its shipped ClusterRole, sets
 // their Degraded condition (reason InvalidSpec) and records a Warning event,
 // both saying why; it does not crash, the others converge, and it does not
 // retry the invalid ones until they change (reconciliations counted: at most
 // two each, none during a quiet window). Fixing one recovers it.
-func TestInvalidSpecDegraded(t *testing.T) {
+func TestInvalidSpecStalled(t *testing.T) {
 	c := admin(t)
 	ns := newNamespace(t)
 	_, cfg, _ := operatorIdentity(t, ns, nil)
@@ -49,7 +49,7 @@ func TestInvalidSpecDegraded(t *testing.T) {
 	waitReady(t, c, ns, valid, 90*time.Second)
 
 	for name, why := range invalid {
-		poll(t, name+" Degraded with reason InvalidSpec", func(ctx context.Context) (bool, error) {
+		poll(t, name+" Stalled with reason InvalidSpec", func(ctx context.Context) (bool, error) {
 			u, err := c.webapps(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -58,10 +58,10 @@ func TestInvalidSpecDegraded(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			d := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionDegraded)
+			s := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionStalled)
 			r := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionReady)
-			return d != nil && d.Status == metav1.ConditionTrue && d.Reason == webapp.ReasonInvalidSpec && strings.Contains(d.Message, why) &&
-				r != nil && r.Status == metav1.ConditionFalse, nil
+			return s != nil && s.Status == metav1.ConditionTrue && s.Reason == webapp.ReasonInvalidSpec && strings.Contains(s.Message, why) &&
+				r != nil && r.Status == metav1.ConditionFalse && r.Reason == webapp.ReasonInvalidSpec, nil
 		})
 		poll(t, "a Warning event saying why "+name+" is invalid", func(ctx context.Context) (bool, error) {
 			evs, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
-	"github.com/operatorkit/operatorkit/example/webapp"
 	"github.com/operatorkit/operatorkit/framework"
 )
 
@@ -49,7 +48,7 @@ func TestLeastPrivilegeForbiddenVerb(t *testing.T) {
 	}
 	const want = `cannot patch resource "deployments" in API group "apps"`
 	for _, name := range changed {
-		poll(t, name+" Degraded with the forbidden error", func(ctx context.Context) (bool, error) {
+		poll(t, name+" Reconciling and not Ready with the forbidden error", func(ctx context.Context) (bool, error) {
 			u, err := c.webapps(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -58,8 +57,10 @@ func TestLeastPrivilegeForbiddenVerb(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			d := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionDegraded)
-			return d != nil && d.Status == metav1.ConditionTrue && d.Reason == webapp.ReasonReconcileFailed && strings.Contains(d.Message, want), nil
+			rc := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionReconciling)
+			r := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionReady)
+			return rc != nil && rc.Status == metav1.ConditionTrue && strings.Contains(rc.Message, want) &&
+				r != nil && r.Status == metav1.ConditionFalse && strings.HasPrefix(r.Reason, "Deployment") && strings.Contains(r.Message, want), nil
 		})
 	}
 	// A fixed window from the fault on.

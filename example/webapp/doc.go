@@ -11,8 +11,8 @@
 // [DesiredService]), a patch comparing only the fields the operator owns
 // (so defaults and other writers' fields never cause updates), and apply
 // steps that write with server-side apply (field manager [ManagedBy], force)
-// and delete with a UID precondition. The status resource (status.go) is a
-// crud.Ops too, last in the chain. [NewResourceSets] wraps every resource
+// and delete with a UID precondition. The status is the Framework's (see
+// "Status and events"). [NewResourceSets] wraps every resource
 // with the retry and metrics wrappers and builds one router.ResourceSet per
 // release; [New] wires them into a framework.Framework on an
 // operator.Operator, which runs it with the process's shared informers,
@@ -29,22 +29,21 @@
 //
 // # Status and events
 //
-// Conditions Ready and Degraded (with observedGeneration and
-// lastTransitionTime) are written with a JSON merge patch of the status
-// subresource carrying the resourceVersion they were computed from, and only
-// when their status, reason, message or generation change: writing the
-// status never causes another write. Ready means every child matches the
-// spec of the observed generation; it does not wait for pods to run (the
-// test API server has no kubelet), which a production operator would add
-// from the Deployment's status. A failing resource sets Ready False and
-// Degraded True with reason [ReasonReconcileFailed] and the error, and is
-// retried with backoff; a spec the operator cannot use ([Validate]: image
-// syntax, DNS-1035 name, replicas, content size beyond what the schema
-// checks) gets reason [ReasonInvalidSpec] and a permanent error
-// (retry.Permanent), so it is not retried until the object changes. The
-// framework records the Warning events (ReconcileFailed, NoResourceSet) and
-// the recovery after retried failures; this package adds [EventRecovered]
-// when a spec becomes valid again.
+// The status is the Framework's (framework.Config.Conditions): Ready,
+// Reconciling and Stalled with observedGeneration, in the kstatus
+// conventions, written with server-side apply only when they change. Ready
+// means every child matches the spec of the observed generation ("reconciled
+// by resource set release-2"); it does not wait for pods to run (the test
+// API server has no kubelet), which a production operator would add from
+// the Deployment's status. A failing resource sets Ready False, with its
+// name and step as reason ("DeploymentApplyUpdateChangeFailed") and its
+// error as message, and Reconciling True while it is retried with backoff;
+// a spec the operator cannot use ([Validate]: image syntax, DNS-1035 name,
+// replicas, content size beyond what the schema checks) gets a permanent
+// error with reason [ReasonInvalidSpec] (conditioncontext.WithReason), so
+// Stalled is True and it is not retried until the object changes. The
+// framework records the events: a Warning when Ready turns False or
+// Stalled True, a Normal one when Ready turns True again.
 //
 // # Deletes
 //

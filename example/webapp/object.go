@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 )
@@ -20,7 +21,7 @@ import (
 // once per event, so that resources receive typed objects. An object that
 // does not decode (possible only when the CRD schema is not enforced) stays
 // unstructured; the resources then fail it with an error wrapping
-// ErrInvalidSpec, which reports it in the Degraded condition. Transform
+// ErrInvalidSpec, which the Framework reports in the Stalled condition. Transform
 // never returns an error, since an error would make client-go list and
 // watch again, forever.
 func Transform(logger log.Logger) cache.TransformFunc {
@@ -49,17 +50,17 @@ func webAppFrom(obj any) (*v1alpha1.WebApp, error) {
 	switch o := obj.(type) {
 	case *v1alpha1.WebApp:
 		if o == nil {
-			return nil, retry.Permanent(fmt.Errorf("%w: nil webapp", ErrInvalidSpec))
+			return nil, invalidSpec(fmt.Errorf("%w: nil webapp", ErrInvalidSpec))
 		}
 		return o, nil
 	case *unstructured.Unstructured:
 		w, err := v1alpha1.FromUnstructured(o)
 		if err != nil {
-			return nil, retry.Permanent(fmt.Errorf("%w: %w", ErrInvalidSpec, err))
+			return nil, invalidSpec(fmt.Errorf("%w: %w", ErrInvalidSpec, err))
 		}
 		return w, nil
 	default:
-		return nil, retry.Permanent(fmt.Errorf("%w: unexpected object type %T", ErrInvalidSpec, obj))
+		return nil, invalidSpec(fmt.Errorf("%w: unexpected object type %T", ErrInvalidSpec, obj))
 	}
 }
 
@@ -71,9 +72,15 @@ func validWebAppFrom(obj any) (*v1alpha1.WebApp, error) {
 		return nil, err
 	}
 	if err := Validate(w); err != nil {
-		return nil, retry.Permanent(err)
+		return nil, invalidSpec(err)
 	}
 	return w, nil
+}
+
+// invalidSpec marks err, which wraps ErrInvalidSpec, as permanent and as
+// the reason ReasonInvalidSpec of the WebApp's Ready and Stalled conditions.
+func invalidSpec(err error) error {
+	return retry.Permanent(conditioncontext.WithReason(err, ReasonInvalidSpec))
 }
 
 // objectKey returns "namespace/name" of obj for logs and errors, or "" when

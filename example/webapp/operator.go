@@ -127,7 +127,7 @@ func New(config Config) (*Operator, error) {
 	events := config.EventRecorder
 	switch {
 	case config.DryRun:
-		events = nopRecorder{}
+		events = nil
 	case events == nil:
 		events = op.EventRecorder(eventScheme())
 	}
@@ -150,13 +150,11 @@ func New(config Config) (*Operator, error) {
 		return nil, err
 	}
 	sets, err := NewResourceSets(ResourceSetsConfig{
-		Client:        kube,
-		Dynamic:       op.Dynamic(),
-		Children:      NewCachedChildren(configMaps, deployments, services),
-		OwnWrites:     op.OwnWrites(),
-		EventRecorder: events,
-		Logger:        logger,
-		Registerer:    op.Registry(),
+		Client:     kube,
+		Children:   NewCachedChildren(configMaps, deployments, services),
+		OwnWrites:  op.OwnWrites(),
+		Logger:     logger,
+		Registerer: op.Registry(),
 	})
 	if err != nil {
 		return nil, err
@@ -180,6 +178,7 @@ func New(config Config) (*Operator, error) {
 		Informer:         inf,
 		ResourceRouter:   rtr,
 		Client:           op.Dynamic(),
+		Conditions:       true,
 		Resource:         v1alpha1.GroupVersionResource,
 		Logger:           logger,
 		Registerer:       op.Registry(),

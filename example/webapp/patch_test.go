@@ -5,14 +5,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
@@ -271,10 +270,13 @@ func TestDesiredStateOfInvalidAndDeletedObjects(t *testing.T) {
 	ctx := context.Background()
 	bad := testWebApp()
 	bad.Spec.Image = "Not An Image"
-	for _, ops := range []crud.Ops{&configMapOps{}, &deploymentOps{}, &serviceOps{enabled: true}, &statusOps{}} {
+	for _, ops := range []crud.Ops{&configMapOps{}, &deploymentOps{}, &serviceOps{enabled: true}} {
 		_, err := ops.GetDesiredState(ctx, bad)
 		if !errors.Is(err, ErrInvalidSpec) || !retry.IsPermanent(err) {
 			t.Fatalf("%s: desired state of an invalid spec: err = %v, want a permanent ErrInvalidSpec", ops.Name(), err)
+		}
+		if reason, _ := conditioncontext.ReasonOf(err); reason != ReasonInvalidSpec {
+			t.Fatalf("%s: condition reason of an invalid spec = %q, want %s", ops.Name(), reason, ReasonInvalidSpec)
 		}
 		// Deleting an object with an invalid spec must still work.
 		deleted := bad.DeepCopy()
@@ -282,80 +284,6 @@ func TestDesiredStateOfInvalidAndDeletedObjects(t *testing.T) {
 		deleted.DeletionTimestamp = &now
 		if _, err := ops.GetDesiredState(ctx, deleted); err != nil {
 			t.Fatalf("%s: desired state of a deleted object with an invalid spec: %v", ops.Name(), err)
-		}
-	}
-}
-
-func TestStatusPatch(t *testing.T) {
-	ctx := context.Background()
-	ops := &statusOps{release: Release2}
-	w := testWebApp()
-
-	desired, err := ops.GetDesiredState(ctx, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	current, _ := ops.GetCurrentState(ctx, w)
-	p, err := ops.NewUpdatePatch(ctx, w, current, desired)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, ok := p.UpdateChange()
-	if !ok {
-		t.Fatal("no status update for an object without conditions")
-	}
-	change := u.(*StatusChange)
-	if change.resourceVersion != "41" || change.To.ObservedGeneration != 3 {
-		t.Fatalf("status change = %+v, want resourceVersion 41 and observedGeneration 3", change)
-	}
-	ready := meta.FindStatusCondition(change.To.Conditions, v1alpha1.ConditionReady)
-	degraded := meta.FindStatusCondition(change.To.Conditions, v1alpha1.ConditionDegraded)
-	if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != 3 || ready.LastTransitionTime.IsZero() ||
-		degraded == nil || degraded.Status != metav1.ConditionFalse {
-		t.Fatalf("conditions = %+v", change.To.Conditions)
-	}
-
-	// Written once, the same status is not written again (no hot loop),
-	// even later when "now" has moved on.
-	w.Status = change.To
-	w.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Now().Add(-time.Hour))
-	desired, _ = ops.GetDesiredState(ctx, w)
-	current, _ = ops.GetCurrentState(ctx, w)
-	if p, _ := ops.NewUpdatePatch(ctx, w, current, desired); p != nil {
-		if _, ok := p.UpdateChange(); ok {
-			t.Fatal("status written again although nothing changed")
-		}
-	}
-
-	// A failure flips both conditions; lastTransitionTime moves only for
-	// the conditions whose status changed.
-	before := w.Status.Conditions[0].LastTransitionTime
-	failed := withConditions(w.Status, 4,
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: "bad"},
-		metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: "bad"},
-	)
-	if sameStatus(w.Status, failed) {
-		t.Fatal("a failed status counts as unchanged")
-	}
-	if got := meta.FindStatusCondition(failed.Conditions, v1alpha1.ConditionReady).LastTransitionTime; !got.After(before.Time) {
-		t.Fatalf("Ready lastTransitionTime = %v, want later than %v", got, before)
-	}
-	again := withConditions(failed, 4, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: "bad"})
-	if !sameStatus(failed, again) {
-		t.Fatal("the same failure counts as a change")
-	}
-	lines := (&StatusChange{Namespace: "ns", Name: "site", From: w.Status, To: failed}).Describe()
-	if len(lines) != 4 || !strings.Contains(lines[2], "status.conditions[Ready]: True (Reconciled") {
-		t.Fatalf("Describe() = %q", lines)
-	}
-
-	// Deleting: no status change.
-	now := metav1.Now()
-	w.DeletionTimestamp = &now
-	desired, _ = ops.GetDesiredState(ctx, w)
-	if p, _ := ops.NewUpdatePatch(ctx, w, current, desired); p != nil {
-		if _, ok := p.UpdateChange(); ok {
-			t.Fatal("status written for an object being deleted")
 		}
 	}
 }

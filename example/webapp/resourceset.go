@@ -6,10 +6,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/resource"
@@ -23,17 +20,12 @@ import (
 type ResourceSetsConfig struct {
 	// Client writes the child objects. Required.
 	Client kubernetes.Interface
-	// Dynamic writes WebApp statuses. Required.
-	Dynamic dynamic.Interface
 	// Children reads the child objects. Required: NewCachedChildren in an
 	// operator, NewLiveChildren for a one-off plan.
 	Children Children
 	// OwnWrites is told of every apply of a child, so that its watch event
 	// does not wake the WebApp again. Optional (nil for a one-off plan).
 	OwnWrites *operator.OwnWrites
-	// EventRecorder records the Events on WebApps. Optional; nil drops
-	// events.
-	EventRecorder record.EventRecorder
 	// Logger receives the resources' logs. Optional; nil means no logs.
 	Logger log.Logger
 	// Registerer receives the resource metrics of the metrics wrapper.
@@ -48,15 +40,13 @@ type ResourceSetsConfig struct {
 // in the order of Releases. Each set's Handles routes by LabelRelease (see
 // ReleaseOf); its resources run in this order:
 //
-//	release 1: configmap, deployment, service (absent), status
-//	release 2: configmap, deployment (+ release label and annotation), service, status
+//	release 1: configmap, deployment, service (absent)
+//	release 2: configmap, deployment (+ release label and annotation), service
 //
 // In release 1 the service resource only deletes a Service that release 2
-// left behind (a WebApp moved back). Every child resource is a crud.Resource
-// wrapped by retry (each step retried briefly), metrics (each step timed,
-// retries included) and reportingResource (failures written to the Degraded
-// condition and recorded as Warning events); the status resource by retry
-// and metrics.
+// left behind (a WebApp moved back). Every resource is a crud.Resource
+// wrapped by retry (each step retried briefly) and metrics (each step timed,
+// retries included). The status is the Framework's (see New).
 //
 // The error matches ErrInvalidConfig and names the field when a required
 // field is missing.
@@ -64,13 +54,8 @@ func NewResourceSets(config ResourceSetsConfig) ([]*router.ResourceSet, error) {
 	switch {
 	case config.Client == nil:
 		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
-	case config.Dynamic == nil:
-		return nil, fmt.Errorf("%w: %T.Dynamic must not be empty", ErrInvalidConfig, config)
 	case config.Children == nil:
 		return nil, fmt.Errorf("%w: %T.Children must not be empty", ErrInvalidConfig, config)
-	}
-	if config.EventRecorder == nil {
-		config.EventRecorder = nopRecorder{}
 	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
@@ -78,7 +63,6 @@ func NewResourceSets(config ResourceSetsConfig) ([]*router.ResourceSet, error) {
 	if config.BackOffFactory == nil {
 		config.BackOffFactory = retry.DefaultBackOffFactory()
 	}
-	status := &statusWriter{client: config.Dynamic, recorder: config.EventRecorder, logger: config.Logger}
 
 	var sets []*router.ResourceSet
 	for _, release := range Releases {
@@ -86,16 +70,12 @@ func NewResourceSets(config ResourceSetsConfig) ([]*router.ResourceSet, error) {
 			&configMapOps{childWriter: configMapWriter(config.Client, config.OwnWrites), children: config.Children, logger: config.Logger},
 			&deploymentOps{childWriter: deploymentWriter(config.Client, config.OwnWrites), children: config.Children, release: release, logger: config.Logger},
 			&serviceOps{childWriter: serviceWriter(config.Client, config.OwnWrites), children: config.Children, enabled: release == Release2, logger: config.Logger},
-			&statusOps{status: status, release: release},
 		}
 		resources := make([]resource.Interface, 0, len(ops))
 		for _, o := range ops {
 			r, err := wrap(config, o)
 			if err != nil {
 				return nil, err
-			}
-			if o.Name() != StatusName {
-				r = &reportingResource{wrapped: r, status: status}
 			}
 			resources = append(resources, r)
 		}
@@ -135,12 +115,4 @@ func SetFor(sets []*router.ResourceSet, release string) *router.ResourceSet {
 		}
 	}
 	return nil
-}
-
-// nopRecorder is a record.EventRecorder that drops every event.
-type nopRecorder struct{}
-
-func (nopRecorder) Event(runtime.Object, string, string, string)          {}
-func (nopRecorder) Eventf(runtime.Object, string, string, string, ...any) {}
-func (nopRecorder) AnnotatedEventf(runtime.Object, map[string]string, string, string, string, ...any) {
 }

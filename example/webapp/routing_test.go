@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -50,11 +49,7 @@ func testRouter(t testing.TB) *router.Router {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sets, err := NewResourceSets(ResourceSetsConfig{Client: kube, Dynamic: dyn, Children: NewLiveChildren(kube)})
+	sets, err := NewResourceSets(ResourceSetsConfig{Client: kube, Children: NewLiveChildren(kube)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +91,8 @@ func TestRouterPicksTheReleaseSet(t *testing.T) {
 func TestResourceSetsChains(t *testing.T) {
 	r := testRouter(t)
 	want := map[string][]string{
-		"release-1": {ConfigMapName, DeploymentName, ServiceName, StatusName},
-		"release-2": {ConfigMapName, DeploymentName, ServiceName, StatusName},
+		"release-1": {ConfigMapName, DeploymentName, ServiceName},
+		"release-2": {ConfigMapName, DeploymentName, ServiceName},
 	}
 	for _, s := range r.ResourceSets() {
 		var got []string

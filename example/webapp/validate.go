@@ -23,10 +23,14 @@ const (
 )
 
 // ErrInvalidSpec is wrapped by errors about a WebApp the operator cannot
-// use. Such errors are permanent: the operator reports them in the Degraded
-// condition and a Warning Event, and does not retry until the object
-// changes.
+// use. Such errors are permanent: the operator reports them in the Ready
+// and Stalled conditions, with reason ReasonInvalidSpec, and a Warning
+// Event, and does not retry until the object changes.
 var ErrInvalidSpec = errors.New("invalid spec")
+
+// ReasonInvalidSpec is the reason of the Ready (False) and Stalled (True)
+// conditions of a WebApp whose spec the operator cannot use.
+const ReasonInvalidSpec = "InvalidSpec"
 
 // imageRef is a simplified form of the container image reference grammar:
 // an optional registry host (with port) and path, lower-case path

@@ -4,15 +4,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Condition types written by the operator into WebAppStatus.Conditions.
+// Condition types written by the operator into WebAppStatus.Conditions (by
+// operatorkit's Framework, following the kstatus conventions).
 const (
 	// ConditionReady is True when every child object (ConfigMap, Deployment
 	// and, in release 2, Service) matches the spec of the observed
-	// generation. It does not wait for pods: see the webapp package doc.
+	// generation, and False with the failure's reason and message
+	// otherwise. It does not wait for pods: see the webapp package doc.
 	ConditionReady = "Ready"
-	// ConditionDegraded is True when the last reconciliation failed, or the
-	// spec cannot be used; its message says why.
-	ConditionDegraded = "Degraded"
+	// ConditionReconciling is True, with the error as message, while a
+	// failed reconciliation is retried with backoff; absent otherwise.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the operator gave up until the
+	// WebApp changes (reason InvalidSpec: a spec it cannot use); absent
+	// otherwise.
+	ConditionStalled = "Stalled"
 )
 
 // WebApp is a static web site: a ConfigMap holding its content, a Deployment
@@ -65,7 +71,7 @@ type WebAppStatus struct {
 	// conditions describe.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions holds the Ready and Degraded conditions.
+	// Conditions holds the Ready, Reconciling and Stalled conditions.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -131,7 +131,7 @@ func (d *demo) problem(w *world, i int) string {
 			return "release 2, but no Service yet"
 		case !rel2:
 			return "release 2, but its pod template is not"
-		case !strings.HasPrefix(ready.Message, "release 2"):
+		case !strings.Contains(ready.Message, "release-"+webapp.Release2):
 			return "release 2, but Ready describes release 1"
 		}
 		return ""

@@ -96,7 +96,6 @@ func plan(ctx context.Context, f planFlags, keys []string, stdout io.Writer) err
 	}
 	sets, err := webapp.NewResourceSets(webapp.ResourceSetsConfig{
 		Client:   kube,
-		Dynamic:  dyn,
 		Children: webapp.NewLiveChildren(kube),
 	})
 	if err != nil {
