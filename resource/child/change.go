@@ -1,0 +1,99 @@
+package child
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Action is what a [Change] does to a child object.
+type Action string
+
+// The actions of a Change.
+const (
+	// ActionCreate applies a child that the cache does not hold.
+	ActionCreate Action = "create"
+	// ActionUpdate applies a child whose owned fields differ.
+	ActionUpdate Action = "update"
+	// ActionDelete deletes a child, with a UID precondition.
+	ActionDelete Action = "delete"
+)
+
+// Field is one field of a child that a change sets: its path
+// ("spec.template.spec.containers[web].image": map keys, merge keys and list
+// indexes in brackets), its current value and its desired value, formatted
+// for people ("(none)" for an absent value, strings quoted, structs and
+// lists as JSON, long values shortened).
+type Field struct {
+	Path string `json:"path"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Change is the create, update or delete of one child object. For a create
+// Fields lists every field the resource applies; for an update, the owned
+// fields that differ; for a delete, none. It is what the patch parts of a
+// child resource hold (in a [Changes]); plans and traces show it with
+// Describe.
+type Change struct {
+	Action    Action `json:"action"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// UID is the current object's UID: the precondition of a delete.
+	UID types.UID `json:"uid,omitempty"`
+	// Fields are the fields the change sets (see above).
+	Fields []Field `json:"fields,omitempty"`
+	// More counts the differing fields left out of Fields (at most 30 are
+	// listed).
+	More int `json:"more,omitempty"`
+
+	// body is the apply payload of a create or update.
+	body []byte
+	// wait collects the not-ready children of the patch; the last change
+	// applied signals the wait.
+	wait *waitState
+	last bool
+}
+
+// Describe returns one line per field, "deployment demo/web: spec.replicas
+// 2 → 3" ("(none) → 3" for a create), or a single line for a delete
+// ("deployment demo/web: delete (uid ...)") or a change without fields.
+func (c *Change) Describe() []string {
+	head := strings.ToLower(c.Kind) + " " + c.Namespace + "/" + c.Name
+	if c.Namespace == "" {
+		head = strings.ToLower(c.Kind) + " " + c.Name
+	}
+	switch {
+	case c.Action == ActionDelete:
+		return []string{fmt.Sprintf("%s: delete (uid %s)", head, c.UID)}
+	case len(c.Fields) == 0:
+		return []string{fmt.Sprintf("%s: %s", head, c.Action)}
+	}
+	lines := make([]string, 0, len(c.Fields)+1)
+	for _, f := range c.Fields {
+		lines = append(lines, fmt.Sprintf("%s: %s %s → %s", head, f.Path, f.From, f.To))
+	}
+	if c.More > 0 {
+		lines = append(lines, fmt.Sprintf("%s: … and %d more fields", head, c.More))
+	}
+	return lines
+}
+
+// String returns the lines of Describe joined by newlines.
+func (c *Change) String() string { return strings.Join(c.Describe(), "\n") }
+
+// Changes are the changes of one patch part of a child resource: one per
+// child created, updated or deleted. A patch part is set only when it holds
+// at least one change.
+type Changes []*Change
+
+// Describe returns the lines of every change's Describe, in order.
+func (cs Changes) Describe() []string {
+	var lines []string
+	for _, c := range cs {
+		lines = append(lines, c.Describe()...)
+	}
+	return lines
+}

@@ -1,0 +1,296 @@
+package child
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/go-kit/log"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/resource/crud"
+)
+
+// Defaults of Config.
+const (
+	// DefaultFieldManager is the default Config.FieldManager.
+	DefaultFieldManager = "operatorkit"
+	// DefaultWaitDelay is the default Config.WaitDelay: how soon a
+	// reconciliation that waits for a child that is not ready runs again
+	// (the child's own watch, when the operator has one, wakes it sooner).
+	DefaultWaitDelay = 5 * time.Second
+)
+
+// LabelManagedBy is the label set on every child, with the value
+// Config.ManagedBy. Only children carrying it are ever deleted.
+const LabelManagedBy = "app.kubernetes.io/managed-by"
+
+// ReasonWaitingForChild is the reason of the Reconciling condition set
+// while a child is not ready (see Config.ReadyWhen).
+const ReasonWaitingForChild = "WaitingForChild"
+
+// StepWait names the trace step recorded when the resource stops the chain
+// to wait for a child; the step's name is "wait: " followed by what it
+// waits for.
+const StepWait = "wait"
+
+// ControllerUIDIndex is the name of the index New adds to a Cache that
+// exposes its client-go informer (informer.Informer,
+// operator.SharedInformer): the UID of an object's controller owner
+// reference. Several child resources share it.
+const ControllerUIDIndex = "operatorkit.io/controller-uid"
+
+// Object is what Owner and Child types are: pointers to typed API objects,
+// such as *appsv1.Deployment or a custom resource's Go type.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Client is the part of a client-go typed client for one kind in one
+// namespace that a child resource writes with (DeploymentInterface,
+// ConfigMapInterface, or a generated client of a custom resource): Patch
+// with server-side apply, and Delete. Use [Typed] to pass the clientset's
+// method.
+type Client[C any] interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (C, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// Typed adapts a typed clientset's per-namespace method, such as
+// kubernetes.Interface.AppsV1().Deployments, to Config.Client. The type
+// arguments are inferred:
+//
+//	Client: child.Typed(kube.AppsV1().Deployments),
+func Typed[C any, W Client[C]](client func(namespace string) W) func(namespace string) Client[C] {
+	return func(namespace string) Client[C] { return client(namespace) }
+}
+
+// Cache is the part of an informer that a child resource reads the current
+// children from: *informer.Informer and *operator.SharedInformer (the
+// operator's shared informers) and informertest.Informer implement it. Get
+// returns the object "namespace/name", List every object. The objects may be
+// of the Child type (an informer with a typed RESTClient, recommended) or
+// *unstructured.Unstructured (a dynamic informer), which the resource
+// converts on each read.
+//
+// Optional methods, found by type assertion: Mutation(runtime.Object), to
+// record the answers of writes (informer.Informer.Mutation); GVR(), for
+// Config.Writes; SharedIndexInformer(), to add [ControllerUIDIndex] so that
+// finding an owner's children does not scan the whole cache.
+type Cache interface {
+	Get(key string) (obj any, exists bool, err error)
+	List() []any
+}
+
+// Writes is told of each apply before it is sent and of its answer:
+// *operator.OwnWrites implements it, so that the watch event of the
+// resource's own write does not wake the owner again.
+type Writes interface {
+	Begin(resource schema.GroupResource, namespace, name string) (done func(answer metav1.Object, err error))
+}
+
+// Config configures a child resource of Owner objects (the objects the
+// chain reconciles) that keeps Child objects. Name, Client, Cache and one of
+// Desired and DesiredSet are required.
+type Config[Owner, Child Object] struct {
+	// Name is the resource's name, as in resource.Interface. Required.
+	Name string
+	// Client writes children in a namespace. Required; see [Typed].
+	Client func(namespace string) Client[Child]
+	// Cache holds the current children. Required. Give the operator's
+	// shared informer of the Child kind (operator.Operator.Informer),
+	// ideally label-filtered on LabelManagedBy=ManagedBy and with a typed
+	// RESTClient; the resource never GETs a child.
+	Cache Cache
+
+	// Desired returns the one child owner should have, or a nil Child for
+	// none (an existing child of this resource is then deleted). It must
+	// not change anything. The resource sets the namespace (when empty, to
+	// the owner's), the label LabelManagedBy and the controller owner
+	// reference on the returned object, which then belongs to the resource:
+	// return a new object on every call. An error fails the step; mark it
+	// retry.Permanent when retrying cannot help.
+	Desired func(ctx context.Context, owner Owner) (Child, error)
+	// DesiredSet, instead of Desired, returns every child owner should have
+	// (all of one kind, names unique). Children of this owner that the cache
+	// holds (label LabelManagedBy=ManagedBy, controller owner reference to
+	// the owner) and the set does not name are deleted.
+	DesiredSet func(ctx context.Context, owner Owner) ([]Child, error)
+
+	// ReadyWhen, when set, tells whether a child is ready. While one is
+	// not, the resource stops the chain as waiting (see the package
+	// documentation). [Ready] is the kstatus rule for Deployments,
+	// StatefulSets, DaemonSets, Jobs, Pods and Services:
+	// ReadyWhen: child.Ready[*appsv1.Deployment]. Optional: nil never waits.
+	ReadyWhen func(child Child) bool
+	// Matches, when set, replaces the comparison of the owned fields: it
+	// returns true when current needs no write to become desired.
+	// Optional.
+	Matches func(current, desired Child) bool
+
+	// FieldManager is the field manager of the server-side applies.
+	// Defaults to DefaultFieldManager.
+	FieldManager string
+	// ManagedBy is the value of the LabelManagedBy label set on children.
+	// Defaults to FieldManager.
+	ManagedBy string
+	// GVK is the children's group, version and kind, put in the apply
+	// body. Defaults to the Child type's kind in client-go's scheme
+	// (built-in kinds); required for other kinds.
+	GVK schema.GroupVersionKind
+	// OwnerGVK is the owner's group, version and kind, for the owner
+	// reference. Defaults to the owner object's apiVersion and kind, or the
+	// Owner type's kind in client-go's scheme.
+	OwnerGVK schema.GroupVersionKind
+	// Writes, when set, is told of every apply (operator.Operator.OwnWrites).
+	// Optional; it needs Resource, or a Cache with a GVR method.
+	Writes Writes
+	// Resource is the children's group and resource, for Writes. Defaults
+	// to the Cache's GVR().
+	Resource schema.GroupResource
+	// DeletePropagation is the propagation policy of deletes. Defaults to
+	// metav1.DeletePropagationBackground.
+	DeletePropagation metav1.DeletionPropagation
+	// WaitDelay is how soon a reconciliation waiting for a child runs
+	// again. Defaults to DefaultWaitDelay.
+	WaitDelay time.Duration
+	// Logger receives debug logs. Optional; defaults to a nop logger.
+	Logger log.Logger
+}
+
+// New returns the crud resource that keeps the children of each owner as
+// config describes (see the package documentation). The error matches
+// ErrInvalidConfig and names the field when config is incomplete.
+func New[Owner, Child Object](config Config[Owner, Child]) (*crud.Resource, error) {
+	o, err := newOps(config)
+	if err != nil {
+		return nil, err
+	}
+	return crud.New(crud.Config{Ops: o, Logger: config.Logger})
+}
+
+// NewOps is [New] without the crud.Resource around: the crud.Ops, for a
+// resource that adds steps of its own.
+func NewOps[Owner, Child Object](config Config[Owner, Child]) (crud.Ops, error) {
+	return newOps(config)
+}
+
+func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child], error) {
+	childType, ownerType := reflect.TypeFor[Child](), reflect.TypeFor[Owner]()
+	switch {
+	case config.Name == "":
+		return nil, fmt.Errorf("%w: %T.Name must not be empty", ErrInvalidConfig, config)
+	case config.Client == nil:
+		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
+	case config.Cache == nil:
+		return nil, fmt.Errorf("%w: %T.Cache must not be empty", ErrInvalidConfig, config)
+	case config.Desired == nil && config.DesiredSet == nil:
+		return nil, fmt.Errorf("%w: %T.Desired must not be empty (or set DesiredSet)", ErrInvalidConfig, config)
+	case config.Desired != nil && config.DesiredSet != nil:
+		return nil, fmt.Errorf("%w: %T.Desired and DesiredSet exclude each other: set one", ErrInvalidConfig, config)
+	case config.WaitDelay < 0:
+		return nil, fmt.Errorf("%w: %T.WaitDelay must not be negative", ErrInvalidConfig, config)
+	case childType.Kind() != reflect.Pointer || childType.Elem().Kind() != reflect.Struct:
+		return nil, fmt.Errorf("%w: %T: Child must be a pointer to a struct, got %s", ErrInvalidConfig, config, childType)
+	case ownerType.Kind() != reflect.Pointer || ownerType.Elem().Kind() != reflect.Struct:
+		return nil, fmt.Errorf("%w: %T: Owner must be a pointer to a struct, got %s", ErrInvalidConfig, config, ownerType)
+	}
+	if _, ok := childType.Elem().FieldByName("ObjectMeta"); !ok {
+		return nil, fmt.Errorf("%w: %T: Child %s has no ObjectMeta field", ErrInvalidConfig, config, childType)
+	}
+	if config.FieldManager == "" {
+		config.FieldManager = DefaultFieldManager
+	}
+	if config.ManagedBy == "" {
+		config.ManagedBy = config.FieldManager
+	}
+	if config.WaitDelay == 0 {
+		config.WaitDelay = DefaultWaitDelay
+	}
+	if config.DeletePropagation == "" {
+		config.DeletePropagation = metav1.DeletePropagationBackground
+	}
+	if config.Logger == nil {
+		config.Logger = log.NewNopLogger()
+	}
+	if config.GVK.Empty() {
+		gvk, ok := schemeKind(childType)
+		if !ok {
+			return nil, fmt.Errorf("%w: %T.GVK must not be empty: %s is not a kind of client-go's scheme", ErrInvalidConfig, config, childType)
+		}
+		config.GVK = gvk
+	}
+	if config.OwnerGVK.Empty() {
+		config.OwnerGVK, _ = schemeKind(ownerType) // else from each owner's TypeMeta
+	}
+	if config.Writes != nil && config.Resource.Empty() {
+		g, ok := config.Cache.(interface {
+			GVR() schema.GroupVersionResource
+		})
+		if !ok {
+			return nil, fmt.Errorf("%w: %T.Resource must not be empty when Writes is set and Cache has no GVR method", ErrInvalidConfig, config)
+		}
+		config.Resource = g.GVR().GroupResource()
+	}
+	o := &ops[Owner, Child]{
+		config:     config,
+		childType:  childType.Elem(),
+		apiVersion: config.GVK.GroupVersion().String(),
+		logger:     log.With(config.Logger, "resource", config.Name),
+	}
+	o.mutation, _ = config.Cache.(interface{ Mutation(runtime.Object) })
+	if s, ok := config.Cache.(interface {
+		SharedIndexInformer() cache.SharedIndexInformer
+	}); ok {
+		o.indexer = addControllerIndex(s.SharedIndexInformer())
+	}
+	return o, nil
+}
+
+// schemeKind returns the kind client-go's scheme registers for t.
+func schemeKind(t reflect.Type) (schema.GroupVersionKind, bool) {
+	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
+	if !ok {
+		return schema.GroupVersionKind{}, false
+	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return schema.GroupVersionKind{}, false
+	}
+	return gvks[0], true
+}
+
+// addControllerIndex adds ControllerUIDIndex to inf, unless it has it, and
+// returns its indexer; nil when the index cannot be added (the informer
+// started without it): the resource then scans the namespace.
+func addControllerIndex(inf cache.SharedIndexInformer) cache.Indexer {
+	if _, ok := inf.GetIndexer().GetIndexers()[ControllerUIDIndex]; ok {
+		return inf.GetIndexer()
+	}
+	err := inf.AddIndexers(cache.Indexers{ControllerUIDIndex: controllerUID})
+	if err != nil {
+		if _, ok := inf.GetIndexer().GetIndexers()[ControllerUIDIndex]; !ok {
+			return nil
+		}
+	}
+	return inf.GetIndexer()
+}
+
+// controllerUID is the index function of ControllerUIDIndex.
+func controllerUID(obj any) ([]string, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+		return []string{string(ref.UID)}, nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,568 @@
+package child_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource/child"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// fakeClient is an in-memory Client: an apply stores the body decoded into
+// a T (with a UID and a growing resourceVersion), a delete removes it.
+type fakeClient[T any, PT interface {
+	*T
+	metav1.Object
+}] struct {
+	mu      sync.Mutex
+	objs    map[string]PT
+	applies []string
+	deletes []string
+	rv      int
+	err     error
+}
+
+func newFakeClient[T any, PT interface {
+	*T
+	metav1.Object
+}]() *fakeClient[T, PT] {
+	return &fakeClient[T, PT]{objs: map[string]PT{}}
+}
+
+func (f *fakeClient[T, PT]) For(ns string) child.Client[PT] { return &nsClient[T, PT]{f, ns} }
+
+type nsClient[T any, PT interface {
+	*T
+	metav1.Object
+}] struct {
+	f  *fakeClient[T, PT]
+	ns string
+}
+
+func (c *nsClient[T, PT]) Patch(_ context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (PT, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	if c.f.err != nil {
+		return nil, c.f.err
+	}
+	if pt != types.ApplyPatchType || opts.Force == nil || !*opts.Force || opts.FieldManager == "" {
+		return nil, fmt.Errorf("not a forced apply: %s %+v", pt, opts)
+	}
+	obj := PT(new(T))
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, err
+	}
+	key := c.ns + "/" + name
+	c.f.rv++
+	obj.SetResourceVersion(fmt.Sprint(c.f.rv))
+	if old, ok := c.f.objs[key]; ok {
+		obj.SetUID(old.GetUID())
+	} else {
+		obj.SetUID(types.UID("uid-" + name))
+	}
+	c.f.objs[key] = obj
+	c.f.applies = append(c.f.applies, key)
+	return obj, nil
+}
+
+func (c *nsClient[T, PT]) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	key := c.ns + "/" + name
+	old, ok := c.f.objs[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "x"}, name)
+	}
+	if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != old.GetUID() {
+		return fmt.Errorf("delete of %s without its UID precondition", key)
+	}
+	delete(c.f.objs, key)
+	c.f.deletes = append(c.f.deletes, key)
+	return nil
+}
+
+// owner is the owner of the tests: a Secret (a kind client-go's scheme
+// knows, so OwnerGVK defaults).
+func owner() *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web", UID: "owner-uid"}}
+}
+
+func desiredDeployment(replicas int32, image string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: image,
+					Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
+				}}},
+			},
+		},
+	}
+}
+
+// defaulted returns the API server's version of applied: defaults and
+// foreign fields added.
+func defaulted(applied *appsv1.Deployment) *appsv1.Deployment {
+	d := applied.DeepCopy()
+	d.Generation = 1
+	d.Labels["foreign"] = "yes"
+	d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}
+	d.Spec.RevisionHistoryLimit = new(int32(10))
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.TerminationMessagePath = "/dev/termination-log"
+	c.ImagePullPolicy = corev1.PullIfNotPresent
+	c.Ports[0].Protocol = corev1.ProtocolTCP
+	c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("67108864") // same quantity, other form
+	d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar", Image: "istio"})
+	d.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2}
+	return d
+}
+
+type fixture struct {
+	client   *fakeClient[appsv1.Deployment, *appsv1.Deployment]
+	cache    *informertest.Informer
+	resource *crud.Resource
+	replicas int32
+	image    string
+}
+
+func newFixture(t *testing.T, mod func(*child.Config[*corev1.Secret, *appsv1.Deployment])) *fixture {
+	t.Helper()
+	f := &fixture{client: newFakeClient[appsv1.Deployment](), cache: informertest.New(), replicas: 2, image: "nginx:1"}
+	cfg := child.Config[*corev1.Secret, *appsv1.Deployment]{
+		Name:   "deployment",
+		Client: f.client.For,
+		Cache:  f.cache,
+		Desired: func(_ context.Context, _ *corev1.Secret) (*appsv1.Deployment, error) {
+			return desiredDeployment(f.replicas, f.image), nil
+		},
+		FieldManager: "test-operator",
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := child.New(cfg)
+	if err != nil {
+		t.Fatalf("New() error = %v", err)
+	}
+	f.resource = r
+	return f
+}
+
+// sync copies the fake server's objects into the cache, as a watch would,
+// after passing them through server (defaults).
+func (f *fixture) sync(t *testing.T, server func(*appsv1.Deployment) *appsv1.Deployment) {
+	t.Helper()
+	for _, o := range f.client.objs {
+		if server != nil {
+			o = server(o)
+		}
+		if _, ok, _ := f.cache.Get(o.Namespace + "/" + o.Name); ok {
+			_ = f.cache.Update(o)
+		} else {
+			_ = f.cache.Add(o)
+		}
+	}
+}
+
+func reconcileCtx() context.Context {
+	ctx := requeuecontext.NewContext(context.Background())
+	ctx = reconciliationcanceledcontext.NewContext(ctx)
+	return conditioncontext.NewContext(ctx)
+}
+
+func TestCreateSteadyDrift(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+
+	patch, err := f.resource.Plan(ctx, owner(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create, ok := patch.CreateChange()
+	if !ok {
+		t.Fatalf("plan of a missing child has no create part: %+v", patch)
+	}
+	lines := strings.Join(create.(child.Changes).Describe(), "\n")
+	for _, want := range []string{
+		`deployment demo/web: spec.replicas (none) → 2`,
+		`deployment demo/web: spec.template.spec.containers[web].image (none) → "nginx:1"`,
+		`deployment demo/web: metadata.labels["app.kubernetes.io/managed-by"] (none) → "test-operator"`,
+	} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("create description lacks %q:\n%s", want, lines)
+		}
+	}
+
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatalf("EnsureCreated() error = %v", err)
+	}
+	if len(f.client.applies) != 1 {
+		t.Fatalf("applies = %v, want 1", f.client.applies)
+	}
+	applied := f.client.objs["demo/web"]
+	if ref := metav1.GetControllerOf(applied); ref == nil || ref.UID != "owner-uid" || ref.Kind != "Secret" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+		t.Errorf("owner reference = %+v", applied.OwnerReferences)
+	}
+	if applied.Labels[child.LabelManagedBy] != "test-operator" || applied.Namespace != "demo" {
+		t.Errorf("applied metadata = %+v", applied.ObjectMeta)
+	}
+
+	// Steady: the server's defaults and foreign fields are no drift.
+	f.sync(t, defaulted)
+	for range 3 {
+		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.client.applies) != 1 {
+		t.Fatalf("steady resync wrote: applies = %v", f.client.applies)
+	}
+
+	// Drift of an owned field.
+	cur, _, _ := f.cache.Get("demo/web")
+	drifted := cur.(*appsv1.Deployment).DeepCopy()
+	drifted.Spec.Replicas = new(int32(5))
+	drifted.Spec.Template.Spec.Containers[0].Image = "evil"
+	_ = f.cache.Update(drifted)
+	patch, err = f.resource.Plan(ctx, owner(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update, ok := patch.UpdateChange()
+	if !ok {
+		t.Fatal("drift gives no update")
+	}
+	got := update.(child.Changes).Describe()
+	want := []string{
+		`deployment demo/web: spec.replicas 5 → 2`,
+		`deployment demo/web: spec.template.spec.containers[web].image "evil" → "nginx:1"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("update description = %q, want %q", got, want)
+	}
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.client.applies) != 2 {
+		t.Fatalf("drift not reverted: applies = %v", f.client.applies)
+	}
+}
+
+func TestCreateBodyHoldsOnlySetFields(t *testing.T) {
+	f := newFixture(t, nil)
+	if err := f.resource.EnsureCreated(context.Background(), owner()); err != nil {
+		t.Fatal(err)
+	}
+	d := f.client.objs["demo/web"]
+	if d.APIVersion != "apps/v1" || d.Kind != "Deployment" {
+		t.Errorf("apply body type = %s %s", d.APIVersion, d.Kind)
+	}
+	if d.Spec.Strategy.Type != "" || d.Status.Replicas != 0 || !d.CreationTimestamp.IsZero() {
+		t.Errorf("apply body has fields not set: %+v", d)
+	}
+}
+
+func TestDesiredSetDeletesOnlyOwnedChildren(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.Desired = nil
+		c.DesiredSet = func(context.Context, *corev1.Secret) ([]*appsv1.Deployment, error) {
+			var ds []*appsv1.Deployment
+			for _, n := range names {
+				d := desiredDeployment(1, "nginx")
+				d.Name = n
+				ds = append(ds, d)
+			}
+			return ds, nil
+		}
+	})
+	ctx := context.Background()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	f.sync(t, nil)
+	// A child of another owner, and one without the label.
+	other := desiredDeployment(1, "x")
+	other.Namespace, other.Name, other.UID = "demo", "other", "other-uid"
+	other.Labels[child.LabelManagedBy] = "test-operator"
+	other.OwnerReferences = []metav1.OwnerReference{{Kind: "Secret", Name: "x", UID: "x-uid", Controller: new(true)}}
+	foreign := desiredDeployment(1, "x")
+	foreign.Namespace, foreign.Name, foreign.UID = "demo", "foreign", "foreign-uid"
+	foreign.OwnerReferences = []metav1.OwnerReference{{Kind: "Secret", Name: "web", UID: "owner-uid", Controller: new(true)}}
+	_ = f.cache.Add(other)
+	_ = f.cache.Add(foreign)
+
+	names = []string{"a", "c"}
+	patch, err := f.resource.Plan(ctx, owner(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del, ok := patch.DeleteChange()
+	if !ok || len(del.(child.Changes)) != 1 {
+		t.Fatalf("delete part = %v, want b only", del)
+	}
+	if got := del.(child.Changes).Describe(); got[0] != "deployment demo/b: delete (uid uid-b)" {
+		t.Errorf("delete description = %q", got)
+	}
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(f.client.deletes, ",") != "demo/b" || len(f.client.applies) != 3 {
+		t.Errorf("deletes = %v applies = %v, want [demo/b] and 3", f.client.deletes, f.client.applies)
+	}
+}
+
+func TestDeletePatchOnOwnerDeletion(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	f.sync(t, nil)
+	gone := owner()
+	gone.DeletionTimestamp = &metav1.Time{}
+	if err := f.resource.EnsureDeleted(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(f.client.deletes, ",") != "demo/web" {
+		t.Errorf("deletes = %v", f.client.deletes)
+	}
+	// Deleted already (NotFound): success.
+	if err := f.resource.EnsureDeleted(ctx, gone); err != nil {
+		t.Fatalf("second EnsureDeleted() error = %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		name    string
+		desired func(*appsv1.Deployment)
+		obj     any
+		want    string
+		wantErr error
+	}{
+		{name: "other namespace", desired: func(d *appsv1.Deployment) { d.Namespace = "kube-system" }, want: "deployment kube-system/web of secret demo/web is not in the owner's namespace demo", wantErr: child.ErrInvalidChild},
+		{name: "empty name", desired: func(d *appsv1.Deployment) { d.Name = "" }, want: "has an empty name", wantErr: child.ErrInvalidChild},
+		{name: "other kind", desired: func(d *appsv1.Deployment) { d.APIVersion, d.Kind = "apps/v1", "StatefulSet" }, want: "is a apps/v1, Kind=StatefulSet, but the resource writes apps/v1, Kind=Deployment", wantErr: child.ErrInvalidChild},
+		{name: "other controller", desired: func(d *appsv1.Deployment) {
+			d.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: new(true)}}
+		}, want: "names another controller, ReplicaSet rs", wantErr: child.ErrInvalidChild},
+		{name: "wrong owner type", obj: &corev1.ConfigMap{}, want: "reconciles *v1.Secret, got *v1.ConfigMap", wantErr: child.ErrWrongType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+				c.Desired = func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
+					d := desiredDeployment(1, "x")
+					if tt.desired != nil {
+						tt.desired(d)
+					}
+					return d, nil
+				}
+			})
+			obj := tt.obj
+			if obj == nil {
+				obj = owner()
+			}
+			err := f.resource.EnsureCreated(context.Background(), obj)
+			if !errors.Is(err, tt.wantErr) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("EnsureCreated() error = %v, want a permanent %v containing %q", err, tt.wantErr, tt.want)
+			}
+			if len(f.client.applies) != 0 {
+				t.Errorf("bad input wrote %v", f.client.applies)
+			}
+		})
+	}
+}
+
+func TestControlledByAnother(t *testing.T) {
+	f := newFixture(t, nil)
+	taken := desiredDeployment(1, "x")
+	taken.Namespace, taken.UID = "demo", "taken"
+	taken.OwnerReferences = []metav1.OwnerReference{{Kind: "Secret", Name: "other", UID: "other", Controller: new(true)}}
+	_ = f.cache.Add(taken)
+	err := f.resource.EnsureCreated(context.Background(), owner())
+	if !errors.Is(err, child.ErrInvalidChild) || !strings.Contains(err.Error(), "is controlled by Secret other") {
+		t.Fatalf("error = %v", err)
+	}
+}
+
+func TestWriteErrors(t *testing.T) {
+	f := newFixture(t, nil)
+	f.client.err = apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", nil)
+	err := f.resource.EnsureCreated(context.Background(), owner())
+	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), "create deployment demo/web of secret demo/web") {
+		t.Errorf("invalid: error = %v", err)
+	}
+	f.client.err = apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, "")
+	if err := f.resource.EnsureCreated(context.Background(), owner()); !retry.IsPermanent(err) || !strings.Contains(err.Error(), "does not write") {
+		t.Errorf("not found: error = %v", err)
+	}
+	f.client.err = apierrors.NewServiceUnavailable("later")
+	if err := f.resource.EnsureCreated(context.Background(), owner()); err == nil || retry.IsPermanent(err) {
+		t.Errorf("unavailable: error = %v, want a transient error", err)
+	}
+}
+
+func TestWaitsForReadiness(t *testing.T) {
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.ReadyWhen = child.Ready[*appsv1.Deployment]
+	})
+	tr := trace.New("demo/web", time.Now())
+	ctx := trace.NewContext(reconcileCtx(), tr)
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	assertWaiting(t, ctx, "deployment demo/web not ready: 0 of 2 replicas updated")
+
+	f.sync(t, defaulted) // observed, but 0 of 2 replicas updated
+	ctx = trace.NewContext(reconcileCtx(), tr)
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	assertWaiting(t, ctx, "deployment demo/web not ready: 0 of 2 replicas updated")
+	if len(f.client.applies) != 1 {
+		t.Errorf("waiting wrote: %v", f.client.applies)
+	}
+	found := false
+	for _, s := range tr.Snapshot().Steps {
+		if strings.HasPrefix(s.Step, "wait: deployment demo/web not ready") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("trace has no wait step: %+v", tr.Snapshot().Steps)
+	}
+
+	f.sync(t, func(d *appsv1.Deployment) *appsv1.Deployment {
+		d = defaulted(d)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+		return d
+	})
+	ctx = reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	if reconciliationcanceledcontext.IsCanceled(ctx) {
+		t.Error("ready child still waits")
+	}
+}
+
+func assertWaiting(t *testing.T, ctx context.Context, reason string) {
+	t.Helper()
+	if !reconciliationcanceledcontext.IsCanceled(ctx) {
+		t.Error("chain not stopped")
+	}
+	if d, ok := requeuecontext.RequeueAfter(ctx); !ok || d != child.DefaultWaitDelay {
+		t.Errorf("requeue = %v %v, want %v", d, ok, child.DefaultWaitDelay)
+	}
+	c, ok := conditioncontext.Get(ctx, conditioncontext.Reconciling)
+	if !ok || c.Status != metav1.ConditionTrue || c.Reason != child.ReasonWaitingForChild || !strings.HasPrefix(c.Message, reason) {
+		t.Errorf("Reconciling = %+v, want reason %s message %q", c, child.ReasonWaitingForChild, reason)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	client := newFakeClient[appsv1.Deployment]()
+	desired := func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) { return nil, nil }
+	tests := []struct {
+		name   string
+		config child.Config[*corev1.Secret, *appsv1.Deployment]
+		want   string
+	}{
+		{"name", child.Config[*corev1.Secret, *appsv1.Deployment]{Client: client.For, Cache: informertest.New(), Desired: desired}, ".Name must not be empty"},
+		{"client", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Cache: informertest.New(), Desired: desired}, ".Client must not be empty"},
+		{"cache", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Desired: desired}, ".Cache must not be empty"},
+		{"desired", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New()}, ".Desired must not be empty"},
+		{"writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}}, ".Resource must not be empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := child.New(tt.config)
+			if !errors.Is(err, child.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New() error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+type nopWrites struct{}
+
+func (nopWrites) Begin(schema.GroupResource, string, string) func(metav1.Object, error) {
+	return func(metav1.Object, error) {}
+}
+
+func TestServiceDefaultsAreNoDrift(t *testing.T) {
+	client := newFakeClient[corev1.Service]()
+	cache := informertest.New()
+	r, err := child.New(child.Config[*corev1.Secret, *corev1.Service]{
+		Name: "service", Client: client.For, Cache: cache,
+		Desired: func(context.Context, *corev1.Secret) (*corev1.Service, error) {
+			return &corev1.Service{
+				ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec: corev1.ServiceSpec{
+					Selector: map[string]string{"app": "web"},
+					Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+				},
+			}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	s := client.objs["demo/web"].DeepCopy()
+	s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.Type = "10.0.0.1", []string{"10.0.0.1"}, corev1.ServiceTypeClusterIP
+	s.Spec.SessionAffinity = corev1.ServiceAffinityNone
+	s.Spec.Ports[0].Protocol = corev1.ProtocolTCP
+	_ = cache.Add(s)
+	if err := r.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.applies) != 1 {
+		t.Errorf("defaults were drift: applies = %v", client.applies)
+	}
+	s = s.DeepCopy()
+	s.Spec.Ports[0].TargetPort = intstr.FromInt32(8080)
+	_ = cache.Update(s)
+	patch, err := r.Plan(ctx, owner(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := patch.UpdateChange()
+	if got := fmt.Sprint(u.(child.Changes).Describe()); !strings.Contains(got, `spec.ports[80].targetPort 8080 → "http"`) {
+		t.Errorf("description = %s", got)
+	}
+}

@@ -1,0 +1,652 @@
+package child
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// This file holds the comparison of a desired typed object with the current
+// one, and the apply payload built from the desired object. Both walk the
+// desired object with the same rules (see [Field] and the package
+// documentation), so the fields compared are exactly the fields applied.
+
+// maxFields bounds the fields one Change lists; the rest are counted.
+const maxFields = 30
+
+// segment is one segment of a field path: a field name, or a key (a map
+// key or list merge key, kept as a value so that a walk formats nothing
+// until it finds a difference), or a list index.
+type segment struct {
+	name  string
+	key   reflect.Value
+	index int
+}
+
+// pathString formats a path: "spec.template.spec.containers[web].image".
+func pathString(path []segment) string {
+	var b strings.Builder
+	for _, p := range path {
+		switch {
+		case p.name != "":
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(p.name)
+		case p.key.IsValid():
+			b.WriteByte('[')
+			b.WriteString(keyString(p.key))
+			b.WriteByte(']')
+		default:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(p.index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+// fieldInfo describes one JSON field of a struct type.
+type fieldInfo struct {
+	index     int
+	name      string
+	omitempty bool
+	inline    bool
+	// mergeKey is the JSON name of the patchMergeKey of a list of structs:
+	// the list is compared element by element, matched by that key.
+	mergeKey string
+	// mergeSet is set for a list of scalars with patchStrategy merge (such
+	// as finalizers): compared as a set.
+	mergeSet bool
+}
+
+type structInfo struct {
+	fields []fieldInfo
+	byName map[string]int // JSON name -> index in fields
+}
+
+var structInfos sync.Map // reflect.Type -> *structInfo
+
+func infoOf(t reflect.Type) *structInfo {
+	if v, ok := structInfos.Load(t); ok {
+		return v.(*structInfo)
+	}
+	si := &structInfo{byName: map[string]int{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		fi := fieldInfo{index: i, name: name}
+		for _, o := range strings.Split(opts, ",") {
+			switch o {
+			case "omitempty", "omitzero":
+				fi.omitempty = true
+			case "inline":
+				fi.inline = true
+			}
+		}
+		if name == "" && f.Anonymous {
+			fi.inline = true
+		}
+		if fi.name == "" && !fi.inline {
+			fi.name = f.Name
+		}
+		if strat := f.Tag.Get("patchStrategy"); strings.Contains(strat, "merge") {
+			fi.mergeKey = f.Tag.Get("patchMergeKey")
+			fi.mergeSet = fi.mergeKey == ""
+		}
+		si.byName[fi.name] = len(si.fields)
+		si.fields = append(si.fields, fi)
+	}
+	v, _ := structInfos.LoadOrStore(t, si)
+	return v.(*structInfo)
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+var leafTypes sync.Map // reflect.Type -> bool
+
+// isLeaf reports whether values of struct type t are compared whole: types
+// with their own JSON form (metav1.Time, resource.Quantity,
+// intstr.IntOrString, runtime.RawExtension).
+func isLeaf(t reflect.Type) bool {
+	if v, ok := leafTypes.Load(t); ok {
+		return v.(bool)
+	}
+	pt := reflect.PointerTo(t)
+	leaf := t.Implements(jsonMarshaler) || pt.Implements(jsonMarshaler) || t.Implements(textMarshaler) || pt.Implements(textMarshaler)
+	leafTypes.Store(t, leaf)
+	return leaf
+}
+
+// isSet reports whether v, a field value (omitempty as tagged), appears in
+// the apply payload: nil pointers, maps, slices and interfaces, empty maps
+// and slices, zero values of types with their own JSON form, and zero
+// omitempty scalars do not. A struct is set when any of its fields is; the
+// walks find that out by walking it.
+func isSet(v reflect.Value, omitempty bool) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return !v.IsNil()
+	case reflect.Map, reflect.Slice:
+		return v.Len() > 0
+	case reflect.Struct:
+		if isLeaf(v.Type()) {
+			return !v.IsZero()
+		}
+		return true
+	}
+	return !omitempty || !v.IsZero()
+}
+
+// differ collects the differences between a desired and a current object.
+type differ struct {
+	path   []segment
+	fields []Field
+	more   int // differences beyond maxFields
+	// any stops the walk at the first difference, for Matches-like checks.
+	any bool
+}
+
+func (d *differ) done() bool { return d.any && len(d.fields) > 0 }
+
+func (d *differ) push(s segment) { d.path = append(d.path, s) }
+func (d *differ) pop()           { d.path = d.path[:len(d.path)-1] }
+
+func (d *differ) add(from, to reflect.Value) {
+	if len(d.fields) >= maxFields {
+		d.more++
+		return
+	}
+	d.fields = append(d.fields, Field{Path: pathString(d.path), From: show(from), To: show(to)})
+}
+
+func (d *differ) addString(key string, from *string, to string) {
+	if len(d.fields) >= maxFields {
+		d.more++
+		return
+	}
+	f := "(none)"
+	if from != nil {
+		f = show(reflect.ValueOf(*from))
+	}
+	d.push(segment{key: reflect.ValueOf(key)})
+	d.fields = append(d.fields, Field{Path: pathString(d.path), From: f, To: show(reflect.ValueOf(to))})
+	d.pop()
+}
+
+// walk compares desired (set) with current (invalid when absent) at
+// d.path.
+func (d *differ) walk(desired, current reflect.Value) {
+	if d.done() {
+		return
+	}
+	if current.IsValid() && (current.Kind() == reflect.Pointer || current.Kind() == reflect.Interface) && current.IsNil() {
+		current = reflect.Value{}
+	}
+	switch desired.Kind() {
+	case reflect.Pointer:
+		if current.IsValid() {
+			current = current.Elem()
+		}
+		d.walk(desired.Elem(), current)
+	case reflect.Struct:
+		t := desired.Type()
+		if isLeaf(t) {
+			if !current.IsValid() || !equality.Semantic.DeepEqual(desired.Interface(), current.Interface()) {
+				d.add(current, desired)
+			}
+			return
+		}
+		si := infoOf(t)
+		for i := range si.fields {
+			f := &si.fields[i]
+			dv := desired.Field(f.index)
+			if !isSet(dv, f.omitempty) {
+				continue
+			}
+			var cv reflect.Value
+			if current.IsValid() {
+				cv = current.Field(f.index)
+			}
+			if f.inline {
+				d.walk(dv, cv)
+				continue
+			}
+			d.push(segment{name: f.name})
+			if dv.Kind() == reflect.Slice && dv.Type().Elem().Kind() != reflect.Uint8 {
+				d.list(f, dv, cv)
+			} else {
+				d.walk(dv, cv)
+			}
+			d.pop()
+		}
+	case reflect.Map:
+		if dm, ok := desired.Interface().(map[string]string); ok {
+			var cm map[string]string
+			if current.IsValid() {
+				cm = current.Interface().(map[string]string)
+			}
+			for k, v := range dm {
+				cv, ok := cm[k]
+				if !ok {
+					d.addString(k, nil, v)
+				} else if cv != v {
+					d.addString(k, &cv, v)
+				}
+				if d.done() {
+					return
+				}
+			}
+			return
+		}
+		iter := desired.MapRange()
+		for iter.Next() {
+			dv := iter.Value()
+			if !isSet(dv, false) {
+				continue
+			}
+			var cv reflect.Value
+			if current.IsValid() {
+				cv = current.MapIndex(iter.Key())
+			}
+			d.push(segment{key: iter.Key()})
+			d.walk(dv, cv)
+			d.pop()
+			if d.done() {
+				return
+			}
+		}
+	case reflect.Slice:
+		if desired.Type().Elem().Kind() == reflect.Uint8 {
+			if !current.IsValid() || !bytes.Equal(desired.Bytes(), current.Bytes()) {
+				d.add(current, desired)
+			}
+			return
+		}
+		d.list(nil, desired, current)
+	case reflect.Interface:
+		if !current.IsValid() || !equality.Semantic.DeepEqual(desired.Interface(), current.Interface()) {
+			d.add(current, desired)
+		}
+	default:
+		if !current.IsValid() || !desired.Equal(current) {
+			d.add(current, desired)
+		}
+	}
+}
+
+// list compares the list desired with current: by merge key, as a set, or
+// whole (f is nil for a list inside a list or map: whole).
+func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
+	if current.IsValid() && current.IsNil() {
+		current = reflect.Value{}
+	}
+	elem := desired.Type().Elem()
+	structElem := elem.Kind() == reflect.Struct || (elem.Kind() == reflect.Pointer && elem.Elem().Kind() == reflect.Struct)
+	switch {
+	case f != nil && f.mergeKey != "" && structElem:
+		st := elem
+		if st.Kind() == reflect.Pointer {
+			st = st.Elem()
+		}
+		ki, ok := infoOf(st).byName[f.mergeKey]
+		if !ok {
+			break
+		}
+		idx := infoOf(st).fields[ki].index
+		for i := range desired.Len() {
+			de := reflect.Indirect(desired.Index(i))
+			if !de.IsValid() {
+				continue
+			}
+			key := de.Field(idx)
+			var ce reflect.Value
+			if current.IsValid() {
+				for j := range current.Len() {
+					c := reflect.Indirect(current.Index(j))
+					if c.IsValid() && c.Field(idx).Equal(key) {
+						ce = c
+						break
+					}
+				}
+			}
+			d.push(segment{key: key})
+			d.walk(de, ce)
+			d.pop()
+			if d.done() {
+				return
+			}
+		}
+		return
+	case f != nil && f.mergeSet && !structElem:
+		for i := range desired.Len() {
+			de := desired.Index(i)
+			found := false
+			if current.IsValid() {
+				for j := range current.Len() {
+					if current.Index(j).Equal(de) {
+						found = true
+						break
+					}
+				}
+			}
+			if !found {
+				d.push(segment{key: de})
+				d.add(reflect.Value{}, de)
+				d.pop()
+			}
+		}
+		return
+	}
+	// Atomic: same length, each element compared as a subtree.
+	if !current.IsValid() || current.Len() != desired.Len() {
+		d.add(current, desired)
+		return
+	}
+	for i := range desired.Len() {
+		d.push(segment{index: i})
+		d.walk(desired.Index(i), current.Index(i))
+		d.pop()
+		if d.done() {
+			return
+		}
+	}
+}
+
+func keyString(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		s := v.String()
+		if strings.ContainsAny(s, "[]. ") {
+			return strconv.Quote(s)
+		}
+		return s
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// show formats a field value for a Field: "(none)" when absent, strings
+// quoted (long ones shortened), other values as JSON.
+func show(v reflect.Value) string {
+	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+		if v.IsNil() {
+			return "(none)"
+		}
+		v = v.Elem()
+	}
+	if !v.IsValid() {
+		return "(none)"
+	}
+	switch v.Kind() {
+	case reflect.String:
+		s := v.String()
+		if len(s) > 60 {
+			return fmt.Sprintf("%q… (%d bytes)", s[:40], len(s))
+		}
+		return strconv.Quote(s)
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return fmt.Sprint(v.Interface())
+	}
+	b, err := json.Marshal(payloadValue(v))
+	if err != nil {
+		return fmt.Sprint(v.Interface())
+	}
+	if len(b) > 80 {
+		return string(b[:70]) + fmt.Sprintf("… (%d bytes)", len(b))
+	}
+	return string(b)
+}
+
+// payloadValue returns the JSON value of v as the apply payload holds it
+// (only set fields; nil when nothing of v is set).
+func payloadValue(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return payloadValue(v.Elem())
+	case reflect.Struct:
+		if isLeaf(v.Type()) {
+			if v.IsZero() {
+				return nil
+			}
+			return jsonValue(v.Interface())
+		}
+		m := map[string]any{}
+		payloadStruct(v, m)
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	case reflect.Map:
+		if v.Len() == 0 {
+			return nil
+		}
+		m := make(map[string]any, v.Len())
+		iter := v.MapRange()
+		for iter.Next() {
+			if !isSet(iter.Value(), false) {
+				continue
+			}
+			pv := payloadValue(iter.Value())
+			if pv == nil {
+				pv = map[string]any{}
+			}
+			m[fmt.Sprint(iter.Key().Interface())] = pv
+		}
+		return m
+	case reflect.Slice:
+		if v.Len() == 0 {
+			return nil
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return jsonValue(v.Interface()) // base64, as encoding/json
+		}
+		l := make([]any, v.Len())
+		for i := range v.Len() {
+			pv := payloadValue(v.Index(i))
+			if pv == nil && reflect.Indirect(v.Index(i)).Kind() == reflect.Struct {
+				pv = map[string]any{}
+			}
+			l[i] = pv
+		}
+		return l
+	case reflect.String:
+		return v.String()
+	case reflect.Bool:
+		return v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return v.Uint()
+	case reflect.Float32, reflect.Float64:
+		return v.Float()
+	}
+	return jsonValue(v.Interface())
+}
+
+// payloadStruct adds the set fields of the struct v to m.
+func payloadStruct(v reflect.Value, m map[string]any) {
+	si := infoOf(v.Type())
+	for i := range si.fields {
+		f := &si.fields[i]
+		fv := v.Field(f.index)
+		if !isSet(fv, f.omitempty) {
+			continue
+		}
+		if f.inline {
+			if iv := reflect.Indirect(fv); iv.Kind() == reflect.Struct && !isLeaf(iv.Type()) {
+				payloadStruct(iv, m)
+			}
+			continue
+		}
+		if pv := payloadValue(fv); pv != nil {
+			m[f.name] = pv // an empty struct or map is not applied
+		}
+	}
+}
+
+// jsonValue returns x as encoding/json would encode and decode it into an
+// any.
+func jsonValue(x any) any {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil
+	}
+	return out
+}
+
+// sortFields orders fields by path, for stable output.
+func sortFields(fs []Field) {
+	slices.SortStableFunc(fs, func(a, b Field) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// ownedMeta are the metadata fields a child's desired object may set and
+// the resource compares and applies; the rest of metadata belongs to the
+// API server. name and namespace identify the object and are applied, not
+// compared.
+var ownedMeta = map[string]bool{"labels": true, "annotations": true, "ownerReferences": true, "finalizers": true}
+
+// skipTop are the top-level fields that are neither compared nor applied:
+// status belongs to the object's controller, apiVersion and kind are set
+// from the resource's GroupVersionKind.
+var skipTop = map[string]bool{"status": true, "apiVersion": true, "kind": true, "metadata": true}
+
+// diffObject compares the set fields of desired, a typed API object (a
+// struct, not a pointer), with current (invalid when there is none). With
+// first, it stops at the first difference.
+func diffObject(desired, current reflect.Value, first bool) (fields []Field, more int) {
+	d := differs.Get().(*differ)
+	d.any = first
+	defer func() {
+		d.path, d.fields, d.more = d.path[:0], nil, 0
+		differs.Put(d)
+	}()
+	si := infoOf(desired.Type())
+	for i := range si.fields {
+		f := &si.fields[i]
+		if f.inline || skipTop[f.name] {
+			if f.name == "metadata" {
+				d.meta(f, desired, current)
+			}
+			continue
+		}
+		d.field(f, desired, current)
+	}
+	if len(d.fields) > 1 {
+		sortFields(d.fields)
+	}
+	return d.fields, d.more
+}
+
+// differs recycles differs, whose path stacks would otherwise be allocated
+// by every comparison.
+var differs = sync.Pool{New: func() any { return &differ{path: make([]segment, 0, 16)} }}
+
+func (d *differ) meta(f *fieldInfo, desired, current reflect.Value) {
+	dm := reflect.Indirect(desired.Field(f.index))
+	var cm reflect.Value
+	if current.IsValid() {
+		cm = reflect.Indirect(current.Field(f.index))
+	}
+	d.push(segment{name: "metadata"})
+	defer d.pop()
+	si := infoOf(dm.Type())
+	for i := range si.fields {
+		mf := &si.fields[i]
+		if ownedMeta[mf.name] {
+			d.field(mf, dm, cm)
+		}
+	}
+}
+
+// field compares field f of the struct values desired and current (invalid
+// when there is no current object), when desired sets it: lists but byte
+// slices element by element, anything else as a value.
+func (d *differ) field(f *fieldInfo, desired, current reflect.Value) {
+	dv := desired.Field(f.index)
+	if !isSet(dv, f.omitempty) {
+		return
+	}
+	var cv reflect.Value
+	if current.IsValid() {
+		cv = current.Field(f.index)
+	}
+	d.push(segment{name: f.name})
+	if dv.Kind() == reflect.Slice && dv.Type().Elem().Kind() != reflect.Uint8 {
+		d.list(f, dv, cv)
+	} else {
+		d.walk(dv, cv)
+	}
+	d.pop()
+}
+
+// objectPayload returns the body of the server-side apply of desired (a
+// struct value): apiVersion and kind, metadata's name, namespace and owned
+// fields, and every other set field but status.
+func objectPayload(desired reflect.Value, apiVersion, kind string) map[string]any {
+	m := map[string]any{"apiVersion": apiVersion, "kind": kind}
+	si := infoOf(desired.Type())
+	for i := range si.fields {
+		f := &si.fields[i]
+		if f.inline || skipTop[f.name] {
+			if f.name == "metadata" {
+				m["metadata"] = metaPayload(reflect.Indirect(desired.Field(f.index)))
+			}
+			continue
+		}
+		fv := desired.Field(f.index)
+		if !isSet(fv, f.omitempty) {
+			continue
+		}
+		if pv := payloadValue(fv); pv != nil {
+			m[f.name] = pv
+		}
+	}
+	return m
+}
+
+func metaPayload(dm reflect.Value) map[string]any {
+	out := map[string]any{}
+	si := infoOf(dm.Type())
+	for i := range si.fields {
+		mf := &si.fields[i]
+		if !ownedMeta[mf.name] && mf.name != "name" && mf.name != "namespace" {
+			continue
+		}
+		dv := dm.Field(mf.index)
+		if !isSet(dv, mf.omitempty) {
+			continue
+		}
+		if pv := payloadValue(dv); pv != nil {
+			out[mf.name] = pv
+		}
+	}
+	return out
+}

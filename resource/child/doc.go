@@ -1,0 +1,108 @@
+// Package child keeps Kubernetes child objects of an owner, described by
+// their desired state alone: the author writes Desired(ctx, owner) (or
+// DesiredSet for several children of one kind), and [New] returns a
+// *crud.Resource that reads the current children from a shared informer
+// cache, decides whether anything owned differs, writes with server-side
+// apply, deletes what is no longer desired, and can wait for a child to be
+// ready. Wrappers (retry, metrics), plans and traces work as for any crud
+// resource.
+//
+//	deployments, _ := op.Informer(informer.Config{RESTClient: kube.AppsV1().RESTClient(),
+//		ObjectType: &appsv1.Deployment{}, GVR: appsv1.SchemeGroupVersion.WithResource("deployments"),
+//		LabelSelector: child.LabelManagedBy + "=my-operator"})
+//	r, err := child.New(child.Config[*v1alpha1.WebApp, *appsv1.Deployment]{
+//		Name:         "deployment",
+//		Client:       child.Typed(kube.AppsV1().Deployments),
+//		Cache:        deployments,
+//		FieldManager: "my-operator",
+//		Writes:       op.OwnWrites(),
+//		Desired: func(ctx context.Context, w *v1alpha1.WebApp) (*appsv1.Deployment, error) {
+//			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: w.Name}, Spec: ...}, nil
+//		},
+//	})
+//
+// # Guarantees
+//
+//   - Types: Owner and Child are pointers to typed API objects; user code
+//     has no type assertions. The object the framework passes is converted
+//     (an *unstructured.Unstructured) or asserted; an object of another type
+//     is a permanent error matching [ErrWrongType].
+//   - Reads: the current children come from Config.Cache only (the desired
+//     child by "namespace/name", the owner's other children by the
+//     [ControllerUIDIndex] index, or a scan when the cache has no index); a
+//     reconciliation makes no GET. A steady resync of N owners sends no
+//     request at all.
+//   - Writes: create and update are one server-side apply each (PATCH
+//     application/apply-patch+yaml, Config.FieldManager, force), of the
+//     fields the desired object sets, with the label LabelManagedBy and a
+//     controller owner reference (blockOwnerDeletion) added. The answer goes
+//     to the cache's mutation cache (informer.Informer.Mutation) so the next
+//     reconciliation does not act on an older version, and to
+//     Config.Writes so its watch event does not wake the owner.
+//   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
+//     controller reference to the owner; with the UID seen as precondition
+//     (an object re-created since is not deleted: that counts as done), and
+//     NotFound is success. Children the desired set no longer names are
+//     deleted by EnsureCreated; all of them by EnsureDeleted (the owner is
+//     being deleted: Desired is not called then).
+//
+// # What counts as drift
+//
+// The resource compares only the fields it applies: the fields the desired
+// object sets, as its JSON has them (nil pointers, maps and slices, empty
+// maps and slices, zero omitempty scalars, and zero values of types with
+// their own JSON form such as metav1.Time or intstr.IntOrString are not
+// set); status, apiVersion and kind are never compared, and of metadata only
+// labels, annotations, ownerReferences and finalizers. A set field is drift
+// when the current object lacks it or has another value; fields the desired
+// object does not set (defaulted by the API server, or another manager's)
+// are not. Maps are compared key by key (other keys are someone else's);
+// lists whose Go field has a patchMergeKey (containers, ports, env,
+// volumes, owner references) element by element matched by that key
+// (other elements are someone else's); lists with patchStrategy merge and
+// no key (finalizers) as sets; other lists whole (same length, each element
+// compared as above). Quantities are compared by value ("64Mi" equals
+// "67108864"). The apply body holds exactly the compared fields, so what is
+// compared is what is owned.
+//
+// Limits of this rule, which reads no managedFields: a field, map key or
+// list element the desired object stops setting is not drift by itself (it
+// is removed from the object by the next apply, which any other difference
+// triggers); and a field that the API server normalises to another value
+// than the one applied (rare for built-in kinds) is seen as drift on every
+// reconciliation. Config.Matches replaces the rule for such kinds.
+//
+// # Readiness
+//
+// With Config.ReadyWhen ([Ready] holds the kstatus rules of the common
+// kinds), a desired child that is not ready stops the chain as waiting,
+// after this resource's writes: reconciliationcanceledcontext (the chain
+// ends as a success, later resources do not run), requeuecontext after
+// Config.WaitDelay ([DefaultWaitDelay], 5 s; the child's own watch, through
+// operator.Owns, wakes the owner sooner), conditioncontext Reconciling True
+// with reason [ReasonWaitingForChild] and the message "deployment ns/web not
+// ready: 1 of 2 replicas available", a trace step "wait: <message>" with
+// outcome canceled, and a debug log. It is not an error: no backoff grows.
+//
+// # Plans and traces
+//
+// Patch parts hold [Changes]; each [Change] describes itself field by field
+// ("deployment demo/web: spec.replicas 2 → 3"), which framework.FormatPlans
+// and the debug endpoint print.
+//
+// # Bad input
+//
+// A desired child without a name, in another namespace than the owner's,
+// named twice in a set, of another kind than Config.GVK, naming another
+// controller, existing under another controller, or rejected by the API
+// server as invalid (400, 422) or not served (404, 405) is a permanent error
+// (retry.Permanent) matching [ErrInvalidChild] that names the resource, the
+// owner and the child; it is not retried until the owner changes.
+//
+// # Cost
+//
+// A reconciliation that writes nothing costs, beyond Desired itself, one
+// cache lookup, one index lookup and a reflection walk of the fields the
+// desired object sets (BenchmarkNoOpReconcile: about 1.6 to 1.9 µs and 4
+// allocations more than a hand-written crud resource for a ConfigMap).
+package child

@@ -1,0 +1,28 @@
+package child
+
+import (
+	"errors"
+
+	"github.com/operatorkit/operatorkit/internal/okerr"
+)
+
+// ErrInvalidConfig is returned by [New] when its Config is incomplete or
+// inconsistent; the message names the field. It is the same value as
+// framework.ErrInvalidConfig.
+var ErrInvalidConfig = okerr.ErrInvalidConfig
+
+// ErrInvalidChild is matched by the errors about a desired child that can
+// never be written as it is: an empty name, a namespace other than the
+// owner's, two children of one name, a kind the client does not write, a
+// child another controller owns, or an object the API server rejects as
+// invalid. Such errors are marked retry.Permanent (not retried until the
+// owner changes) and name the owner and the child.
+var ErrInvalidChild = errors.New("invalid child")
+
+// ErrWrongType is matched by the error returned when the reconciled object
+// is not of the resource's Owner type (nor an *unstructured.Unstructured
+// convertible to it). It is marked retry.Permanent.
+var ErrWrongType = errors.New("wrong object type")
+
+// IsInvalidChild reports whether err matches [ErrInvalidChild].
+func IsInvalidChild(err error) bool { return errors.Is(err, ErrInvalidChild) }

@@ -1,0 +1,612 @@
+package child
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// ops is the crud.Ops of a child resource.
+type ops[O, C Object] struct {
+	config     Config[O, C]
+	childType  reflect.Type // the struct type C points to
+	apiVersion string
+	logger     log.Logger
+	mutation   interface{ Mutation(runtime.Object) }
+	indexer    cache.Indexer
+	// unstructuredCache is set once the cache handed out an
+	// *unstructured.Unstructured: answers are recorded in that form.
+	unstructuredCache atomic.Bool
+}
+
+var _ crud.Ops = (*ops[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata])(nil)
+
+// current is the current state: the children of the owner the cache holds.
+type current[C Object] struct {
+	owned []C
+	one   [1]C // backs owned for an owner with one child
+}
+
+// desired is the desired state; nil while the owner is being deleted.
+type desired[C Object] struct {
+	children []C
+	one      [1]C // backs children for one child
+}
+
+func (o *ops[O, C]) Name() string { return o.config.Name }
+
+// owner returns obj as an O.
+func (o *ops[O, C]) owner(obj any) (O, error) {
+	if w, ok := obj.(O); ok && !reflect.ValueOf(w).IsNil() {
+		return w, nil
+	}
+	var zero O
+	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
+		w := reflect.New(reflect.TypeFor[O]().Elem()).Interface().(O)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, w); err != nil {
+			return zero, retry.Permanent(fmt.Errorf("%w: resource %s: convert owner %s %s/%s to %T: %w", ErrWrongType, o.config.Name, u.GetKind(), u.GetNamespace(), u.GetName(), zero, err))
+		}
+		return w, nil
+	}
+	return zero, retry.Permanent(fmt.Errorf("%w: resource %s reconciles %T, got %T", ErrWrongType, o.config.Name, zero, obj))
+}
+
+// GetCurrentState returns the owner's children that the cache holds: label
+// LabelManagedBy=ManagedBy and a controller owner reference to the owner.
+func (o *ops[O, C]) GetCurrentState(_ context.Context, obj any) (any, error) {
+	w, err := o.owner(obj)
+	if err != nil {
+		return nil, err
+	}
+	cur := &current[C]{}
+	cur.owned = cur.one[:0]
+	uid := w.GetUID()
+	if uid == "" {
+		return cur, nil
+	}
+	var objs []any
+	if o.indexer != nil {
+		objs, err = o.indexer.ByIndex(ControllerUIDIndex, string(uid))
+		if err != nil {
+			return nil, fmt.Errorf("list children of %s: %w", ownerName(w), err)
+		}
+	} else {
+		objs = o.config.Cache.List()
+	}
+	for _, x := range objs {
+		m, ok := x.(metav1.Object)
+		if !ok || m.GetLabels()[LabelManagedBy] != o.config.ManagedBy {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(m); ref == nil || ref.UID != uid {
+			continue
+		}
+		c, err := o.typed(x)
+		if err != nil {
+			return nil, err
+		}
+		cur.owned = append(cur.owned, c)
+	}
+	return cur, nil
+}
+
+// typed returns a cached object as a C.
+func (o *ops[O, C]) typed(x any) (C, error) {
+	if c, ok := x.(C); ok {
+		return c, nil
+	}
+	var zero C
+	u, ok := x.(*unstructured.Unstructured)
+	if !ok {
+		return zero, fmt.Errorf("cache of %s holds a %T, want %T or *unstructured.Unstructured", o.config.Name, x, zero)
+	}
+	o.unstructuredCache.Store(true)
+	c := reflect.New(o.childType).Interface().(C)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, c); err != nil {
+		return zero, fmt.Errorf("convert cached %s %s/%s: %w", o.config.GVK.Kind, u.GetNamespace(), u.GetName(), err)
+	}
+	return c, nil
+}
+
+// lookup returns the cached child namespace/name (with the answers of the
+// resource's own writes, when the cache records them), or a nil C.
+func (o *ops[O, C]) lookup(namespace, name string) (C, error) {
+	var zero C
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	x, ok, err := o.config.Cache.Get(key)
+	if err != nil || !ok {
+		return zero, err
+	}
+	return o.typed(x)
+}
+
+// GetDesiredState returns the children Desired or DesiredSet returns, with
+// namespace, label and owner reference set, and checked; a nil state when
+// the owner is being deleted (Desired is not called then, so an owner
+// whose spec is invalid can still be deleted).
+func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
+	w, err := o.owner(obj)
+	if err != nil {
+		return nil, err
+	}
+	if w.GetDeletionTimestamp() != nil {
+		return (*desired[C])(nil), nil
+	}
+	des := &desired[C]{}
+	var children []C
+	if o.config.Desired != nil {
+		c, err := o.config.Desired(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		if !reflect.ValueOf(c).IsNil() {
+			des.one[0] = c
+			children = des.one[:]
+		}
+	} else {
+		children, err = o.config.DesiredSet(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+	}
+	ref, err := o.ownerReference(w)
+	if err != nil {
+		return nil, err
+	}
+	var names map[string]bool
+	if len(children) > 1 {
+		names = make(map[string]bool, len(children))
+	}
+	for i, c := range children {
+		if reflect.ValueOf(c).IsNil() {
+			return nil, o.invalid(w, fmt.Sprintf("#%d", i), "is nil")
+		}
+		if err := o.prepare(w, c, ref); err != nil {
+			return nil, err
+		}
+		if names != nil {
+			if names[c.GetName()] {
+				return nil, o.invalid(w, c.GetName(), "is in the desired set twice")
+			}
+			names[c.GetName()] = true
+		}
+	}
+	des.children = children
+	return des, nil
+}
+
+// prepare checks the desired child c of owner w and sets its namespace,
+// label and owner reference.
+func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
+	if c.GetName() == "" {
+		return o.invalid(w, "(no name)", "has an empty name")
+	}
+	switch ns := c.GetNamespace(); {
+	case ns == "" && w.GetNamespace() != "":
+		c.SetNamespace(w.GetNamespace())
+	case w.GetNamespace() != "" && ns != w.GetNamespace():
+		return o.invalid(w, ns+"/"+c.GetName(), "is not in the owner's namespace "+w.GetNamespace())
+	}
+	if gvk := c.GetObjectKind().GroupVersionKind(); !gvk.Empty() && gvk != o.config.GVK {
+		return o.invalid(w, childName(c), fmt.Sprintf("is a %s, but the resource writes %s", gvk, o.config.GVK))
+	}
+	labels := maps.Clone(c.GetLabels())
+	if labels == nil {
+		labels = make(map[string]string, 1)
+	}
+	labels[LabelManagedBy] = o.config.ManagedBy
+	c.SetLabels(labels)
+	refs := c.GetOwnerReferences()
+	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	for _, r := range refs {
+		switch {
+		case r.UID == ref.UID:
+			continue
+		case r.Controller != nil && *r.Controller:
+			return o.invalid(w, childName(c), fmt.Sprintf("names another controller, %s %s", r.Kind, r.Name))
+		}
+		out = append(out, r)
+	}
+	c.SetOwnerReferences(append(out, ref))
+	return nil
+}
+
+var yes = true
+
+// ownerReference returns the controller reference to w.
+func (o *ops[O, C]) ownerReference(w O) (metav1.OwnerReference, error) {
+	gvk := o.config.OwnerGVK
+	if gvk.Empty() {
+		gvk = w.GetObjectKind().GroupVersionKind()
+	}
+	if gvk.Kind == "" || gvk.Version == "" {
+		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: resource %s: owner %s has no apiVersion and kind: set Config.OwnerGVK", ErrInvalidChild, o.config.Name, ownerName(w)))
+	}
+	if w.GetUID() == "" {
+		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: resource %s: owner %s has no uid", ErrInvalidChild, o.config.Name, ownerName(w)))
+	}
+	return metav1.OwnerReference{
+		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: w.GetName(), UID: w.GetUID(),
+		Controller: &yes, BlockOwnerDeletion: &yes,
+	}, nil
+}
+
+// invalid returns the permanent error about the desired child named child
+// of owner w.
+func (o *ops[O, C]) invalid(w O, child, problem string) error {
+	return retry.Permanent(fmt.Errorf("%w: resource %s: %s %s of %s %s", ErrInvalidChild, o.config.Name, strings.ToLower(o.config.GVK.Kind), child, kindOf(w), ownerName(w)+" "+problem))
+}
+
+// NewUpdatePatch applies (create part) desired children the cache does not
+// hold, applies (update part) those whose owned fields differ, and deletes
+// (delete part) the owner's children that the desired state does not name.
+// When nothing is written and ReadyWhen finds a child not ready, it stops
+// the chain as waiting.
+func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desiredState any) (*crud.Patch, error) {
+	w, err := o.owner(obj)
+	if err != nil {
+		return nil, err
+	}
+	cur, des, err := o.states(currentState, desiredState)
+	if err != nil || des == nil {
+		return nil, err
+	}
+	var creates, updates, deletes Changes
+	var waits []string
+	for _, d := range des.children {
+		c, err := o.lookup(d.GetNamespace(), d.GetName())
+		if err != nil {
+			return nil, err
+		}
+		if !reflect.ValueOf(c).IsNil() {
+			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.UID != w.GetUID() {
+				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ref.Kind, ref.Name, ref.UID))
+			}
+		}
+		change, err := o.change(c, d)
+		if err != nil {
+			return nil, o.encodeError(w, d, err)
+		}
+		switch {
+		case change == nil:
+			if r := o.notReady(c); r != "" {
+				waits = append(waits, r)
+			}
+		case change.Action == ActionCreate:
+			creates = append(creates, change)
+		default:
+			updates = append(updates, change)
+		}
+	}
+	for _, c := range cur.owned {
+		if !des.names(c.GetName()) {
+			deletes = append(deletes, o.deleteChange(c))
+		}
+	}
+	patch := crud.NewPatch()
+	if len(creates)+len(updates)+len(deletes) == 0 {
+		if len(waits) > 0 {
+			o.wait(ctx, waits)
+		}
+		return patch, nil
+	}
+	if o.config.ReadyWhen != nil {
+		// The last part applied signals the wait, for the children
+		// written and those found not ready here.
+		ws := &waitState{reasons: waits}
+		parts := []Changes{creates, updates, deletes}
+		for _, p := range parts {
+			for _, c := range p {
+				c.wait = ws
+			}
+		}
+		for i := len(parts) - 1; i >= 0; i-- {
+			if len(parts[i]) > 0 {
+				parts[i][len(parts[i])-1].last = true
+				break
+			}
+		}
+	}
+	if len(creates) > 0 {
+		patch.SetCreateChange(creates)
+	}
+	if len(updates) > 0 {
+		patch.SetUpdateChange(updates)
+	}
+	if len(deletes) > 0 {
+		patch.SetDeleteChange(deletes)
+	}
+	return patch, nil
+}
+
+// NewDeletePatch deletes every child of the owner that the cache holds.
+func (o *ops[O, C]) NewDeletePatch(_ context.Context, _, currentState, _ any) (*crud.Patch, error) {
+	cur, _, err := o.states(currentState, nil)
+	if err != nil {
+		return nil, err
+	}
+	patch := crud.NewPatch()
+	var deletes Changes
+	for _, c := range cur.owned {
+		deletes = append(deletes, o.deleteChange(c))
+	}
+	if len(deletes) > 0 {
+		patch.SetDeleteChange(deletes)
+	}
+	return patch, nil
+}
+
+func (o *ops[O, C]) states(currentState, desiredState any) (*current[C], *desired[C], error) {
+	cur, ok := currentState.(*current[C])
+	if !ok || cur == nil {
+		return nil, nil, fmt.Errorf("resource %s: current state is %T, want %T", o.config.Name, currentState, cur)
+	}
+	if desiredState == nil {
+		return cur, nil, nil
+	}
+	des, ok := desiredState.(*desired[C])
+	if !ok {
+		return nil, nil, fmt.Errorf("resource %s: desired state is %T, want %T", o.config.Name, desiredState, des)
+	}
+	return cur, des, nil
+}
+
+func (d *desired[C]) names(name string) bool {
+	for _, c := range d.children {
+		if c.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// change returns the create or update of d given the current child c (nil
+// when there is none), or nil when c needs no write.
+func (o *ops[O, C]) change(c, d C) (*Change, error) {
+	exists := !reflect.ValueOf(c).IsNil()
+	var cv reflect.Value
+	if exists {
+		if o.config.Matches != nil && o.config.Matches(c, d) {
+			return nil, nil
+		}
+		cv = reflect.ValueOf(c).Elem()
+	}
+	fields, more := diffObject(reflect.ValueOf(d).Elem(), cv, false)
+	if exists && o.config.Matches == nil && len(fields) == 0 {
+		return nil, nil
+	}
+	body, err := json.Marshal(objectPayload(reflect.ValueOf(d).Elem(), o.apiVersion, o.config.GVK.Kind))
+	if err != nil {
+		return nil, err
+	}
+	change := &Change{Action: ActionUpdate, Kind: o.config.GVK.Kind, Namespace: d.GetNamespace(), Name: d.GetName(), Fields: fields, More: more, body: body}
+	if !exists {
+		change.Action = ActionCreate
+	} else {
+		change.UID = c.GetUID()
+	}
+	return change, nil
+}
+
+func (o *ops[O, C]) deleteChange(c C) *Change {
+	return &Change{Action: ActionDelete, Kind: o.config.GVK.Kind, Namespace: c.GetNamespace(), Name: c.GetName(), UID: c.GetUID()}
+}
+
+func (o *ops[O, C]) encodeError(w O, d C, err error) error {
+	return retry.Permanent(fmt.Errorf("%w: resource %s: encode %s %s of %s %s: %w", ErrInvalidChild, o.config.Name, strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), err))
+}
+
+// ApplyCreateChange applies each child of the create part.
+func (o *ops[O, C]) ApplyCreateChange(ctx context.Context, obj, change any) error {
+	return o.applyAll(ctx, obj, change)
+}
+
+// ApplyUpdateChange applies each child of the update part.
+func (o *ops[O, C]) ApplyUpdateChange(ctx context.Context, obj, change any) error {
+	return o.applyAll(ctx, obj, change)
+}
+
+func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
+	cs, ok := change.(Changes)
+	if !ok {
+		return fmt.Errorf("resource %s: change is %T, want child.Changes", o.config.Name, change)
+	}
+	for _, c := range cs {
+		answer, err := o.apply(ctx, c)
+		if err != nil {
+			return o.writeError(obj, c, err)
+		}
+		if c.wait != nil {
+			if r := o.notReady(answer); r != "" {
+				c.wait.reasons = append(c.wait.reasons, r)
+			}
+		}
+		o.finish(ctx, c)
+	}
+	return nil
+}
+
+// finish signals the wait after the last change of a patch.
+func (o *ops[O, C]) finish(ctx context.Context, c *Change) {
+	if c.last && c.wait != nil && len(c.wait.reasons) > 0 {
+		o.wait(ctx, c.wait.reasons)
+	}
+}
+
+func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
+	force := true
+	opts := metav1.PatchOptions{FieldManager: o.config.FieldManager, Force: &force}
+	client := o.config.Client(c.Namespace)
+	var done func(metav1.Object, error)
+	if o.config.Writes != nil {
+		done = o.config.Writes.Begin(o.config.Resource, c.Namespace, c.Name)
+	}
+	answer, err := client.Patch(ctx, c.Name, types.ApplyPatchType, c.body, opts)
+	valid := err == nil && !reflect.ValueOf(answer).IsNil()
+	if done != nil {
+		var m metav1.Object
+		if valid {
+			m = answer
+		}
+		done(m, err)
+	}
+	if err != nil {
+		return answer, err
+	}
+	if valid {
+		o.record(answer)
+		level.Debug(o.logger).Log("msg", "applied child", "action", c.Action, "kind", c.Kind, "child", c.Namespace+"/"+c.Name, "resourceVersion", answer.GetResourceVersion())
+	}
+	return answer, nil
+}
+
+// record gives the answer of a write to the cache's mutation cache, in the
+// form the cache holds.
+func (o *ops[O, C]) record(answer C) {
+	if o.mutation == nil {
+		return
+	}
+	if !o.unstructuredCache.Load() {
+		o.mutation.Mutation(answer)
+		return
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(answer)
+	if err != nil {
+		return
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(o.config.GVK)
+	o.mutation.Mutation(u)
+}
+
+// ApplyDeleteChange deletes each child of the delete part, with its UID as
+// precondition. A child that is gone, or was replaced by another object of
+// the same name (the precondition fails), counts as deleted.
+func (o *ops[O, C]) ApplyDeleteChange(ctx context.Context, obj, change any) error {
+	cs, ok := change.(Changes)
+	if !ok {
+		return fmt.Errorf("resource %s: change is %T, want child.Changes", o.config.Name, change)
+	}
+	for _, c := range cs {
+		opts := metav1.DeleteOptions{PropagationPolicy: &o.config.DeletePropagation}
+		if c.UID != "" {
+			uid := c.UID
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		err := o.config.Client(c.Namespace).Delete(ctx, c.Name, opts)
+		switch {
+		case err == nil:
+			level.Debug(o.logger).Log("msg", "deleted child", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
+		case apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err) && c.UID != "":
+			level.Debug(o.logger).Log("msg", "child replaced before its delete; not deleted", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
+		default:
+			return o.writeError(obj, c, err)
+		}
+		o.finish(ctx, c)
+	}
+	return nil
+}
+
+// writeError wraps the error of a write of c; errors that retrying cannot
+// fix (the API server does not serve the kind, or rejects the object as
+// invalid) are permanent.
+func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
+	owner := "owner"
+	if m, ok := obj.(metav1.Object); ok {
+		owner = ownerName(m)
+	}
+	what := fmt.Sprintf("%s %s %s/%s of %s %s", c.Action, strings.ToLower(c.Kind), c.Namespace, c.Name, kindOf(obj), owner)
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		s := status.Status()
+		switch {
+		case s.Code == http.StatusNotFound && (s.Details == nil || s.Details.Kind != "namespaces"),
+			s.Code == http.StatusMethodNotAllowed:
+			return retry.Permanent(fmt.Errorf("%w: resource %s: %s: the API server does not write %s here: %w", ErrInvalidChild, o.config.Name, what, o.config.GVK, err))
+		case s.Code == http.StatusUnprocessableEntity, s.Code == http.StatusBadRequest:
+			return retry.Permanent(fmt.Errorf("%w: resource %s: %s: %w", ErrInvalidChild, o.config.Name, what, err))
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// waitState collects what the resource waits for across the parts of one
+// patch.
+type waitState struct{ reasons []string }
+
+// notReady returns why c is not ready, or "" when it is (or ReadyWhen is
+// not set, or c is nil).
+func (o *ops[O, C]) notReady(c C) string {
+	if o.config.ReadyWhen == nil || reflect.ValueOf(c).IsNil() || o.config.ReadyWhen(c) {
+		return ""
+	}
+	why := "ReadyWhen is false"
+	if ok, reason := readiness(c); !ok && reason != "" {
+		why = reason
+	}
+	return fmt.Sprintf("%s %s not ready: %s", strings.ToLower(o.config.GVK.Kind), childName(c), why)
+}
+
+// wait stops the chain as waiting for reasons: no error, a requeue after
+// WaitDelay, the Reconciling condition, a trace step and a debug log.
+func (o *ops[O, C]) wait(ctx context.Context, reasons []string) {
+	msg := strings.Join(reasons, "; ")
+	requeuecontext.SetRequeueAfter(ctx, o.config.WaitDelay)
+	reconciliationcanceledcontext.SetCanceled(ctx)
+	conditioncontext.Set(ctx, conditioncontext.Reconciling, metav1.ConditionTrue, ReasonWaitingForChild, msg)
+	t := trace.FromContext(ctx)
+	t.Record(o.config.Name, StepWait+": "+msg, t.Now(), trace.OutcomeCanceled, nil)
+	level.Debug(o.logger).Log("msg", "waiting for child", "reason", msg, "requeueAfter", o.config.WaitDelay)
+}
+
+func childName(c metav1.Object) string {
+	if c.GetNamespace() == "" {
+		return c.GetName()
+	}
+	return c.GetNamespace() + "/" + c.GetName()
+}
+
+func ownerName(w metav1.Object) string { return childName(w) }
+
+// kindOf returns the lower-case kind of obj, or its Go type.
+func kindOf(obj any) string {
+	if r, ok := obj.(runtime.Object); ok {
+		if k := r.GetObjectKind().GroupVersionKind().Kind; k != "" {
+			return strings.ToLower(k)
+		}
+	}
+	t := reflect.TypeOf(obj)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "owner"
+	}
+	return strings.ToLower(t.Name())
+}

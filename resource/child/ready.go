@@ -1,0 +1,106 @@
+package child
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Ready reports whether child is ready by the kstatus rules
+// (sigs.k8s.io/cli-utils/pkg/kstatus) for the kinds below, and true for
+// every other kind. Use it as Config.ReadyWhen:
+// ReadyWhen: child.Ready[*appsv1.Deployment].
+//
+//   - Deployment: status.observedGeneration ≥ metadata.generation, and
+//     updated, ready and available replicas equal spec.replicas (default 1),
+//     with no old replicas left (status.replicas == spec.replicas).
+//   - StatefulSet: observedGeneration ≥ generation, ready and current (or,
+//     with an update revision, updated) replicas equal spec.replicas.
+//   - DaemonSet: observedGeneration ≥ generation, desiredNumberScheduled
+//     pods updated and available.
+//   - Job: condition Complete True (a Job that failed is not ready either).
+//   - Pod: condition Ready True, or phase Succeeded.
+//   - Service: type LoadBalancer needs an ingress in
+//     status.loadBalancer; other types are ready at once.
+func Ready[C any](child C) bool {
+	ok, _ := readiness(child)
+	return ok
+}
+
+// readiness is Ready with the reason a child is not ready.
+func readiness(obj any) (bool, string) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		want := replicasOr1(o.Spec.Replicas)
+		s := o.Status
+		switch {
+		case s.ObservedGeneration < o.Generation:
+			return false, fmt.Sprintf("generation %d not observed yet (observed %d)", o.Generation, s.ObservedGeneration)
+		case s.UpdatedReplicas < want:
+			return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
+		case s.Replicas > s.UpdatedReplicas:
+			return false, fmt.Sprintf("%d old replicas pending termination", s.Replicas-s.UpdatedReplicas)
+		case s.AvailableReplicas < want:
+			return false, fmt.Sprintf("%d of %d replicas available", s.AvailableReplicas, want)
+		case s.ReadyReplicas < want:
+			return false, fmt.Sprintf("%d of %d replicas ready", s.ReadyReplicas, want)
+		}
+	case *appsv1.StatefulSet:
+		want := replicasOr1(o.Spec.Replicas)
+		s := o.Status
+		switch {
+		case s.ObservedGeneration < o.Generation:
+			return false, fmt.Sprintf("generation %d not observed yet (observed %d)", o.Generation, s.ObservedGeneration)
+		case s.ReadyReplicas < want:
+			return false, fmt.Sprintf("%d of %d replicas ready", s.ReadyReplicas, want)
+		case s.UpdateRevision != "" && s.CurrentRevision != s.UpdateRevision && s.UpdatedReplicas < want:
+			return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
+		case s.CurrentReplicas < want && s.UpdatedReplicas < want:
+			return false, fmt.Sprintf("%d of %d replicas current", s.CurrentReplicas, want)
+		}
+	case *appsv1.DaemonSet:
+		s := o.Status
+		switch {
+		case s.ObservedGeneration < o.Generation:
+			return false, fmt.Sprintf("generation %d not observed yet (observed %d)", o.Generation, s.ObservedGeneration)
+		case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
+			return false, fmt.Sprintf("%d of %d pods updated", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
+		case s.NumberAvailable < s.DesiredNumberScheduled:
+			return false, fmt.Sprintf("%d of %d pods available", s.NumberAvailable, s.DesiredNumberScheduled)
+		}
+	case *batchv1.Job:
+		for _, c := range o.Status.Conditions {
+			switch {
+			case c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue:
+				return true, ""
+			case c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue:
+				return false, "failed: " + c.Message
+			}
+		}
+		return false, fmt.Sprintf("not complete (%d active, %d succeeded)", o.Status.Active, o.Status.Succeeded)
+	case *corev1.Pod:
+		if o.Status.Phase == corev1.PodSucceeded {
+			return true, ""
+		}
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, "phase " + string(o.Status.Phase) + ", condition Ready not True"
+	case *corev1.Service:
+		if o.Spec.Type == corev1.ServiceTypeLoadBalancer && len(o.Status.LoadBalancer.Ingress) == 0 {
+			return false, "no load balancer ingress yet"
+		}
+	}
+	return true, ""
+}
+
+func replicasOr1(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
