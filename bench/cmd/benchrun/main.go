@@ -89,7 +89,7 @@ func mainErr() error {
 	flag.StringVar(&o.contenderBin, "contender", "", "contender binary (default: \"contender\" next to this binary)")
 	flag.IntVar(&o.repeat, "repeat", 3, "repetitions of every run")
 	flag.BoolVar(&o.pin, "pin", true, "pin the API server and the contender to different CPUs")
-	okitArgs := flag.String("okit-args", "", "extra space-separated flags for the operatorkit contender, e.g. \"--items=transform --status-precondition=false --trace-objects=-1 --run-superseded\"")
+	okitArgs := flag.String("okit-args", "", "extra space-separated flags for the operatorkit contender, e.g. \"--items=transform --status=merge --trace-objects=-1 --run-superseded\"")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase to converge")
 	flag.IntVar(&o.driverConcurrency, "driver-concurrency", 8, "concurrent requests of the driver when it creates and updates Items")
 	flag.StringVar(&o.logDir, "logdir", "", "directory for contender logs (default: a temporary directory)")

@@ -62,7 +62,8 @@ func main() {
 		idle       = fs.Bool("idle", false, "connect nothing; only serve the stats listener (memory baseline)")
 		items      = fs.String("items", "rest", "operatorkit: how the Item informer reads Items: rest (typed REST client), transform (dynamic client, converted in a Transform) or unstructured")
 		superseded = fs.Bool("run-superseded", false, "operatorkit: framework.Config.RunSuperseded (run the whole chain for a generation the cache has already replaced)")
-		statusPre  = fs.Bool("status-precondition", true, "operatorkit: the status patch carries a resourceVersion precondition")
+		status     = fs.String("status", "conditions", "operatorkit: how status.observedGeneration is written: conditions (framework.Config.Conditions, server-side apply), merge-precondition or merge (a resource's merge patch with or without a resourceVersion precondition)")
+		configMap  = fs.String("configmap", "child", "operatorkit: how the ConfigMap is kept: child (resource/child, server-side apply) or crud (hand-written crud.Ops with create and update)")
 		traceObjs  = fs.Int("trace-objects", 0, "operatorkit: framework.Config.TraceObjects (0: the Framework's default, -1: no traces)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		memprofile = fs.String("memprofile", "", "write a heap profile (in use at the end of the run) to this file")
@@ -131,7 +132,7 @@ func main() {
 	var r runner
 	switch *kind {
 	case KindOperatorkit:
-		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{items: *items, statusPrecondition: *statusPre, traceObjects: *traceObjs, runSuperseded: *superseded})
+		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{items: *items, status: *status, configMap: *configMap, traceObjects: *traceObjs, runSuperseded: *superseded})
 	case KindControllerRuntime:
 		r, err = newCRT(cfg, *namespace, *workers)
 	case KindLimit:

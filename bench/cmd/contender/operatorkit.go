@@ -25,21 +25,23 @@ import (
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/router"
 )
 
 // okit is the operator written the idiomatic operatorkit way: a Framework
-// over an Item informer, one ResourceSet with a crud resource for the
-// ConfigMap (current state from a ConfigMap informer, never a GET) and a
-// status resource that merge-patches status.observedGeneration with a
-// resourceVersion precondition only when it changes. Both informers drop
+// over an Item informer, one ResourceSet with a child resource
+// (resource/child) for the ConfigMap (current state from a ConfigMap
+// informer, never a GET; server-side apply when the data differs), and
+// status.observedGeneration with a Ready condition written by the Framework
+// (framework.Config.Conditions) when they change. Both informers drop
 // managedFields, never resync, and watch only the namespace; the
 // Framework's metrics go to a private registry (read for the reconcile
 // count); everything else is left at its default. ConfigMap events wake
 // the owner up through Framework.Enqueue when a ConfigMap is deleted or its
 // data no longer matches its Item; the ConfigMap writes are recorded in the
-// ConfigMap informer (Informer.Mutation). EnqueueAll calls Framework.Enqueue for
+// ConfigMap informer (Informer.Mutation, which the child resource calls). EnqueueAll calls Framework.Enqueue for
 // every cached Item.
 type okit struct {
 	ns       string
@@ -58,9 +60,18 @@ type okitOptions struct {
 	// Transform; "unstructured" keeps them unstructured, and the resources
 	// read the few fields they need.
 	items string
-	// statusPrecondition puts the Item's resourceVersion into the status
-	// patch (the DESIGN's rule for status writes).
-	statusPrecondition bool
+	// status is how status.observedGeneration is written: "conditions"
+	// (the default) by the Framework itself (framework.Config.Conditions:
+	// one server-side apply of Ready and observedGeneration, without
+	// precondition); "merge-precondition" by a status resource that
+	// merge-patches it with a resourceVersion precondition; "merge" the
+	// same without precondition.
+	status string
+	// configMap is how the ConfigMap is kept: "child" (the default) with
+	// resource/child (Desired only: server-side apply, drift on the data
+	// alone); "crud" with the hand-written crud.Ops below (create and
+	// update with the typed client).
+	configMap string
 	// traceObjects is framework.Config.TraceObjects.
 	traceObjects int
 	// runSuperseded is framework.Config.RunSuperseded.
@@ -116,14 +127,42 @@ func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) 
 		return nil, err
 	}
 
-	cmResource, err := crud.New(crud.Config{Ops: &configMapOps{kube: kube, cms: o.cms}})
+	var cmResource resource.Interface
+	switch opts.configMap {
+	case "child", "":
+		cmResource, err = child.New(child.Config[*item.Item, *corev1.ConfigMap]{
+			Name:         "configmap",
+			Client:       child.Typed(kube.CoreV1().ConfigMaps),
+			Cache:        o.cms,
+			OwnerGVK:     item.GVK,
+			FieldManager: "bench",
+			Desired: func(_ context.Context, it *item.Item) (*corev1.ConfigMap, error) {
+				return &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: it.Name, Labels: map[string]string{item.LabelItem: it.Name}},
+					Data:       item.Data(it.Spec),
+				}, nil
+			},
+		})
+	case "crud":
+		cmResource, err = crud.New(crud.Config{Ops: &configMapOps{kube: kube, cms: o.cms}})
+	default:
+		return nil, fmt.Errorf("--configmap %q: want child or crud", opts.configMap)
+	}
 	if err != nil {
 		return nil, err
+	}
+	resources := []resource.Interface{cmResource}
+	switch opts.status {
+	case "conditions", "":
+	case "merge", "merge-precondition":
+		resources = append(resources, &statusResource{client: items, precondition: opts.status == "merge-precondition"})
+	default:
+		return nil, fmt.Errorf("--status %q: want conditions, merge or merge-precondition", opts.status)
 	}
 	set, err := router.NewResourceSet(router.ResourceSetConfig{
 		Name:      "v1",
 		Handles:   func(any) bool { return true },
-		Resources: []resource.Interface{cmResource, &statusResource{client: items, precondition: opts.statusPrecondition}},
+		Resources: resources,
 	})
 	if err != nil {
 		return nil, err
@@ -137,6 +176,8 @@ func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) 
 		Informer:       o.items,
 		ResourceRouter: rt,
 		MetadataClient: meta,
+		Client:         dyn,
+		Conditions:     opts.status == "conditions" || opts.status == "",
 		Resource:       item.GVR,
 		Registerer:     reg,
 		Workers:        workers,

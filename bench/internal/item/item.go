@@ -47,6 +47,9 @@ type Status struct {
 	// ObservedGeneration is the metadata.generation the operator last
 	// reconciled successfully.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are the operator's conditions (the operatorkit contender
+	// writes Ready with framework.Config.Conditions; the others write none).
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // Item is the benchmark's custom resource.
@@ -71,6 +74,12 @@ func (i *Item) DeepCopyInto(out *Item) {
 	*out = *i
 	out.TypeMeta = i.TypeMeta
 	i.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	if i.Status.Conditions != nil {
+		out.Status.Conditions = make([]metav1.Condition, len(i.Status.Conditions))
+		for j := range i.Status.Conditions {
+			i.Status.Conditions[j].DeepCopyInto(&out.Status.Conditions[j])
+		}
+	}
 }
 
 // DeepCopy returns a deep copy of i.
@@ -137,14 +146,38 @@ func CRD() *apiextensionsv1.CustomResourceDefinition {
 								Properties: map[string]apiextensionsv1.JSONSchemaProps{"message": str, "count": integer},
 							},
 							"status": {
-								Type:       "object",
-								Properties: map[string]apiextensionsv1.JSONSchemaProps{"observedGeneration": integer},
+								Type: "object",
+								Properties: map[string]apiextensionsv1.JSONSchemaProps{
+									"observedGeneration": integer,
+									"conditions":         conditions(),
+								},
 							},
 						},
 					},
 				},
 			}},
 		},
+	}
+}
+
+// conditions is the schema of a []metav1.Condition as controller-gen writes
+// it: a list map keyed by type.
+func conditions() apiextensionsv1.JSONSchemaProps {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	mapType := "map"
+	return apiextensionsv1.JSONSchemaProps{
+		Type:         "array",
+		XListType:    &mapType,
+		XListMapKeys: []string{"type"},
+		Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:     "object",
+			Required: []string{"type", "status", "reason", "lastTransitionTime"},
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"type": str, "status": str, "reason": str, "message": str,
+				"lastTransitionTime": {Type: "string", Format: "date-time"},
+				"observedGeneration": {Type: "integer", Format: "int64"},
+			},
+		}},
 	}
 }
 

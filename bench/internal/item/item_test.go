@@ -2,8 +2,10 @@ package item
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
@@ -38,7 +40,7 @@ func TestSchemeRoundTrip(t *testing.T) {
 	}
 	factory := serializer.NewCodecFactory(s)
 	codecs := factory.WithoutConversion()
-	in := &Item{Spec: Spec{Message: "m", Count: 1}, Status: Status{ObservedGeneration: 3}}
+	in := &Item{Spec: Spec{Message: "m", Count: 1}, Status: Status{ObservedGeneration: 3, Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: metav1.Unix(10, 0)}}}}
 	in.Name, in.Namespace, in.Finalizers = "a", "ns", []string{"f"}
 	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	b, err := runtime.Encode(codecs.EncoderForVersion(info.Serializer, GroupVersion), in)
@@ -57,13 +59,17 @@ func TestSchemeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*Item)
-	if got.Spec != in.Spec || got.Status != in.Status || got.Finalizers[0] != "f" {
+	if got.Spec != in.Spec || !reflect.DeepEqual(got.Status, in.Status) || got.Finalizers[0] != "f" {
 		t.Fatalf("round trip = %+v", got)
 	}
 	cp := got.DeepCopy()
 	cp.Finalizers[0] = "changed"
 	if got.Finalizers[0] != "f" {
 		t.Fatal("DeepCopy shares the finalizers slice")
+	}
+	cp.Status.Conditions[0].Reason = "changed"
+	if got.Status.Conditions[0].Reason != "R" {
+		t.Fatal("DeepCopy shares the conditions slice")
 	}
 }
 
