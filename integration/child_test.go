@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -512,5 +515,65 @@ func TestChildBadInput(t *testing.T) {
 				t.Errorf("bad input wrote a deployment (%v)", err)
 			}
 		})
+	}
+}
+
+// TestChildWaitUnderConditions: under a Framework with Config.Conditions,
+// a child that is not ready makes the owner Reconciling (reason
+// WaitingForChild, the message saying what it waits for) and not Ready, and
+// the resources after it wait; once the child is ready, the owner is Ready
+// and Reconciling is gone.
+func TestChildWaitUnderConditions(t *testing.T) {
+	ns := newNamespace(t)
+	kc := kubeClient(t)
+	inf := childInformer(t, kc.AppsV1().RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}, ns, true)
+	deployment, err := child.New(child.Config[*unstructured.Unstructured, *appsv1.Deployment]{
+		Name:         "deployment",
+		Client:       child.Typed(kc.AppsV1().Deployments),
+		Cache:        inf,
+		FieldManager: childManager,
+		ReadyWhen:    child.Ready[*appsv1.Deployment],
+		WaitDelay:    200 * time.Millisecond,
+		Desired: func(context.Context, *unstructured.Unstructured) (*appsv1.Deployment, error) {
+			return childDeployment(2, "nginx:1"), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after atomic.Int64
+	next := &statusResource{name: "after", create: func(context.Context, *unstructured.Unstructured) error {
+		after.Add(1)
+		return nil
+	}}
+	startStatusFramework(t, ns, statusOptions{backOff: constantBackOff(50 * time.Millisecond)}, resourceSet(t, "", deployment, next))
+	rc := widgetClient(t, ns)
+	createWidget(t, newWidget(ns, "w1", "", nil))
+
+	s := waitStatus(t, rc, "w1", "Reconciling True, waiting for the Deployment", func(s widgetStatus) bool {
+		c, r := s.condition(conditioncontext.Reconciling), s.condition(conditioncontext.Ready)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == child.ReasonWaitingForChild &&
+			r != nil && r.Status == metav1.ConditionFalse
+	})
+	if c := s.condition(conditioncontext.Reconciling); !strings.Contains(c.Message, "deployment "+ns+"/web not ready") {
+		t.Errorf("Reconciling message = %q, want it to name the Deployment", c.Message)
+	}
+	if n := after.Load(); n != 0 {
+		t.Fatalf("the resource after the child ran %d times while the child was not ready", n)
+	}
+
+	d, err := kc.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+	if _, err := kc.AppsV1().Deployments(ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, rc, "w1", "Ready True without Reconciling", func(s widgetStatus) bool {
+		return isTrue(s, conditioncontext.Ready) && s.condition(conditioncontext.Reconciling) == nil
+	})
+	if after.Load() == 0 {
+		t.Error("the resource after the child never ran")
 	}
 }
