@@ -588,9 +588,29 @@ func (s *statusRun) plan(decidedConds []metav1.Condition, decided map[string]boo
 	return ours, result, result
 }
 
-// readyPrefix starts the message of Ready after a success; the resource
-// set's name follows.
-const readyPrefix = "reconciled by resource set "
+// readyMessage is the message of Ready after a success; " by resource set
+// <name>" follows when the resource set has a name.
+const (
+	readyMessage = "reconciled"
+	readyBySet   = " by resource set "
+)
+
+// isReadyMessage reports whether m is readyMessageOf(set), without
+// allocating.
+func isReadyMessage(m, set string) bool {
+	if set == "" {
+		return m == readyMessage
+	}
+	return len(m) == len(readyMessage)+len(readyBySet)+len(set) && strings.HasPrefix(m, readyMessage+readyBySet) && strings.HasSuffix(m, set)
+}
+
+// readyMessageOf returns the message of Ready after a success of set.
+func readyMessageOf(set string) string {
+	if set == "" {
+		return readyMessage
+	}
+	return readyMessage + readyBySet + set
+}
 
 // steady reports whether the object's status already says what a success
 // without conditions of the resources' says: Ready True for this
@@ -606,7 +626,7 @@ func (s *statusRun) steady() bool {
 		switch c.Type {
 		case conditioncontext.Ready:
 			ready = c.Status == metav1.ConditionTrue && c.Reason == ReasonSucceeded && c.ObservedGeneration == s.generation &&
-				len(c.Message) == len(readyPrefix)+len(s.setName) && strings.HasPrefix(c.Message, readyPrefix) && strings.HasSuffix(c.Message, s.setName)
+				isReadyMessage(c.Message, s.setName)
 			if !ready {
 				return false
 			}
@@ -678,7 +698,7 @@ func (s *statusRun) frameworkConditions(o outcome, set []metav1.Condition, tr *t
 		if s.deleting {
 			return nil, false
 		}
-		ready := cond(conditioncontext.Ready, metav1.ConditionTrue, ReasonSucceeded, readyPrefix+s.setName)
+		ready := cond(conditioncontext.Ready, metav1.ConditionTrue, ReasonSucceeded, readyMessageOf(s.setName))
 		var abnormal []metav1.Condition
 		for _, t := range []string{conditioncontext.Reconciling, conditioncontext.Stalled} {
 			if i := find(set, t); i >= 0 && set[i].Status == metav1.ConditionTrue {

@@ -1097,3 +1097,23 @@ func BenchmarkSteadyStatus(b *testing.B) {
 		b.Fatalf("the steady status recorded %d steps: it wrote", n)
 	}
 }
+
+func TestReadyMessage(t *testing.T) {
+	for _, set := range []string{"", "v1", "release-2"} {
+		m := readyMessageOf(set)
+		if !isReadyMessage(m, set) {
+			t.Errorf("isReadyMessage(%q, %q) = false", m, set)
+		}
+		if strings.HasSuffix(m, " ") {
+			t.Errorf("message of set %q = %q ends with a space", set, m)
+		}
+	}
+	if got := readyMessageOf(""); got != "reconciled" {
+		t.Errorf("message of an unnamed set = %q, want reconciled", got)
+	}
+	for _, c := range []struct{ m, set string }{{"reconciled by resource set v1", "v2"}, {"reconciled", "v1"}, {"reconciled by resource set v1", ""}, {"reconciled by resource set xv1", "v1"}} {
+		if isReadyMessage(c.m, c.set) {
+			t.Errorf("isReadyMessage(%q, %q) = true", c.m, c.set)
+		}
+	}
+}
