@@ -2,7 +2,8 @@
 #
 #   make demo   the example operator against an API server it starts itself
 #   make test   everything CI runs: library unit tests, integration tests
-#               against a real kube-apiserver, the example operator's tests;
+#               against a real kube-apiserver, the example operator's tests,
+#               the getting-started guide's operator;
 #               prints each stage's duration and a table of them at the end
 #   make bench  the side-by-side benchmark (BENCH_QUICK=1 for a short run)
 #
@@ -24,9 +25,9 @@ RACE ?= -race
 # the unit tests run, and the fuzzers (whose first build instruments every
 # dependency) run beside the tests against the API server, which spend much
 # of their time waiting.
-STAGES := bg:apiserver lint test-unit wait bg:test-fuzz test-integration test-example wait test-bench
+STAGES := bg:apiserver lint test-unit wait bg:test-fuzz test-integration test-example test-guide wait test-bench
 
-.PHONY: test apiserver test-unit test-integration test-example test-fuzz test-bench lint demo bench bench-unit generate
+.PHONY: test apiserver test-unit test-integration test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
 
 test:
 	@bash hack/stages.sh "$(MAKE)" $(STAGES)
@@ -50,6 +51,17 @@ test-example:
 	cd example && $(LIB) vet ./...
 	$(MAKE) -C example test-unit GO="$(LIB)"
 	$(MAKE) -C example test-e2e GO="$(LIB)"
+
+## test-guide: the operator of docs/getting-started.md (docs/getting-started/greeting, a module
+## of its own): controller-gen runs again and any change to the generated files fails; the
+## guide's code blocks must be its files; its test runs against a real API server, race-detected.
+GUIDE := docs/getting-started/greeting
+test-guide:
+	@old=$$(mktemp -d) && trap 'rm -rf "$$old"' EXIT && cp -r $(GUIDE)/api $(GUIDE)/config "$$old" && \
+	(cd $(GUIDE)/api/v1alpha1 && $(LIB) generate) && \
+	diff -r "$$old/api" $(GUIDE)/api && diff -r "$$old/config" $(GUIDE)/config || \
+	{ echo "test-guide: controller-gen failed, or the generated files of $(GUIDE) were not up to date (see the diff above)"; exit 1; }
+	cd $(GUIDE) && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
 
 ## test-fuzz: run each fuzz target briefly (FUZZTIME each).
 test-fuzz:

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"example.com/greeting/api/v1alpha1"
+	"github.com/operatorkit/operatorkit/crdclient"
+	"github.com/operatorkit/operatorkit/operator"
+	"github.com/operatorkit/operatorkit/testenv"
+)
+
+// TestGreeting runs the operator against a real API server: a Greeting gets
+// its ConfigMap and Ready, the ConfigMap follows a new message, and goes
+// when the Greeting is deleted.
+func TestGreeting(t *testing.T) {
+	t.Cleanup(testenv.LeakCheck(t)) // runs last: nothing the test started is left
+	env := testenv.New(t)           // kube-apiserver and etcd, stopped when the test ends
+	installCRD(t, env)
+
+	// The operator, in this process: no leader election, no HTTP endpoints.
+	config := operator.Config{Name: name, RESTConfig: env.Config(), Logger: log.NewLogfmtLogger(os.Stderr)}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, config) }()
+	t.Cleanup(func() { // before the API server stops
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+
+	kube := kubernetes.NewForConfigOrDie(env.Config())
+	greetingClient := dynamic.NewForConfigOrDie(env.Config()).Resource(greetings).Namespace("default")
+	var hello unstructured.Unstructured
+	readYAML(t, "config/samples/hello.yaml", &hello.Object)
+	if _, err := greetingClient.Create(t.Context(), &hello, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	messageIs := func(want string) wait.ConditionWithContextFunc {
+		return func(ctx context.Context) (bool, error) {
+			cm, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "hello", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil && cm.Data["message"] == want, err
+		}
+	}
+	ready := func(ctx context.Context) (bool, error) {
+		u, err := greetingClient.Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		var g v1alpha1.Greeting
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &g); err != nil {
+			return false, err
+		}
+		return g.Status.ObservedGeneration == g.Generation && meta.IsStatusConditionTrue(g.Status.Conditions, "Ready"), nil
+	}
+	eventually(t, "ConfigMap with the message", messageIs("Hello, world!"))
+	eventually(t, "Greeting Ready", ready)
+
+	patch := []byte(`{"spec":{"message":"Bonjour"}}`)
+	if _, err := greetingClient.Patch(t.Context(), "hello", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ConfigMap with the new message", messageIs("Bonjour"))
+	eventually(t, "Greeting Ready for the new message", ready)
+
+	if err := greetingClient.Delete(t.Context(), "hello", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The test API server has no garbage collector: the operator deletes
+	// the ConfigMap, then removes its finalizer, and the Greeting goes.
+	eventually(t, "Greeting and ConfigMap deleted", func(ctx context.Context) (bool, error) {
+		_, err := greetingClient.Get(ctx, "hello", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "hello", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// installCRD installs the Greeting CRD that controller-gen wrote, as
+// `kubectl apply -f config/crd` does, and waits until it is served.
+func installCRD(t *testing.T, env *testenv.Env) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	readYAML(t, "config/crd/greeting.example.com_greetings.yaml", &crd)
+	crds, err := crdclient.New(crdclient.Config{Client: apiextensionsclient.NewForConfigOrDie(env.Config())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crds.EnsureCreated(t.Context(), &crd, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readYAML decodes the YAML file path into v.
+func readYAML(t *testing.T, path string, v any) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// eventually polls cond until it returns true, and fails the test when it
+// returns an error or a minute passes.
+func eventually(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
