@@ -110,6 +110,9 @@
 //   - Dry run: with Config.DryRun the Framework computes every object's
 //     [Plan] (the read-only half of each crud resource), records it in the
 //     trace store and metrics, and writes nothing, not even its finalizer.
+//     [Framework.Plan] computes one object's plan on demand, through the
+//     router ([ObjectPlan]); operator.Operator.Plan runs it for a one-off
+//     plan command.
 //   - Traces: every reconciliation records its path (resource set, each
 //     resource and CRUD step with outcome and duration, result). The last
 //     Config.TracesPerObject traces of the last Config.TraceObjects objects

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
 )
@@ -149,3 +150,99 @@ func writeChange(b *strings.Builder, label string, change any) {
 		fmt.Fprintf(b, "      %s\n", line)
 	}
 }
+
+// ObjectPlan is what a reconciliation of one object would change now, as
+// computed by Framework.Plan.
+type ObjectPlan struct {
+	// Object is the object's key, "namespace/name" ("name" when
+	// cluster-scoped).
+	Object string `json:"object"`
+	// ResourceSet is the name of the resource set planned; empty when none
+	// handles the object (Err then matches ErrNoResourceSet).
+	ResourceSet string `json:"resourceSet,omitempty"`
+	// Deleting is true when the object has a deletionTimestamp: the plan is
+	// the delete chain's.
+	Deleting bool `json:"deleting,omitempty"`
+	// Resources are the plans of the set's resources in chain order, up to
+	// the one whose error stopped the plan.
+	Resources []ResourcePlan `json:"resources,omitempty"`
+	// Err is the error that stops the plan where it would stop a
+	// reconciliation (a resource's error, such as a permanent one for a
+	// spec the resources cannot use, or ErrNoResourceSet); nil when the
+	// whole chain was planned.
+	Err error `json:"-"`
+}
+
+// Changes reports whether any resource of the plan would change anything.
+func (p ObjectPlan) Changes() bool {
+	for _, r := range p.Resources {
+		if r.Changes() {
+			return true
+		}
+	}
+	return false
+}
+
+// Format writes p to b: a header line with the object and its resource set
+// ("demo/web (resource set release-2)", ", being deleted" added while it
+// is), its resources as FormatPlans writes them, indented by two spaces, and
+// a line "  stops: <error>" (the error on one line) when Err is set.
+func (p ObjectPlan) Format(b *strings.Builder) {
+	b.WriteString(p.Object)
+	if p.ResourceSet != "" {
+		fmt.Fprintf(b, " (resource set %s)", p.ResourceSet)
+	}
+	if p.Deleting {
+		b.WriteString(", being deleted")
+	}
+	b.WriteString("\n")
+	var rb strings.Builder
+	FormatPlans(&rb, p.Resources)
+	for _, line := range strings.SplitAfter(rb.String(), "\n") {
+		if line != "" {
+			b.WriteString("  " + line)
+		}
+	}
+	if p.Err != nil {
+		fmt.Fprintf(b, "  stops: %s\n", strings.Join(strings.Fields(p.Err.Error()), " "))
+	}
+}
+
+// Plan computes what a reconciliation of obj would change now, writing
+// nothing: the package-level Plan over the resources of the resource set
+// named set or, when set is empty, of the set the ResourceRouter picks for
+// obj. The error, also in the result's Err, matches ErrNoResourceSet when
+// no set handles obj (or none is named set); otherwise it is the error of
+// the resource that stops the chain, whose plans before it are in the
+// result. Plan needs no Boot and may run concurrently with
+// reconciliations, but the resources read what they read (their caches
+// must have synced). Operator.Plan runs it for a one-off plan command.
+func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, error) {
+	var p ObjectPlan
+	if acc, err := meta.Accessor(obj); err == nil {
+		p.Object, p.Deleting = acc.GetName(), acc.GetDeletionTimestamp() != nil
+		if ns := acc.GetNamespace(); ns != "" {
+			p.Object = ns + "/" + p.Object
+		}
+	}
+	rs, err := f.router.ResourceSet(obj)
+	if set != "" {
+		rs, err = nil, fmt.Errorf("%w: no resource set is named %q", ErrNoResourceSet, set)
+		for _, s := range f.router.ResourceSets() {
+			if s.Name() == set {
+				rs, err = s, nil
+			}
+		}
+	}
+	if err != nil {
+		p.Err = err
+		return p, err
+	}
+	p.ResourceSet = rs.Name()
+	p.Resources, p.Err = Plan(ctx, obj, rs.Resources())
+	return p, p.Err
+}
+
+// Informer returns the informer the Framework reads its objects from
+// (Config.Informer).
+func (f *Framework) Informer() informer.Interface { return f.informer }

@@ -1,8 +1,18 @@
 package framework
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/router"
 )
 
 type described struct{}
@@ -40,5 +50,109 @@ resource custom
 `
 	if got := b.String(); got != want {
 		t.Fatalf("FormatPlans() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// planOps is a crud.Ops whose update patch updates to want, or fails with
+// err, and whose apply steps must never run in a plan.
+type planOps struct {
+	name string
+	want any
+	err  error
+}
+
+func (o planOps) Name() string                                      { return o.name }
+func (o planOps) GetCurrentState(context.Context, any) (any, error) { return nil, nil }
+func (o planOps) GetDesiredState(context.Context, any) (any, error) { return o.want, o.err }
+func (o planOps) NewUpdatePatch(_ context.Context, _, _, desired any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	if desired != nil {
+		p.SetUpdateChange(desired)
+	}
+	return p, nil
+}
+func (o planOps) NewDeletePatch(context.Context, any, any, any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	p.SetDeleteChange(described{})
+	return p, nil
+}
+func (o planOps) ApplyCreateChange(context.Context, any, any) error { panic("applied in a plan") }
+func (o planOps) ApplyUpdateChange(context.Context, any, any) error { panic("applied in a plan") }
+func (o planOps) ApplyDeleteChange(context.Context, any, any) error { panic("applied in a plan") }
+
+func TestFrameworkPlan(t *testing.T) {
+	resources := func(t *testing.T, ops ...crud.Ops) []resource.Interface {
+		var rs []resource.Interface
+		for _, o := range ops {
+			r, err := crud.New(crud.Config{Ops: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	v1, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", true),
+		Resources: resources(t, planOps{name: "a", want: described{}}, planOps{name: "b"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invalid := errors.New("spec.image is not valid")
+	v2, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v2", Handles: router.LabelIs("v", "2", false),
+		Resources: resources(t, planOps{name: "a", want: described{}}, planOps{name: "b", err: invalid}, planOps{name: "c"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{v1, v2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Config{Name: "plan", Informer: informertest.New(), ResourceRouter: rt, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	p, err := f.Plan(ctx, object("web", 1, nil), "")
+	if err != nil || p.Object != "ns/web" || p.ResourceSet != "v1" || len(p.Resources) != 2 || !p.Changes() || p.Deleting {
+		t.Fatalf("Plan(routed to v1) = %+v, %v", p, err)
+	}
+	var b strings.Builder
+	p.Format(&b)
+	want := "ns/web (resource set v1)\n  resource a\n    ~ update\n        replicas: 2 -> 3\n  resource b\n    = no changes\n"
+	if b.String() != want {
+		t.Fatalf("Format() =\n%s\nwant\n%s", b.String(), want)
+	}
+
+	p, err = f.Plan(ctx, object("web", 1, nil), "v2")
+	if !errors.Is(err, invalid) || !errors.Is(p.Err, invalid) || p.ResourceSet != "v2" || len(p.Resources) != 1 {
+		t.Fatalf("Plan(under v2) = %+v, %v; want the plan of a and the error of b", p, err)
+	}
+	b.Reset()
+	p.Format(&b)
+	if lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"); !strings.HasPrefix(lines[len(lines)-1], "  stops: ") || !strings.Contains(lines[len(lines)-1], "spec.image is not valid") {
+		t.Fatalf("Format() of a stopped plan =\n%s", b.String())
+	}
+
+	if p, err := f.Plan(ctx, object("web", 1, map[string]string{"v": "3"}), ""); !errors.Is(err, ErrNoResourceSet) || !errors.Is(p.Err, ErrNoResourceSet) || p.Object != "ns/web" {
+		t.Fatalf("Plan(routed nowhere) = %+v, %v; want ErrNoResourceSet", p, err)
+	}
+	if _, err := f.Plan(ctx, object("web", 1, nil), "v9"); !errors.Is(err, ErrNoResourceSet) {
+		t.Fatalf("Plan(under an unknown set) error = %v, want ErrNoResourceSet", err)
+	}
+
+	deleted := object("gone", 1, nil)
+	deleted.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	p, err = f.Plan(ctx, deleted, "")
+	if err != nil || !p.Deleting || p.Resources[0].Delete == nil {
+		t.Fatalf("Plan(deleted) = %+v, %v; want the delete chain", p, err)
+	}
+	b.Reset()
+	p.Format(&b)
+	if !strings.HasPrefix(b.String(), "ns/gone (resource set v1), being deleted\n") {
+		t.Fatalf("Format() of a delete plan =\n%s", b.String())
+	}
+	if f.Informer() == nil {
+		t.Fatal("Informer() = nil")
 	}
 }

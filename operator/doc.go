@@ -13,11 +13,26 @@
 //	cfg, _, err := opts.RESTConfig()         // --kubeconfig, $KUBECONFIG, in-cluster
 //	op, err := operator.New(opts.Config("webapp-operator", cfg, logger))
 //	inf, err := op.Informer(informer.Config{GVR: webappGVR})
-//	f, err := framework.New(framework.Config{Informer: inf, Client: op.Dynamic(), Registerer: op.Registry(), ...})
-//	op.Add(f)
+//	f, err := op.NewFramework(framework.Config{Informer: inf, ...}) // the Operator's clients, registry, events; added
 //	configMaps, err := op.Informer(informer.Config{GVR: configMapGVR})
 //	op.Owns(f, webappKind, configMaps)
 //	err = op.Run(signalContext)
+//
+// [Command] is all of that as a binary's command line, with
+// [FrameworkOptions] (--namespace, --workers, --dry-run, ...), a preflight
+// hook and a "plan" subcommand: the binary gives its name and a function
+// that adds its Framework (see the example operator's
+// cmd/webapp-operator). [Preflight] is the usual preflight: the API server
+// answers, the CRD is served, and the identity holds the [Permissions] the
+// binary needs of its ClusterRole's rules, each problem one line.
+//
+// # Plans
+//
+// [Operator.Plan] is a one-off dry run: it starts only the shared informers,
+// waits for their caches, and returns framework.Framework.Plan of each
+// object (what a reconciliation would change now, field by field for
+// resource/child resources), writing nothing. Command's plan subcommand
+// prints it.
 //
 // # Guarantees
 //

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-kit/log"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -84,4 +85,29 @@ func Example() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// A binary's whole main is a Command: its name, and a function that adds
+// its Framework. A bad flag ends it with one line and exit code 2.
+func ExampleCommand() {
+	cmd := operator.Command{
+		Name:    "widget-operator",
+		Summary: "Runs the widget operator until SIGTERM.",
+		New: func(op *operator.Operator, fopts operator.FrameworkOptions, logger log.Logger) (*framework.Framework, error) {
+			widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+			inf, err := op.Informer(informer.Config{GVR: widgets, Namespace: fopts.Namespace, ResyncPeriod: fopts.ResyncPeriod})
+			if err != nil {
+				return nil, err
+			}
+			set, _ := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: nil /* your resources */})
+			rtr, _ := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+			return op.NewFramework(framework.Config{Name: "widget-operator", Informer: inf, ResourceRouter: rtr, Resource: widgets,
+				Workers: fopts.Workers, ReconcileTimeout: fopts.ReconcileTimeout, DryRun: fopts.DryRun, Logger: logger})
+		},
+	}
+	code := cmd.Run(context.Background(), []string{"--workers", "0"}, os.Stdout, os.Stdout)
+	fmt.Println("exit code", code)
+	// Output:
+	// widget-operator: invalid value 0 for flag --workers: must be at least 1
+	// exit code 2
 }

@@ -59,8 +59,8 @@ var ErrInvalidConfig = errors.New("invalid config")
 // again).
 var ErrLeaseLost = errors.New("lost the leader election Lease")
 
-// ErrAlreadyStarted is returned by Run when called a second time, and by
-// Add, Informer, Owns and Watches after Run started.
+// ErrAlreadyStarted is returned by Run and Plan when either was called
+// before, and by Add, Informer, Owns and Watches after Run or Plan started.
 var ErrAlreadyStarted = errors.New("operator already started")
 
 // Config configures an Operator. Fields marked Required make New fail when

@@ -130,8 +130,7 @@ type Options struct {
 // BindFlags panics, as flag.FlagSet does, if fs already has a flag of one
 // of these names.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, flagKubeconfig, o.Kubeconfig,
-		"path of a kubeconfig file (default: the files in $KUBECONFIG, else the in-cluster configuration, else ~/.kube/config)")
+	o.BindClientFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, orDefault(o.MetricsBindAddress, DefaultMetricsBindAddress),
 		`address serving /metrics, the debug pages, /healthz and /readyz (host:port; "0" turns it off)`)
 	fs.StringVar(&o.HealthProbeBindAddress, flagHealthProbeBindAddress, orDefault(o.HealthProbeBindAddress, DefaultHealthProbeBindAddress),
@@ -142,6 +141,23 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"name of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionNamespace, flagLeaderElectionNamespace, o.LeaderElectionNamespace,
 		`namespace of the leader election Lease (default: the pod's namespace, else "default")`)
+	fs.DurationVar(&o.LeaseDuration, flagLeaseDuration, orDefaultDuration(o.LeaseDuration, DefaultLeaseDuration),
+		"how long the leader election Lease holds without renewal")
+	fs.DurationVar(&o.RenewDeadline, flagRenewDeadline, orDefaultDuration(o.RenewDeadline, DefaultRenewDeadline),
+		"how long the leader tries to renew the Lease before it stops leading")
+	fs.DurationVar(&o.RetryPeriod, flagRetryPeriod, orDefaultDuration(o.RetryPeriod, DefaultRetryPeriod),
+		"how often candidates try to acquire or renew the Lease")
+}
+
+// BindClientFlags registers the options of a one-off command that talks to
+// the cluster and logs, such as an operator binary's "plan" subcommand:
+// --kubeconfig, --kube-api-qps, --kube-api-burst, --log-level and
+// --log-format, with the defaults BindFlags gives them (BindFlags calls
+// it). The other fields keep their values, which Validate accepts when
+// they are empty; RESTConfig and NewLogger then work as for an operator.
+func (o *Options) BindClientFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, flagKubeconfig, o.Kubeconfig,
+		"path of a kubeconfig file (default: the files in $KUBECONFIG, else the in-cluster configuration, else ~/.kube/config)")
 	fs.StringVar(&o.LogLevel, flagLogLevel, orDefault(o.LogLevel, DefaultLogLevel),
 		"lowest level logged: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, flagLogFormat, orDefault(o.LogFormat, DefaultLogFormat),
@@ -158,12 +174,25 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, burst,
 		"burst of requests to the API server above --kube-api-qps (client-side rate limit)")
-	fs.DurationVar(&o.LeaseDuration, flagLeaseDuration, orDefaultDuration(o.LeaseDuration, DefaultLeaseDuration),
-		"how long the leader election Lease holds without renewal")
-	fs.DurationVar(&o.RenewDeadline, flagRenewDeadline, orDefaultDuration(o.RenewDeadline, DefaultRenewDeadline),
-		"how long the leader tries to renew the Lease before it stops leading")
-	fs.DurationVar(&o.RetryPeriod, flagRetryPeriod, orDefaultDuration(o.RetryPeriod, DefaultRetryPeriod),
-		"how often candidates try to acquire or renew the Lease")
+}
+
+// ParseFlags parses args (without the program name) into fs the way a
+// command's users expect: a bad flag is returned as the flag package's one
+// line error ("invalid value ... for flag -x: ...", "flag provided but not
+// defined: -y"), without the usage dump the flag package would print (fs's
+// output is discarded); -h or --help writes usage and a newline, then fs's
+// flags with their defaults and help, to stdout and returns flag.ErrHelp,
+// which the command turns into exit code 0. fs should use
+// flag.ContinueOnError.
+func ParseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	return err
 }
 
 func orDefaultDuration(d, def time.Duration) time.Duration {

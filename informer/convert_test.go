@@ -1,0 +1,52 @@
+package informer
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/go-kit/log"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestConvertTo(t *testing.T) {
+	var logs bytes.Buffer
+	transform := ConvertTo[*corev1.ConfigMap](log.NewLogfmtLogger(&logs))
+
+	good := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": "ns", "name": "good"},
+		"data":     map[string]any{"k": "secret-value"},
+	}}
+	got, err := transform(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, ok := got.(*corev1.ConfigMap)
+	if !ok || cm.Name != "good" || cm.Data["k"] != "secret-value" || cm.Kind != "ConfigMap" || cm.APIVersion != "v1" {
+		t.Fatalf("transform(good) = %#v, want the typed ConfigMap with its TypeMeta", got)
+	}
+
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata":   map[string]any{"namespace": "ns", "name": "bad"},
+		"data":       map[string]any{"k": 42}, // not a string
+		"binaryData": map[string]any{"b": "secret-value"},
+	}}
+	got, err = transform(bad)
+	if err != nil || got != bad {
+		t.Fatalf("transform(bad) = %v, %v; want it unchanged and no error", got, err)
+	}
+	if s := logs.String(); !strings.Contains(s, "level=warn") || !strings.Contains(s, "object=ns/bad") || strings.Contains(s, "secret-value") {
+		t.Fatalf("log = %q, want a warning naming ns/bad without the content", s)
+	}
+
+	typed := &corev1.Secret{}
+	if got, err := transform(typed); err != nil || got != typed {
+		t.Fatalf("transform(typed) = %v, %v; want it unchanged", got, err)
+	}
+	if got, err := ConvertTo[*corev1.ConfigMap](nil)(bad); err != nil || got != bad {
+		t.Fatalf("nil logger: transform(bad) = %v, %v", got, err)
+	}
+}

@@ -1,0 +1,217 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"k8s.io/client-go/rest"
+
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+)
+
+// Command is the command line of an operator binary, for its main function
+// (`os.Exit(cmd.Run(ctx, os.Args[1:], os.Stdout, os.Stderr))`):
+//
+//	<Name> [flags]                                 run the operator until ctx ends
+//	<Name> plan [flags] (namespace/name... | --all) print what it would change now
+//
+// Running binds Options, FrameworkOptions and the binary's own flags
+// (BindFlags), parses and validates them, builds the logger, resolves the
+// cluster, runs Check, creates the Operator, lets New add the Framework and
+// runs the Operator. plan binds only the client flags (Options.
+// BindClientFlags), --namespace, --all and SetFlag, and prints the plans of
+// Operator.Plan, computed by the Framework New adds in dry-run mode from
+// briefly started caches; it writes nothing to the cluster.
+//
+// Exit codes: 0 after a clean stop, -h or --help (the usage goes to
+// stdout), or a printed plan; 2 for a bad flag or argument; 1 when the
+// cluster, Check, New or the Operator fail, or a plan fails for another
+// reason than its object (a plan stopped by a permanent error, such as an
+// invalid spec, or by no resource set is a finding, printed, not a
+// failure). Every failure is one line "<Name>: <error>" on stderr.
+type Command struct {
+	// Name names the binary: the prefix of its error lines and usage, the
+	// Operator's name, the default LeaderElectionID. Required.
+	Name string
+	// Summary follows the usage line of -h, before the flags: what the
+	// binary does.
+	Summary string
+	// Objects is the plural noun of the reconciled objects in the plan
+	// subcommand's messages ("WebApps"). Defaults to "objects".
+	Objects string
+	// Options hold the defaults of the operator's flags (see
+	// Options.BindFlags); LeaderElectionID defaults to Name. After parsing,
+	// an empty LeaderElectionNamespace becomes FrameworkOptions.Namespace,
+	// so that the Lease is beside the objects.
+	Options Options
+	// FrameworkOptions hold the defaults of the Framework's flags (see
+	// FrameworkOptions.BindFlags).
+	FrameworkOptions FrameworkOptions
+	// BindFlags, when set, registers the binary's own flags on the
+	// operator's flag set (not on plan's).
+	BindFlags func(fs *flag.FlagSet)
+	// Check, when set, runs with the cluster's config before the Operator
+	// is created: a preflight (the API server answers, the CRD is served,
+	// the identity holds its permissions) whose error ends the command
+	// with exit code 1. For plan, opts has only the client options and
+	// fopts only Namespace and DryRun (true).
+	Check func(ctx context.Context, restConfig *rest.Config, opts Options, fopts FrameworkOptions) error
+	// New adds the binary's Framework to op (see Operator.NewFramework),
+	// configured by fopts and logging to logger, and returns it. Required.
+	New func(op *Operator, fopts FrameworkOptions, logger log.Logger) (*framework.Framework, error)
+	// SetFlag, when set, names a flag of plan that plans every object
+	// under the resource set Sets[value] instead of the one the router
+	// picks; a value that Sets lacks is a bad flag.
+	SetFlag string
+	// Sets maps the values of SetFlag to resource set names.
+	Sets map[string]string
+}
+
+// Run runs the command with args (without the program name) and returns
+// its exit code; see Command.
+func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "plan" {
+		return c.runPlan(ctx, args[1:], stdout, stderr)
+	}
+	opts, fopts := c.Options, c.FrameworkOptions
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = c.Name
+	}
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	opts.BindFlags(fs)
+	fopts.BindFlags(fs)
+	if c.BindFlags != nil {
+		c.BindFlags(fs)
+	}
+	usage := fmt.Sprintf("usage: %s [flags]\n       %s plan [flags] (namespace/name... | --all)\n\n%s\nFlags:", c.Name, c.Name, c.Summary)
+	switch err := ParseFlags(fs, args, usage, stdout); {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		return fail(stderr, c.Name, 2, err)
+	case fs.NArg() > 0:
+		return fail(stderr, c.Name, 2, fmt.Errorf("unexpected argument %q (the only subcommand is plan)", fs.Arg(0)))
+	}
+	if err := errors.Join(opts.Validate(), fopts.Validate()); err != nil {
+		return fail(stderr, c.Name, 2, err)
+	}
+	if opts.LeaderElectionNamespace == "" {
+		opts.LeaderElectionNamespace = fopts.Namespace
+	}
+	logger, _ := opts.NewLogger(stderr)
+	defer RedirectKlog(logger)()
+	op, _, err := c.operator(ctx, opts, fopts, c.Name, logger)
+	if err == nil {
+		err = op.Run(ctx)
+	}
+	if err != nil {
+		return fail(stderr, c.Name, 1, err)
+	}
+	level.Info(logger).Log("msg", "stopped cleanly")
+	return 0
+}
+
+// operator resolves the cluster, runs Check and returns the Operator named
+// name with the Framework New added.
+func (c Command) operator(ctx context.Context, opts Options, fopts FrameworkOptions, name string, logger log.Logger) (*Operator, *framework.Framework, error) {
+	if c.New == nil {
+		return nil, nil, fmt.Errorf("%w: %T.New must not be empty", ErrInvalidConfig, c)
+	}
+	restConfig, _, err := opts.RESTConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	restConfig.UserAgent = name
+	if c.Check != nil {
+		if err := c.Check(ctx, restConfig, opts, fopts); err != nil {
+			return nil, nil, err
+		}
+	}
+	op, err := New(opts.Config(name, restConfig, logger))
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := c.New(op, fopts, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return op, f, nil
+}
+
+func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	name, objects := c.Name+" plan", c.Objects
+	if objects == "" {
+		objects = "objects"
+	}
+	var opts Options
+	fopts := FrameworkOptions{DryRun: true}
+	var set string
+	var all bool
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	opts.BindClientFlags(fs)
+	fs.StringVar(&fopts.Namespace, "namespace", "", "namespace of the "+objects+" to plan (default: all namespaces)")
+	fs.BoolVar(&all, "all", false, "plan every one of the "+objects+" (in --namespace, or in all namespaces)")
+	values := strings.Join(slices.Sorted(maps.Keys(c.Sets)), " or ")
+	if c.SetFlag != "" {
+		fs.StringVar(&set, c.SetFlag, "", fmt.Sprintf("plan under this %s (%s) instead of the one each object is routed to", c.SetFlag, values))
+	}
+	usage := fmt.Sprintf("usage: %s [flags] (namespace/name... | --all)\n\nPrints, for each of the %s, the create, update and delete changes the operator\nwould make now, computed by its own code from its caches. Changes nothing. Flags:", name, objects)
+	if err := ParseFlags(fs, args, usage, stdout); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return fail(stderr, name, 2, err)
+	}
+	keys := fs.Args()
+	for _, k := range keys {
+		if ns, n, ok := strings.Cut(k, "/"); !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+			return fail(stderr, name, 2, fmt.Errorf("invalid argument %q: want namespace/name", k))
+		}
+	}
+	switch err := opts.Validate(); {
+	case err != nil:
+		return fail(stderr, name, 2, err)
+	case set != "" && c.Sets[set] == "":
+		return fail(stderr, name, 2, fmt.Errorf("invalid value %q for flag -%s: want %s", set, c.SetFlag, values))
+	case all == (len(keys) > 0):
+		return fail(stderr, name, 2, fmt.Errorf("name the %s to plan (namespace/name...) or pass --all, not both", objects))
+	}
+	logger, _ := opts.NewLogger(stderr)
+	op, f, err := c.operator(ctx, opts, fopts, c.Name+"-plan", logger)
+	if err != nil {
+		return fail(stderr, name, 1, err)
+	}
+	plans, err := op.Plan(ctx, PlanConfig{Framework: f, Keys: keys, ResourceSet: c.Sets[set]})
+	var b strings.Builder
+	changes := 0
+	for _, p := range plans {
+		p.Format(&b)
+		b.WriteString("\n")
+		if p.Changes() {
+			changes++
+		}
+		if err == nil && p.Err != nil && !retry.IsPermanent(p.Err) && !errors.Is(p.Err, framework.ErrNoResourceSet) {
+			err = fmt.Errorf("plan %s: %w", p.Object, p.Err)
+		}
+	}
+	fmt.Fprintf(&b, "%d %s planned, %d to change; nothing was changed\n", len(plans), objects, changes)
+	_, _ = io.WriteString(stdout, b.String())
+	if err != nil {
+		return fail(stderr, name, 1, err)
+	}
+	return 0
+}
+
+// fail writes "<name>: <err>" on one line to w and returns code.
+func fail(w io.Writer, name string, code int, err error) int {
+	fmt.Fprintf(w, "%s: %s\n", name, oneLine(err))
+	return code
+}

@@ -1,0 +1,119 @@
+package operator
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/operatorkit/operatorkit/crdclient"
+	"github.com/operatorkit/operatorkit/framework"
+)
+
+// FrameworkOptions are the command-line options of the Framework an
+// operator binary runs: which objects it watches and how hard it works.
+// Bind them with BindFlags, check them with Validate, and use them in the
+// Framework's informers and framework.Config.
+type FrameworkOptions struct {
+	// Namespace restricts the Framework to the objects of one namespace
+	// (--namespace). Empty: every namespace.
+	Namespace string
+	// Workers is how many objects are reconciled at the same time
+	// (--workers). Zero in BindFlags: framework.DefaultWorkers.
+	Workers int
+	// ResyncPeriod is how often every object is reconciled again without a
+	// change (--resync-period): the resync period of the Framework's
+	// informers. Zero in BindFlags: DefaultResyncPeriod.
+	ResyncPeriod time.Duration
+	// ReconcileTimeout bounds one reconciliation (--reconcile-timeout).
+	// Zero in BindFlags: framework.DefaultReconcileTimeout.
+	ReconcileTimeout time.Duration
+	// DryRun makes the Framework reconcile and record plans without
+	// writing anything (--dry-run); see framework.Config.DryRun.
+	DryRun bool
+}
+
+// BindFlags registers the options on fs, with a help text each; the
+// default of a flag is the value already set in o or, where o leaves it
+// zero, the default documented on the field. It panics, as flag.FlagSet
+// does, if fs has a flag of one of these names already.
+func (o *FrameworkOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "namespace of the objects to reconcile (default: all namespaces)")
+	fs.IntVar(&o.Workers, "workers", orDefaultInt(o.Workers, framework.DefaultWorkers), "number of objects reconciled at the same time")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", orDefaultDuration(o.ResyncPeriod, DefaultResyncPeriod), "how often every object is reconciled again without a change")
+	fs.DurationVar(&o.ReconcileTimeout, "reconcile-timeout", orDefaultDuration(o.ReconcileTimeout, framework.DefaultReconcileTimeout), "upper bound of one reconciliation")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "reconcile and record plans (see /debug/reconciliations) but write nothing")
+}
+
+// Validate checks the options as parsed from the flags and returns nil or
+// one line per bad value (joined with errors.Join) naming the flag, such
+// as "invalid value 0 for flag --workers: must be at least 1".
+func (o FrameworkOptions) Validate() error {
+	var errs []error
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("invalid value %d for flag --workers: must be at least 1", o.Workers))
+	}
+	if o.ResyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %s for flag --resync-period: must be positive", o.ResyncPeriod))
+	}
+	if o.ReconcileTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value %s for flag --reconcile-timeout: must be positive", o.ReconcileTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+func orDefaultInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// NewFramework is framework.New for a Framework that this Operator runs:
+// it completes config from the Operator, creates the Framework and adds it
+// (Add). Empty fields default to: Client to Dynamic(); Registerer to
+// Registry(); Logger to the Operator's logger; EventRecorder, unless
+// DryRun, to EventRecorder(client-go's scheme), which can refer to objects
+// of other kinds only when they carry apiVersion and kind (as those of a
+// dynamic informer or informer.ConvertTo do; otherwise pass a recorder
+// made with a scheme that knows them); CRDClient, when CRD is set, to a
+// crdclient on Config.RESTConfig. The error is framework.New's or Add's.
+func (o *Operator) NewFramework(config framework.Config) (*framework.Framework, error) {
+	if config.Client == nil {
+		config.Client = o.dynamic
+	}
+	if config.Registerer == nil {
+		config.Registerer = o.registry
+	}
+	if config.Logger == nil {
+		config.Logger = o.logger
+	}
+	if config.EventRecorder == nil && !config.DryRun {
+		config.EventRecorder = o.EventRecorder(scheme.Scheme)
+	}
+	if config.CRD != nil && config.CRDClient == nil {
+		rc := rest.CopyConfig(o.config.RESTConfig)
+		if rc.UserAgent == "" {
+			rc.UserAgent = o.config.Name
+		}
+		ext, err := apiextensionsclient.NewForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("apiextensions client: %w", err)
+		}
+		if config.CRDClient, err = crdclient.New(crdclient.Config{Client: ext, Logger: config.Logger}); err != nil {
+			return nil, err
+		}
+	}
+	f, err := framework.New(config)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Add(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,85 @@
+package operator
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/operatorkit/operatorkit/framework"
+)
+
+func TestFrameworkOptions(t *testing.T) {
+	var o FrameworkOptions
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := FrameworkOptions{Workers: framework.DefaultWorkers, ResyncPeriod: DefaultResyncPeriod, ReconcileTimeout: framework.DefaultReconcileTimeout}
+	if o != want {
+		t.Fatalf("defaults = %+v, want %+v", o, want)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("Validate(defaults) = %v", err)
+	}
+
+	o = FrameworkOptions{Workers: 3, Namespace: "apps"}
+	fs = flag.NewFlagSet("test", flag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{"--dry-run", "--resync-period", "1m"}); err != nil {
+		t.Fatal(err)
+	}
+	want = FrameworkOptions{Namespace: "apps", Workers: 3, ResyncPeriod: time.Minute, ReconcileTimeout: framework.DefaultReconcileTimeout, DryRun: true}
+	if o != want {
+		t.Fatalf("parsed = %+v, want %+v", o, want)
+	}
+
+	err := FrameworkOptions{Workers: 0, ResyncPeriod: -time.Second}.Validate()
+	for _, w := range []string{
+		"invalid value 0 for flag --workers: must be at least 1",
+		"invalid value -1s for flag --resync-period: must be positive",
+		"invalid value 0s for flag --reconcile-timeout: must be positive",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Validate() = %v, want it to say %q", err, w)
+		}
+	}
+}
+
+func TestBindClientFlags(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.BindClientFlags(fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if got := strings.Join(names, " "); got != "kube-api-burst kube-api-qps kubeconfig log-format log-level" {
+		t.Fatalf("flags = %s", got)
+	}
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("Validate() of the client options = %v, want nil", err)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	fs := flag.NewFlagSet("cmd", flag.ContinueOnError)
+	n := fs.Int("n", 1, "a number")
+	var stdout bytes.Buffer
+	if err := ParseFlags(fs, []string{"-n", "x"}, "usage: cmd", &stdout); err == nil || !strings.Contains(err.Error(), `invalid value "x" for flag -n`) || stdout.Len() != 0 {
+		t.Fatalf("ParseFlags(bad) = %v, stdout %q", err, stdout.String())
+	}
+	fs = flag.NewFlagSet("cmd", flag.ContinueOnError)
+	n = fs.Int("n", 1, "a number")
+	if err := ParseFlags(fs, []string{"--help"}, "usage: cmd", &stdout); !errors.Is(err, flag.ErrHelp) ||
+		!strings.HasPrefix(stdout.String(), "usage: cmd\n") || !strings.Contains(stdout.String(), "a number") {
+		t.Fatalf("ParseFlags(--help) = %v, stdout %q", err, stdout.String())
+	}
+	if err := ParseFlags(fs, []string{"-n", "2"}, "usage: cmd", &stdout); err != nil || *n != 2 {
+		t.Fatalf("ParseFlags(-n 2) = %v, n = %d", err, *n)
+	}
+}

@@ -1,0 +1,297 @@
+package operator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/go-kit/log"
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+var things = schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}
+
+// apiServer serves a list of things (and a watch that sends nothing) the
+// way an API server does, for informers; it counts the other requests.
+func apiServer(t *testing.T, names ...string) (*rest.Config, *int, func()) {
+	t.Helper()
+	others := new(int)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/things") {
+			*others++
+			http.Error(w, "unexpected", http.StatusMethodNotAllowed)
+			return
+		}
+		var items []map[string]any
+		for _, n := range names {
+			ns, name, _ := strings.Cut(n, "/")
+			items = append(items, map[string]any{"apiVersion": "test.operatorkit.io/v1", "kind": "Thing",
+				"metadata": map[string]any{"namespace": ns, "name": name, "resourceVersion": "1", "labels": map[string]any{"v": "1"}}})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") != "true" {
+			_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "test.operatorkit.io/v1", "kind": "ThingList",
+				"metadata": map[string]any{"resourceVersion": "1"}, "items": items})
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		if r.URL.Query().Get("sendInitialEvents") == "true" { // a streaming list
+			enc := json.NewEncoder(w)
+			for _, item := range items {
+				_ = enc.Encode(map[string]any{"type": "ADDED", "object": item})
+			}
+			_ = enc.Encode(map[string]any{"type": "BOOKMARK", "object": map[string]any{"apiVersion": "test.operatorkit.io/v1", "kind": "Thing",
+				"metadata": map[string]any{"resourceVersion": "1", "annotations": map[string]any{"k8s.io/initial-events-end": "true"}}}})
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	return &rest.Config{Host: srv.URL}, others, srv.Close
+}
+
+// changeOps plans an update of every object and must never apply.
+type changeOps struct{}
+
+func (changeOps) Name() string                                      { return "thing" }
+func (changeOps) GetCurrentState(context.Context, any) (any, error) { return nil, nil }
+func (changeOps) GetDesiredState(context.Context, any) (any, error) { return "desired", nil }
+func (changeOps) NewUpdatePatch(_ context.Context, _, _, desired any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	p.SetUpdateChange(desired)
+	return p, nil
+}
+func (changeOps) NewDeletePatch(context.Context, any, any, any) (*crud.Patch, error) {
+	return crud.NewPatch(), nil
+}
+func (changeOps) ApplyCreateChange(context.Context, any, any) error { panic("applied in a plan") }
+func (changeOps) ApplyUpdateChange(context.Context, any, any) error { panic("applied in a plan") }
+func (changeOps) ApplyDeleteChange(context.Context, any, any) error { panic("applied in a plan") }
+
+// planFramework adds a dry-run Framework over things, whose one set "v1"
+// handles label v=1, to o.
+func planFramework(t *testing.T, o *Operator) *framework.Framework {
+	t.Helper()
+	inf, err := o.Informer(informer.Config{GVR: things})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := crud.New(crud.Config{Ops: changeOps{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", false), Resources: []resource.Interface{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := o.NewFramework(framework.Config{Name: "things", Informer: inf, ResourceRouter: rt, Resource: things, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestPlan(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	cfg, others, stop := apiServer(t, "ns/b", "ns/a", "other/c")
+	o, err := New(Config{RESTConfig: cfg, Name: "plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := planFramework(t, o)
+	plans, err := o.Plan(t.Context(), PlanConfig{Framework: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range plans {
+		if p.ResourceSet != "v1" || !p.Changes() || p.Err != nil {
+			t.Errorf("plan of %s = %+v, want a change under v1", p.Object, p)
+		}
+		got = append(got, p.Object)
+	}
+	if strings.Join(got, " ") != "ns/a ns/b other/c" {
+		t.Fatalf("planned %v, want every object sorted by key", got)
+	}
+	if *others != 0 {
+		t.Fatalf("%d requests other than lists and watches of things", *others)
+	}
+	if _, err := o.Plan(t.Context(), PlanConfig{Framework: f}); !errors.Is(err, ErrAlreadyStarted) {
+		t.Fatalf("second Plan() = %v, want ErrAlreadyStarted", err)
+	}
+	if err := o.Run(t.Context()); !errors.Is(err, ErrAlreadyStarted) {
+		t.Fatalf("Run() after Plan = %v, want ErrAlreadyStarted", err)
+	}
+	stop() // the test server's own goroutines
+	goleak.VerifyNone(t, ignore, goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"))
+}
+
+func TestPlanKeys(t *testing.T) {
+	cfg, _, _ := apiServer(t, "ns/a", "ns/b")
+	tests := []struct {
+		name    string
+		config  func(f *framework.Framework) PlanConfig
+		want    string
+		wantErr error
+	}{
+		{name: "named, in the order given", config: func(f *framework.Framework) PlanConfig {
+			return PlanConfig{Framework: f, Keys: []string{"ns/b", "ns/a"}}
+		}, want: "ns/b ns/a"},
+		{name: "unknown key", config: func(f *framework.Framework) PlanConfig {
+			return PlanConfig{Framework: f, Keys: []string{"ns/a", "ns/zz"}}
+		}, want: "ns/a", wantErr: ErrNotFound},
+		{name: "unknown resource set", config: func(f *framework.Framework) PlanConfig {
+			return PlanConfig{Framework: f, Keys: []string{"ns/a"}, ResourceSet: "v9"}
+		}, want: "ns/a"},
+		{name: "no framework", config: func(*framework.Framework) PlanConfig { return PlanConfig{} }, wantErr: ErrInvalidConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := New(Config{RESTConfig: cfg, Name: "plan"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plans, err := o.Plan(t.Context(), tt.config(planFramework(t, o)))
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Plan() error = %v, want %v", err, tt.wantErr)
+			}
+			var got []string
+			for _, p := range plans {
+				got = append(got, p.Object)
+				if tt.name == "unknown resource set" && !errors.Is(p.Err, framework.ErrNoResourceSet) {
+					t.Errorf("plan of %s under v9: Err = %v, want ErrNoResourceSet", p.Object, p.Err)
+				}
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Fatalf("planned %v, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewFramework(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := o.Informer(informer.Config{GVR: things})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := crud.New(crud.Config{Ops: changeOps{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", false), Resources: []resource.Interface{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Conditions need a Client, finalizers a Client, a CRD a CRDClient: the
+	// Operator's are used.
+	f, err := o.NewFramework(framework.Config{Name: "things", Informer: inf, ResourceRouter: rt, Resource: things, Conditions: true})
+	if err != nil {
+		t.Fatalf("NewFramework() = %v", err)
+	}
+	if len(o.frameworks) != 1 || o.frameworks[0] != f {
+		t.Fatal("NewFramework did not add the Framework")
+	}
+	if _, err := o.NewFramework(framework.Config{Informer: inf, ResourceRouter: rt}); !errors.Is(err, framework.ErrInvalidConfig) {
+		t.Fatalf("NewFramework(no name) = %v, want framework.ErrInvalidConfig", err)
+	}
+}
+
+func TestCommand(t *testing.T) {
+	cfg, _, _ := apiServer(t, "ns/a", "ns/b")
+	kubeconfig := t.TempDir() + "/kubeconfig"
+	if err := writeKubeconfig(kubeconfig, cfg.Host); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	cmd := Command{
+		Name: "thing-operator", Summary: "Runs the thing operator.", Objects: "things",
+		Check: func(_ context.Context, _ *rest.Config, _ Options, fopts FrameworkOptions) error {
+			checked++
+			if fopts.Namespace == "forbidden" {
+				return errors.New("missing permissions:\nlist things")
+			}
+			return nil
+		},
+		New: func(op *Operator, _ FrameworkOptions, _ log.Logger) (*framework.Framework, error) {
+			return planFramework(t, op), nil
+		},
+		SetFlag: "release", Sets: map[string]string{"1": "v1", "2": "v2"},
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		stdout   string // substring
+		stderr   string // substring of the one line on stderr; "" for none
+	}{
+		{name: "help", args: []string{"-h"}, stdout: "usage: thing-operator [flags]"},
+		{name: "plan help", args: []string{"plan", "--help"}, stdout: "usage: thing-operator plan [flags]"},
+		{name: "bad flag", args: []string{"--workers", "0"}, wantCode: 2, stderr: "thing-operator: invalid value 0 for flag --workers: must be at least 1"},
+		{name: "unknown flag", args: []string{"--frobnicate"}, wantCode: 2, stderr: "flag provided but not defined: -frobnicate"},
+		{name: "stray argument", args: []string{"serve"}, wantCode: 2, stderr: `unexpected argument "serve"`},
+		{name: "check fails", args: []string{"--kubeconfig", kubeconfig, "--namespace", "forbidden", "--metrics-bind-address", "0", "--leader-elect=false"}, wantCode: 1, stderr: "thing-operator: missing permissions: list things"},
+		{name: "plan without objects", args: []string{"plan"}, wantCode: 2, stderr: "name the things to plan"},
+		{name: "plan bad key", args: []string{"plan", "a"}, wantCode: 2, stderr: "want namespace/name"},
+		{name: "plan bad set", args: []string{"plan", "--release", "3", "--all"}, wantCode: 2, stderr: `invalid value "3" for flag -release: want 1 or 2`},
+		{name: "plan all", args: []string{"plan", "--kubeconfig", kubeconfig, "--all"}, stdout: "ns/b (resource set v1)\n  resource thing\n    ~ update\n        \"desired\"\n\n2 things planned, 2 to change; nothing was changed\n"},
+		{name: "plan under a set", args: []string{"plan", "--kubeconfig", kubeconfig, "--release", "2", "ns/a"}, stdout: "ns/a\n  stops: no resource set"},
+		{name: "plan missing object", args: []string{"plan", "--kubeconfig", kubeconfig, "ns/zz"}, wantCode: 1, stderr: "thing-operator plan: ns/zz: not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := cmd.Run(t.Context(), tt.args, &stdout, &stderr); code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", code, tt.wantCode, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.stdout) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.stdout)
+			}
+			if tt.stderr == "" {
+				return
+			}
+			if lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tt.stderr) {
+				t.Errorf("stderr = %q, want one line containing %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+	if checked != 4 {
+		t.Errorf("Check ran %d times, want 4 (once per command that reached the cluster)", checked)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig for the API server at host.
+func writeKubeconfig(path, host string) error {
+	return os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+host+`"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600)
+}

@@ -1,0 +1,165 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// leaseGroup is the API group of the leader election Lease.
+const leaseGroup = "coordination.k8s.io"
+
+// Permission is one verb on one resource (and subresource) in one
+// namespace ("" means every namespace, or a cluster-scoped resource).
+type Permission struct {
+	Verb        string
+	Group       string
+	Resource    string
+	Subresource string
+	Namespace   string
+}
+
+// String reads like `create events in namespace "demo"`.
+func (p Permission) String() string {
+	r := p.Resource
+	if p.Group != "" {
+		r += "." + p.Group
+	}
+	if p.Subresource != "" {
+		r += "/" + p.Subresource
+	}
+	where := "in all namespaces"
+	if p.Namespace != "" {
+		where = fmt.Sprintf("in namespace %q", p.Namespace)
+	}
+	return p.Verb + " " + r + " " + where
+}
+
+// PermissionsOf lists the permissions that rules grant, in namespace, for
+// the verbs that keep(verb, group, resource) accepts (nil keeps all), in
+// the order of the rules. resource may be "resource/subresource".
+func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, group, resource string) bool) []Permission {
+	var out []Permission
+	for _, rule := range rules {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				resource, sub, _ := strings.Cut(res, "/")
+				for _, v := range rule.Verbs {
+					if keep == nil || keep(v, g, res) {
+						out = append(out, Permission{Verb: v, Group: g, Resource: resource, Subresource: sub, Namespace: namespace})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Permissions lists what an operator binary run with opts and fopts needs
+// of the rules of its ClusterRole: every rule's verbs in fopts.Namespace,
+// but not get (the Framework, the child resources and Plan read through
+// informers; a role may still grant get for people and tools), only list
+// and watch with fopts.DryRun; and the rules of the Lease's group
+// (coordination.k8s.io) in opts.LeaderElectionNamespaceOrDefault(), only
+// with opts.LeaderElect.
+func Permissions(rules []rbacv1.PolicyRule, opts Options, fopts FrameworkOptions) []Permission {
+	perms := PermissionsOf(rules, fopts.Namespace, func(verb, group, _ string) bool {
+		return group != leaseGroup && verb != "get" && (!fopts.DryRun || verb == "list" || verb == "watch")
+	})
+	if opts.LeaderElect {
+		perms = append(perms, PermissionsOf(rules, opts.LeaderElectionNamespaceOrDefault(), func(_, group, _ string) bool { return group == leaseGroup })...)
+	}
+	return perms
+}
+
+// PreflightConfig configures Preflight.
+type PreflightConfig struct {
+	// Permissions are what the identity must hold (see Permissions).
+	Permissions []Permission
+	// Served, when not empty, is a resource the API server must serve: the
+	// operator's custom resource, whose CRD must be installed. Leave it
+	// empty when the operator installs the CRD itself.
+	Served schema.GroupVersionResource
+}
+
+// Preflight checks, before an operator starts, that the API server of
+// restConfig answers (within 15 s), that the identity holds every
+// permission of config (with SelfSubjectAccessReviews, which every
+// authenticated user may create) and that the API server serves
+// config.Served, so that a binary fails at once with one clear line rather
+// than with Forbidden errors later. The error is one line: the server
+// cannot be reached (or rejects the credentials), every missing permission
+// at once ("missing permissions: create events in namespace "demo"; ..."),
+// or the resource not served.
+func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightConfig) error {
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Timeout = 15 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("cannot build a client for %s: %s", cfg.Host, oneLine(err))
+	}
+	if _, err := client.Discovery().ServerVersion(); err != nil {
+		return reachError(cfg.Host, err)
+	}
+	var missing []string
+	for _, p := range config.Permissions {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource,
+			},
+		}}
+		res, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return reachError(cfg.Host, err)
+		}
+		if !res.Status.Allowed {
+			missing = append(missing, p.String())
+		}
+	}
+	switch {
+	case len(missing) == 1:
+		return fmt.Errorf("missing permission: %s", missing[0])
+	case len(missing) > 1:
+		return fmt.Errorf("missing permissions: %s", strings.Join(missing, "; "))
+	case config.Served.Empty():
+		return nil
+	}
+	resources, err := client.Discovery().ServerResourcesForGroupVersion(config.Served.GroupVersion().String())
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reachError(cfg.Host, err)
+	}
+	if resources != nil {
+		for _, r := range resources.APIResources {
+			if r.Name == config.Served.Resource {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("the API server at %s does not serve %s: install its CRD", cfg.Host, config.Served.GroupResource())
+}
+
+// reachError explains a failed request to the API server at host.
+func reachError(host string, err error) error {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the API server at %s rejected the credentials (401 Unauthorized)", host)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("the API server at %s refused a start-up check: %s", host, oneLine(err))
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("cannot reach the API server at %s: %s", host, oneLine(err))
+}

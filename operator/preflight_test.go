@@ -1,0 +1,127 @@
+package operator
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+var testRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"example.com"}, Resources: []string{"things", "things/status"}, Verbs: []string{"get", "list", "watch", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}},
+}
+
+func permissionStrings(ps []Permission) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.String())
+	}
+	return strings.Join(s, "|")
+}
+
+func TestPermissionsOf(t *testing.T) {
+	got := permissionStrings(PermissionsOf(testRules[:1], "ns", func(verb, _, resource string) bool { return verb == "patch" || resource == "things" && verb == "get" }))
+	want := `get things.example.com in namespace "ns"|patch things.example.com in namespace "ns"|patch things.example.com/status in namespace "ns"`
+	if got != want {
+		t.Fatalf("PermissionsOf = %q, want %q", got, want)
+	}
+	if p := (Permission{Verb: "list", Resource: "configmaps"}); p.String() != "list configmaps in all namespaces" {
+		t.Fatalf("String() = %q", p)
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		fopts FrameworkOptions
+		want  string
+	}{
+		{name: "operator with leader election", opts: Options{LeaderElect: true, LeaderElectionNamespace: "ops"}, fopts: FrameworkOptions{Namespace: "apps"},
+			want: `list things.example.com in namespace "apps"|watch things.example.com in namespace "apps"|patch things.example.com in namespace "apps"|` +
+				`list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
+				`create events in namespace "apps"|get leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io in namespace "ops"`},
+		{name: "dry run without leader election", fopts: FrameworkOptions{DryRun: true},
+			want: `list things.example.com in all namespaces|watch things.example.com in all namespaces|list things.example.com/status in all namespaces|watch things.example.com/status in all namespaces`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := permissionStrings(Permissions(testRules, tt.opts, tt.fopts)); got != tt.want {
+				t.Fatalf("Permissions() =\n%s\nwant\n%s", strings.ReplaceAll(got, "|", "\n"), strings.ReplaceAll(tt.want, "|", "\n"))
+			}
+		})
+	}
+}
+
+// authServer answers discovery and SelfSubjectAccessReviews: allowed holds
+// the verbs granted, served the resources of example.com/v1.
+func authServer(t *testing.T, allowed map[string]bool, served ...string) *rest.Config {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/version":
+			_ = json.NewEncoder(w).Encode(map[string]string{"major": "1", "minor": "35", "gitVersion": "v1.35.0"})
+		case strings.HasSuffix(r.URL.Path, "/selfsubjectaccessreviews"):
+			var review authorizationv1.SelfSubjectAccessReview
+			if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			review.Status.Allowed = allowed[review.Spec.ResourceAttributes.Verb]
+			w.WriteHeader(http.StatusCreated)
+			_ = json.NewEncoder(w).Encode(review)
+		case r.URL.Path == "/apis/example.com/v1":
+			var resources []map[string]any
+			for _, s := range served {
+				resources = append(resources, map[string]any{"name": s, "namespaced": true, "kind": "Thing", "verbs": []string{"get"}})
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "example.com/v1", "resources": resources})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return &rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+}
+
+func TestPreflight(t *testing.T) {
+	perms := Permissions(testRules, Options{}, FrameworkOptions{Namespace: "apps"})
+	thingsGVR := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
+	tests := []struct {
+		name    string
+		cfg     *rest.Config
+		config  PreflightConfig
+		wantErr string // "" for none
+	}{
+		{name: "all granted, served", cfg: authServer(t, map[string]bool{"list": true, "watch": true, "patch": true, "create": true}, "things"),
+			config: PreflightConfig{Permissions: perms, Served: thingsGVR}},
+		{name: "missing verbs", cfg: authServer(t, map[string]bool{"list": true, "watch": true}, "things"),
+			config:  PreflightConfig{Permissions: perms, Served: thingsGVR},
+			wantErr: `missing permissions: patch things.example.com in namespace "apps"; patch things.example.com/status in namespace "apps"; create events in namespace "apps"`},
+		{name: "not served", cfg: authServer(t, map[string]bool{"list": true, "watch": true, "patch": true, "create": true}),
+			config: PreflightConfig{Permissions: perms, Served: thingsGVR}, wantErr: "does not serve things.example.com: install its CRD"},
+		{name: "served not required", cfg: authServer(t, map[string]bool{"list": true, "watch": true, "patch": true, "create": true}),
+			config: PreflightConfig{Permissions: perms}},
+		{name: "unreachable", cfg: &rest.Config{Host: "http://127.0.0.1:1"}, wantErr: "cannot reach the API server at http://127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Preflight(t.Context(), tt.cfg, tt.config)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Preflight() = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n")):
+				t.Fatalf("Preflight() = %v, want one line containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
