@@ -327,7 +327,7 @@ func TestOperatorRunLeavesNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := webapp.New(webapp.Config{Operator: rt, Namespace: ns}); err != nil {
+	if _, err := webapp.New(webapp.Config{Operator: rt, Options: operator.FrameworkOptions{Namespace: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(contextFor(t))

@@ -330,7 +330,7 @@ func startInProcess(t *testing.T, cfg *rest.Config, ns string, workers int) *inP
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, err := webapp.New(webapp.Config{Operator: rt, Namespace: ns, Workers: workers, Logger: logger})
+	op, err := webapp.New(webapp.Config{Operator: rt, Options: operator.FrameworkOptions{Namespace: ns, Workers: workers}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

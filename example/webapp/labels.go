@@ -1,18 +1,24 @@
 package webapp
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
+	"github.com/operatorkit/operatorkit/resource/child"
 )
 
 // Labels and annotations the operator reads or writes.
 const (
 	// LabelRelease on a WebApp picks the operator release that reconciles
-	// it; see [ReleaseOf]. On a release 2 Deployment's pod template it
-	// carries "2".
+	// it: missing or "1" is Release1, "2" is Release2; any other value
+	// (compared exactly: not " 2", not "02") routes the WebApp to no
+	// resource set, which the Framework reports (router.ErrNoResourceSet).
+	// On a Deployment's pod template it carries the release.
 	LabelRelease = "example.operatorkit.io/release"
-	// LabelManagedBy is set to [ManagedBy] on every child object. The child
-	// informers only watch objects with this label.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelManagedBy is set to [ManagedBy] on every child object (by
+	// package child). The child informers only watch objects with this
+	// label, and only objects with it are ever deleted.
+	LabelManagedBy = child.LabelManagedBy
 	// LabelName is set to [AppName] on every child object and pod.
 	LabelName = "app.kubernetes.io/name"
 	// LabelInstance is set to the WebApp's name on every child object and
@@ -41,58 +47,15 @@ const (
 // Releases lists the releases in order.
 var Releases = []string{Release1, Release2}
 
-// ReleaseOf returns the release that reconciles a WebApp with the given
-// labels, and true: Release1 when LabelRelease is missing or "1", Release2
-// when it is "2". For any other value, including "" and " 2", it returns ""
-// and false: no resource set handles the object and the framework reports
-// it (router.ErrNoResourceSet). The comparison is exact, so the routing of
-// an object never depends on how a value might be normalised.
-func ReleaseOf(labels map[string]string) (string, bool) {
-	v, ok := labels[LabelRelease]
-	switch {
-	case !ok, v == Release1:
-		return Release1, true
-	case v == Release2:
-		return Release2, true
-	default:
-		return "", false
-	}
+// childMeta returns the metadata of every child object of w: named like w
+// and labelled with [labelsOf]. Package child adds the namespace,
+// LabelManagedBy and the controller owner reference.
+func childMeta(w *v1alpha1.WebApp) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: w.Name, Labels: labelsOf(w)}
 }
 
-// releaseOfObject is ReleaseOf for an object: a *v1alpha1.WebApp, an
-// *unstructured.Unstructured or anything else with object metadata.
-// Anything without metadata (nil included) has no release.
-func releaseOfObject(obj any) (string, bool) {
-	m, err := meta.Accessor(obj)
-	if err != nil || m == nil {
-		return "", false
-	}
-	return ReleaseOf(m.GetLabels())
-}
-
-// Handles returns the Handles function of the resource set of release: it
-// reports whether an object routes to release.
-func Handles(release string) func(obj any) bool {
-	return func(obj any) bool {
-		r, ok := releaseOfObject(obj)
-		return ok && r == release
-	}
-}
-
-// childLabels returns the labels of every child object of the WebApp name.
-func childLabels(name string) map[string]string {
-	return map[string]string{
-		LabelManagedBy: ManagedBy,
-		LabelName:      AppName,
-		LabelInstance:  name,
-	}
-}
-
-// selectorLabels returns the pod labels that the Deployment and the Service
-// of the WebApp name select.
-func selectorLabels(name string) map[string]string {
-	return map[string]string{
-		LabelName:     AppName,
-		LabelInstance: name,
-	}
+// labelsOf returns the labels of the children and pods of w, which the
+// Deployment and the Service select.
+func labelsOf(w *v1alpha1.WebApp) map[string]string {
+	return map[string]string{LabelName: AppName, LabelInstance: w.Name}
 }

@@ -1,118 +1,81 @@
 package webapp
 
 import (
+	"errors"
 	"fmt"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kit/log"
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 
+	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
+	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/resource"
-	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/resource/wrapper/metrics"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
 )
 
-// ResourceSetsConfig configures NewResourceSets.
-type ResourceSetsConfig struct {
-	// Client writes the child objects. Required.
-	Client kubernetes.Interface
-	// Children reads the child objects. Required: NewCachedChildren in an
-	// operator, NewLiveChildren for a one-off plan.
-	Children Children
-	// OwnWrites is told of every apply of a child, so that its watch event
-	// does not wake the WebApp again. Optional (nil for a one-off plan).
-	OwnWrites *operator.OwnWrites
-	// Logger receives the resources' logs. Optional; nil means no logs.
-	Logger log.Logger
-	// Registerer receives the resource metrics of the metrics wrapper.
-	// Optional; nil registers nothing.
-	Registerer prometheus.Registerer
-	// BackOffFactory paces the retry wrapper's retries of each step.
-	// Optional; defaults to retry.DefaultBackOffFactory().
-	BackOffFactory func() backoff.BackOff
-}
-
-// NewResourceSets returns the resource sets of the two operator releases,
-// in the order of Releases. Each set's Handles routes by LabelRelease (see
-// ReleaseOf); its resources run in this order:
+// resourceSets returns the resource sets of the two releases, in the order
+// of Releases, and the shared informers of the children they read. Each
+// set handles the WebApps whose LabelRelease is its release (release 1
+// also those without the label); its resources run in this order:
 //
-//	release 1: configmap, deployment, service (absent)
-//	release 2: configmap, deployment (+ release label and annotation), service
+//	release 1: configmap, deployment, service (none: deletes a Service left by release 2)
+//	release 2: configmap, deployment (+ pod template annotation), service
 //
-// In release 1 the service resource only deletes a Service that release 2
-// left behind (a WebApp moved back). Every resource is a crud.Resource
-// wrapped by retry (each step retried briefly) and metrics (each step timed,
-// retries included). The status is the Framework's (see New).
-//
-// The error matches ErrInvalidConfig and names the field when a required
-// field is missing.
-func NewResourceSets(config ResourceSetsConfig) ([]*router.ResourceSet, error) {
-	switch {
-	case config.Client == nil:
-		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
-	case config.Children == nil:
-		return nil, fmt.Errorf("%w: %T.Children must not be empty", ErrInvalidConfig, config)
+// Each is a child resource (package child) wrapped by retry (each step
+// retried briefly) and metrics (each step timed, retries included).
+func resourceSets(config Config, logger log.Logger) ([]*router.ResourceSet, []*operator.SharedInformer, error) {
+	op, kube := config.Operator, config.Operator.Kubernetes()
+	var caches []*operator.SharedInformer
+	var cacheErrs []error
+	cache := func(client rest.Interface, obj runtime.Object, resource string) *operator.SharedInformer {
+		inf, err := op.Informer(informer.Config{RESTClient: client, ObjectType: obj, Namespace: config.Options.Namespace,
+			GVR: client.APIVersion().WithResource(resource), LabelSelector: LabelManagedBy + "=" + ManagedBy, ResyncPeriod: config.Options.ResyncPeriod})
+		caches, cacheErrs = append(caches, inf), append(cacheErrs, err)
+		return inf
 	}
-	if config.Logger == nil {
-		config.Logger = log.NewNopLogger()
+	configMaps := cache(kube.CoreV1().RESTClient(), &corev1.ConfigMap{}, "configmaps")
+	deployments := cache(kube.AppsV1().RESTClient(), &appsv1.Deployment{}, "deployments")
+	services := cache(kube.CoreV1().RESTClient(), &corev1.Service{}, "services")
+	if err := errors.Join(cacheErrs...); err != nil {
+		return nil, nil, err
 	}
-	if config.BackOffFactory == nil {
-		config.BackOffFactory = retry.DefaultBackOffFactory()
-	}
-
 	var sets []*router.ResourceSet
 	for _, release := range Releases {
-		ops := []crud.Ops{
-			&configMapOps{childWriter: configMapWriter(config.Client, config.OwnWrites), children: config.Children, logger: config.Logger},
-			&deploymentOps{childWriter: deploymentWriter(config.Client, config.OwnWrites), children: config.Children, release: release, logger: config.Logger},
-			&serviceOps{childWriter: serviceWriter(config.Client, config.OwnWrites), children: config.Children, enabled: release == Release2, logger: config.Logger},
-		}
-		resources := make([]resource.Interface, 0, len(ops))
-		for _, o := range ops {
-			r, err := wrap(config, o)
-			if err != nil {
-				return nil, err
-			}
-			resources = append(resources, r)
-		}
-		set, err := router.NewResourceSet(router.ResourceSetConfig{
-			Name:      "release-" + release,
-			Handles:   Handles(release),
-			Logger:    config.Logger,
-			Resources: resources,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("resource set of release %s: %w", release, err)
+		var rs [3]resource.Interface
+		var errs [3]error
+		rs[0], errs[0] = newChild(config, logger, child.Config[*v1alpha1.WebApp, *corev1.ConfigMap]{Name: ConfigMapName,
+			Client: child.Typed(kube.CoreV1().ConfigMaps), Cache: configMaps, Desired: DesiredConfigMap})
+		rs[1], errs[1] = newChild(config, logger, child.Config[*v1alpha1.WebApp, *appsv1.Deployment]{Name: DeploymentName,
+			Client: child.Typed(kube.AppsV1().Deployments), Cache: deployments, Desired: DesiredDeployment(release)})
+		rs[2], errs[2] = newChild(config, logger, child.Config[*v1alpha1.WebApp, *corev1.Service]{Name: ServiceName,
+			Client: child.Typed(kube.CoreV1().Services), Cache: services, Desired: DesiredService(release)})
+		set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "release-" + release, Handles: router.LabelIs(LabelRelease, release, release == Release1), Logger: logger, Resources: rs[:]})
+		if err := errors.Join(errs[0], errs[1], errs[2], err); err != nil {
+			return nil, nil, fmt.Errorf("resource set of release %s: %w", release, err)
 		}
 		sets = append(sets, set)
 	}
-	return sets, nil
+	return sets, caches, nil
 }
 
-// wrap builds the crud.Resource of ops wrapped by retry and metrics.
-func wrap(config ResourceSetsConfig, ops crud.Ops) (resource.Interface, error) {
-	c, err := crud.New(crud.Config{Ops: ops, Logger: config.Logger})
+// newChild returns the child resource c, applying as ManagedBy and told of
+// by the Operator's OwnWrites, wrapped by retry and metrics.
+func newChild[C child.Object](config Config, logger log.Logger, c child.Config[*v1alpha1.WebApp, C]) (resource.Interface, error) {
+	c.FieldManager, c.OwnerGVK, c.Writes, c.Logger = ManagedBy, v1alpha1.GroupVersionKind, config.Operator.OwnWrites(), logger
+	r, err := child.New(c)
 	if err != nil {
 		return nil, err
 	}
-	r, err := retry.New(retry.Config{Resource: c, BackOffFactory: config.BackOffFactory, Logger: config.Logger})
+	rr, err := retry.New(retry.Config{Resource: r, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	return metrics.New(metrics.Config{Resource: r, Registerer: config.Registerer})
-}
-
-// SetFor returns the set of sets (as returned by NewResourceSets) that
-// handles release, or nil.
-func SetFor(sets []*router.ResourceSet, release string) *router.ResourceSet {
-	for _, s := range sets {
-		if s.Name() == "release-"+release {
-			return s
-		}
-	}
-	return nil
+	return metrics.New(metrics.Config{Resource: rr, Registerer: config.Operator.Registry()})
 }

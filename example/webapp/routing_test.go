@@ -6,54 +6,16 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/router"
 )
 
-func TestReleaseOf(t *testing.T) {
-	tests := []struct {
-		name   string
-		labels map[string]string
-		want   string
-		wantOK bool
-	}{
-		{name: "no labels", labels: nil, want: Release1, wantOK: true},
-		{name: "other labels", labels: map[string]string{"app": "x"}, want: Release1, wantOK: true},
-		{name: "release 1", labels: map[string]string{LabelRelease: "1"}, want: Release1, wantOK: true},
-		{name: "release 2", labels: map[string]string{LabelRelease: "2"}, want: Release2, wantOK: true},
-		{name: "empty value", labels: map[string]string{LabelRelease: ""}},
-		{name: "unknown release", labels: map[string]string{LabelRelease: "3"}},
-		{name: "padded", labels: map[string]string{LabelRelease: " 2"}},
-		{name: "leading zero", labels: map[string]string{LabelRelease: "02"}},
-		{name: "v prefix", labels: map[string]string{LabelRelease: "v2"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ReleaseOf(tt.labels)
-			if got != tt.want || ok != tt.wantOK {
-				t.Fatalf("ReleaseOf(%v) = %q, %v, want %q, %v", tt.labels, got, ok, tt.want, tt.wantOK)
-			}
-		})
-	}
-}
-
-// testRouter builds the operator's real router. The clients point nowhere:
-// routing never calls them.
+// testRouter builds the operator's real router. The API server is never
+// called: routing makes no request.
 func testRouter(t testing.TB) *router.Router {
 	t.Helper()
-	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sets, err := NewResourceSets(ResourceSetsConfig{Client: kube, Children: NewLiveChildren(kube)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := router.New(router.Config{ResourceSets: sets})
+	r, err := router.New(router.Config{ResourceSets: newTestOperator(t).ResourceSets()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +32,12 @@ func TestRouterPicksTheReleaseSet(t *testing.T) {
 		{labels: nil, wantSet: "release-1"},
 		{labels: map[string]string{LabelRelease: "1"}, wantSet: "release-1"},
 		{labels: map[string]string{LabelRelease: "2"}, wantSet: "release-2"},
+		{labels: map[string]string{"app": "x"}, wantSet: "release-1"},
 		{labels: map[string]string{LabelRelease: "3"}, wantErr: router.ErrNoResourceSet},
+		{labels: map[string]string{LabelRelease: ""}, wantErr: router.ErrNoResourceSet},
+		{labels: map[string]string{LabelRelease: " 2"}, wantErr: router.ErrNoResourceSet},
+		{labels: map[string]string{LabelRelease: "02"}, wantErr: router.ErrNoResourceSet},
+		{labels: map[string]string{LabelRelease: "v2"}, wantErr: router.ErrNoResourceSet},
 	}
 	for _, tt := range tests {
 		for _, obj := range []any{
@@ -108,14 +75,11 @@ func TestResourceSetsChains(t *testing.T) {
 			}
 		}
 	}
-	if SetFor(r.ResourceSets(), "9") != nil {
-		t.Fatal("SetFor(unknown release) != nil")
-	}
 }
 
-func TestNewResourceSetsInvalidConfig(t *testing.T) {
-	if _, err := NewResourceSets(ResourceSetsConfig{}); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("NewResourceSets(empty) error = %v, want ErrInvalidConfig", err)
+func TestNewInvalidConfig(t *testing.T) {
+	if _, err := New(Config{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("New(empty) error = %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -131,8 +95,8 @@ func unstructuredWith(labels map[string]string) *unstructured.Unstructured {
 
 // FuzzRouting checks, for any value of the release label (present or not),
 // that exactly the documented objects route to a set: at most one set
-// handles an object, exactly one when ReleaseOf accepts the labels, and it
-// is the set of that release.
+// handles an object, exactly one when the label is missing, "1" or "2",
+// and it is the set of that release.
 func FuzzRouting(f *testing.F) {
 	for _, seed := range []struct {
 		value   string
@@ -146,21 +110,21 @@ func FuzzRouting(f *testing.F) {
 		if present {
 			labels[LabelRelease] = value
 		}
-		release, ok := ReleaseOf(labels)
+		release, ok := Release1, !present || value == Release1 || value == Release2
+		if present {
+			release = value
+		}
 		handling := 0
 		for _, s := range r.ResourceSets() {
 			if s.Handles(unstructuredWith(labels)) {
 				handling++
 				if !ok || s.Name() != "release-"+release {
-					t.Fatalf("set %s handles label %q (present %v); ReleaseOf = %q, %v", s.Name(), value, present, release, ok)
+					t.Fatalf("set %s handles label %q (present %v); want release %q, %v", s.Name(), value, present, release, ok)
 				}
 			}
 		}
 		if want := map[bool]int{true: 1, false: 0}[ok]; handling != want {
 			t.Fatalf("%d sets handle label %q (present %v), want %d", handling, value, present, want)
-		}
-		if ok != (!present || value == Release1 || value == Release2) {
-			t.Fatalf("ReleaseOf accepts label %q (present %v) = %v", value, present, ok)
 		}
 		set, err := r.ResourceSet(&v1alpha1.WebApp{ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: labels}})
 		if ok && (err != nil || set.Name() != "release-"+release) {
@@ -169,8 +133,10 @@ func FuzzRouting(f *testing.F) {
 		if !ok && !errors.Is(err, router.ErrNoResourceSet) {
 			t.Fatalf("router: label %q: err %v, want ErrNoResourceSet", value, err)
 		}
-		if _, ok := releaseOfObject(nil); ok {
-			t.Fatal("nil object has a release")
+		for _, s := range r.ResourceSets() {
+			if s.Handles(nil) {
+				t.Fatalf("set %s handles a nil object", s.Name())
+			}
 		}
 	})
 }

@@ -8,7 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 )
 
 // Limits the operator checks beyond the CRD schema.
@@ -46,10 +48,13 @@ var imageRef = regexp.MustCompile(`^` +
 // DNS-1035 label (it names the Service and is a label value), the image a
 // well-formed reference, replicas within 0..MaxReplicas (nil means 1) and
 // the content at most MaxContentBytes. The error wraps ErrInvalidSpec and
-// lists every problem; it is nil when w is usable.
+// lists every problem; it is permanent (retry.Permanent: not retried until
+// the WebApp changes) and gives the Ready and Stalled conditions the
+// reason ReasonInvalidSpec (conditioncontext.WithReason). It is nil when w
+// is usable.
 func Validate(w *v1alpha1.WebApp) error {
 	if w == nil {
-		return fmt.Errorf("%w: no object", ErrInvalidSpec)
+		return retry.Permanent(fmt.Errorf("%w: no object", ErrInvalidSpec))
 	}
 	var problems []string
 	if errs := validation.IsDNS1035Label(w.Name); len(errs) > 0 {
@@ -59,7 +64,7 @@ func Validate(w *v1alpha1.WebApp) error {
 	case w.Spec.Image == "":
 		problems = append(problems, "spec.image must not be empty")
 	case len(w.Spec.Image) > 512 || !imageRef.MatchString(w.Spec.Image):
-		problems = append(problems, fmt.Sprintf("spec.image %q is not a valid image reference", truncate(w.Spec.Image, 80)))
+		problems = append(problems, fmt.Sprintf("spec.image %.80q is not a valid image reference", w.Spec.Image))
 	}
 	if r := w.Spec.Replicas; r != nil && (*r < 0 || *r > MaxReplicas) {
 		problems = append(problems, fmt.Sprintf("spec.replicas %d is not within 0..%d", *r, MaxReplicas))
@@ -70,28 +75,5 @@ func Validate(w *v1alpha1.WebApp) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrInvalidSpec, strings.Join(problems, "; "))
+	return retry.Permanent(conditioncontext.WithReason(fmt.Errorf("%w: %s", ErrInvalidSpec, strings.Join(problems, "; ")), ReasonInvalidSpec))
 }
-
-// replicas returns the replicas of w, 1 when unset.
-func replicas(w *v1alpha1.WebApp) int32 {
-	if w.Spec.Replicas == nil {
-		return 1
-	}
-	return *w.Spec.Replicas
-}
-
-// truncate shortens s to at most n bytes (on a rune boundary), marking the
-// cut with "...".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - 3
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 )
 
@@ -20,8 +22,8 @@ func TestValidate(t *testing.T) {
 		{name: "empty image", mutate: func(w *v1alpha1.WebApp) { w.Spec.Image = "" }, wantErr: "spec.image must not be empty"},
 		{name: "upper-case repository", mutate: func(w *v1alpha1.WebApp) { w.Spec.Image = "Nginx:1.27" }, wantErr: "not a valid image reference"},
 		{name: "spaces", mutate: func(w *v1alpha1.WebApp) { w.Spec.Image = "nginx 1.27" }, wantErr: "not a valid image reference"},
-		{name: "negative replicas", mutate: func(w *v1alpha1.WebApp) { w.Spec.Replicas = ptr(int32(-1)) }, wantErr: "spec.replicas -1"},
-		{name: "too many replicas", mutate: func(w *v1alpha1.WebApp) { w.Spec.Replicas = ptr(int32(101)) }, wantErr: "spec.replicas 101"},
+		{name: "negative replicas", mutate: func(w *v1alpha1.WebApp) { w.Spec.Replicas = ptr.To(int32(-1)) }, wantErr: "spec.replicas -1"},
+		{name: "too many replicas", mutate: func(w *v1alpha1.WebApp) { w.Spec.Replicas = ptr.To(int32(101)) }, wantErr: "spec.replicas 101"},
 		{name: "content too large", mutate: func(w *v1alpha1.WebApp) { w.Spec.Content = strings.Repeat("é", MaxContentBytes) }, wantErr: "spec.content has"},
 		{name: "name not a service name", mutate: func(w *v1alpha1.WebApp) { w.Name = "1site" }, wantErr: "cannot name a Service"},
 		{name: "name too long", mutate: func(w *v1alpha1.WebApp) { w.Name = strings.Repeat("a", 64) }, wantErr: "cannot name a Service"},
@@ -42,16 +44,11 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+	long := strings.Repeat("é", 100)
+	if err := Validate(&v1alpha1.WebApp{Spec: v1alpha1.WebAppSpec{Image: long}}); err == nil || strings.Contains(err.Error(), long) {
+		t.Fatalf("Validate(long image) = %v, want the image shortened", err)
+	}
 	if err := Validate(nil); !errors.Is(err, ErrInvalidSpec) {
 		t.Fatalf("Validate(nil) = %v", err)
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	if got := truncate("ééééé", 6); got != "é..." {
-		t.Fatalf("truncate = %q", got)
-	}
-	if got := truncate("short", 10); got != "short" {
-		t.Fatalf("truncate = %q", got)
 	}
 }

@@ -254,7 +254,7 @@ func newOperator(cfg *rest.Config, o options, logger log.Logger, reg *prometheus
 	if err != nil {
 		return nil, nil, err
 	}
-	op, err := webapp.New(webapp.Config{Operator: rt, Namespace: o.namespace, Workers: o.workers, Logger: logger})
+	op, err := webapp.New(webapp.Config{Operator: rt, Options: operator.FrameworkOptions{Namespace: o.namespace, Workers: o.workers}, Logger: logger})
 	return rt, op, err
 }
 

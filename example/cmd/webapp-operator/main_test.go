@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/operatorkit/operatorkit/operator"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -73,9 +75,13 @@ func TestHelp(t *testing.T) {
 }
 
 func TestOperatorPermissionsFollowTheRole(t *testing.T) {
-	f := operatorFlags{installCRD: true, namespace: "apps"}
+	opts := operator.Options{LeaderElect: true, LeaderElectionNamespace: "kube-system"}
+	pc, err := preflightConfig(opts, operator.FrameworkOptions{Namespace: "apps"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var all []string
-	for _, p := range operatorPermissions(f, true, "kube-system") {
+	for _, p := range pc.Permissions {
 		all = append(all, p.String())
 	}
 	got := strings.Join(all, "\n")
@@ -91,11 +97,20 @@ func TestOperatorPermissionsFollowTheRole(t *testing.T) {
 			t.Errorf("permissions lack %q:\n%s", want, got)
 		}
 	}
-	f = operatorFlags{dryRun: true}
-	for _, p := range operatorPermissions(f, false, "default") {
+	if !pc.Served.Empty() {
+		t.Errorf("with --install-crd the CRD must not be required: %v", pc.Served)
+	}
+	pc, err = preflightConfig(operator.Options{}, operator.FrameworkOptions{DryRun: true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pc.Permissions {
 		if p.Verb != "list" && p.Verb != "watch" {
 			t.Errorf("dry run checks %s", p)
 		}
+	}
+	if pc.Served.Resource != "webapps" {
+		t.Errorf("without --install-crd the CRD must be served: %v", pc.Served)
 	}
 }
 

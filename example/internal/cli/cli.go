@@ -1,8 +1,8 @@
-// Package cli holds what the example's commands share beyond package
-// operator (which has the flags, the logger and the kubeconfig resolution):
-// the start-up checks that turn an unreachable cluster or a missing
-// permission into one clear line, one-line failures, and the demo's HTTP
-// server for /metrics, /healthz and the debug pages.
+// Package cli holds what the demo command needs beyond package operator
+// (which has the flags, the logger, the kubeconfig resolution, the
+// start-up checks and the operator binary's command line): one-line
+// failures, and the demo's HTTP server for /metrics, /healthz and the debug
+// pages.
 package cli
 
 import (

@@ -5,27 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	rbacv1 "k8s.io/api/rbac/v1"
 )
-
-func TestPermissionsOf(t *testing.T) {
-	rules := []rbacv1.PolicyRule{
-		{APIGroups: []string{"example.operatorkit.io"}, Resources: []string{"webapps", "webapps/status"}, Verbs: []string{"get", "patch"}},
-	}
-	got := PermissionsOf(rules, "ns", func(verb, _, resource string) bool { return !(verb == "get" && resource == "webapps/status") })
-	var s []string
-	for _, p := range got {
-		s = append(s, p.String())
-	}
-	want := `get webapps.example.operatorkit.io in namespace "ns"|patch webapps.example.operatorkit.io in namespace "ns"|patch webapps.example.operatorkit.io/status in namespace "ns"`
-	if strings.Join(s, "|") != want {
-		t.Fatalf("PermissionsOf = %q", strings.Join(s, "|"))
-	}
-	if p := (Permission{Verb: "list", Resource: "configmaps"}); p.String() != "list configmaps in all namespaces" {
-		t.Fatalf("String() = %q", p)
-	}
-}
 
 func TestFailIsOneLine(t *testing.T) {
 	var buf bytes.Buffer
