@@ -156,12 +156,13 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	}
 
 	ctx = trace.NewContext(signal.WithFresh(ctx), tr)
+	f.state.begin(key)
 	defer func() {
 		// Whatever the outcome, writes to the object that succeeded are
-		// expected in the cache before the next reconciliation.
-		if rv, ok := resourceversioncontext.ResourceVersion(ctx); ok && rv != acc.GetResourceVersion() {
-			f.state.expectWrite(key, acc.GetUID(), rv, acc.GetGeneration())
-		}
+		// expected in the cache before the next reconciliation, unless
+		// their watch event arrived already.
+		rv, ok := resourceversioncontext.ResourceVersion(ctx)
+		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
 	}()
 	var st *statusRun
 	if f.conditions && !tombstone {

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -24,7 +25,14 @@ type objectState struct {
 	setCounts  map[string]int
 	failed     map[string]struct{} // keys whose last reconciliation failed
 	expected   map[string]*expectation
+	// running holds the keys being reconciled, each with the
+	// resourceVersions the cache delivered meanwhile: a write's watch event
+	// can overtake the end of the reconciliation that made it.
+	running map[string][]string
 }
+
+// maxSeen bounds the resourceVersions remembered per running reconciliation.
+const maxSeen = 16
 
 // expectation is a write to the reconciled object that the cache has not
 // shown yet: its resourceVersion, the generation it was made at, when, and
@@ -48,7 +56,31 @@ func newObjectState() *objectState {
 		setCounts:  map[string]int{},
 		failed:     map[string]struct{}{},
 		expected:   map[string]*expectation{},
+		running:    map[string][]string{},
 	}
+}
+
+// begin records that key is being reconciled: the resourceVersions the
+// cache delivers until end are remembered.
+func (s *objectState) begin(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running[key] = nil
+}
+
+// end records the end of key's reconciliation, whose last write to the
+// object (uid) left it at resourceVersion rv (written is false when it
+// wrote nothing) at generation: the write is expected in the cache before
+// the next reconciliation, unless the cache delivered it already.
+func (s *objectState) end(key string, uid types.UID, rv string, generation int64, written bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := s.running[key]
+	delete(s.running, key)
+	if !written || slices.Contains(seen, rv) {
+		return
+	}
+	s.expected[key] = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
 }
 
 func (s *objectState) setTombstone(key string, obj any) {
@@ -164,14 +196,6 @@ func (s *objectState) recovered(key string) bool {
 	return ok
 }
 
-// expectWrite records that the object with key and uid was written at
-// generation and now has resourceVersion rv.
-func (s *objectState) expectWrite(key string, uid types.UID, rv string, generation int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expected[key] = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
-}
-
 // stale reports whether the cached object (uid, rv, generation) is older
 // than the last write expected for key, and how long to wait at most. The
 // expectation ends when the cache shows the written resourceVersion, a newer
@@ -198,6 +222,12 @@ func (s *objectState) stale(key string, uid types.UID, rv string, generation int
 func (s *objectState) observed(key, rv string) (deferred bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if seen, ok := s.running[key]; ok {
+		if len(seen) == maxSeen {
+			seen = append(seen[:0], seen[1:]...)
+		}
+		s.running[key] = append(seen, rv)
+	}
 	e, ok := s.expected[key]
 	if !ok || e.rv != rv {
 		return false
@@ -211,6 +241,7 @@ func (s *objectState) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.tombstones, key)
+	delete(s.running, key)
 	delete(s.pending, key)
 	delete(s.deleting, key)
 	delete(s.failed, key)

@@ -806,3 +806,29 @@ func TestGuardStaleReadConflicts(t *testing.T) {
 		t.Errorf("409 answers = %d, want the lock's: %s", d.ByCode[409], d)
 	}
 }
+
+// TestStatusWriteDoesNotHoldTheNextChange: the watch event of the status
+// write often reaches the cache before the reconciliation that wrote it
+// has ended; a label change right after it is reconciled at once, not held
+// back as stale until the write expectation's TTL.
+func TestStatusWriteDoesNotHoldTheNextChange(t *testing.T) {
+	ns := newNamespace(t)
+	noop := &statusResource{name: "noop", create: func(context.Context, *unstructured.Unstructured) error { return nil }}
+	f := startStatusFramework(t, ns, statusOptions{dropManagedFields: true}, resourceSet(t, "", noop))
+	rc := widgetClient(t, ns)
+	for i := range 5 {
+		name := fmt.Sprintf("w%d", i)
+		createWidget(t, newWidget(ns, name, "", nil))
+		waitStatus(t, rc, name, "Ready", readyAt)
+		since := time.Now()
+		if _, err := rc.Patch(t.Context(), name, types.MergePatchType, []byte(`{"metadata":{"labels":{"changed":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitReconciled(t, f.Framework, ns+"/"+name, framework.ResultSuccess, since)
+		for _, tr := range f.Traces(ns + "/" + name) {
+			if tr.Result == framework.ResultStale {
+				t.Errorf("%s: a reconciliation was held back as stale: the cache had shown the status write", name)
+			}
+		}
+	}
+}
