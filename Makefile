@@ -14,7 +14,9 @@
 
 GO ?= go
 LIB := GOWORK=off $(GO)
-# Short fuzzing in `make test`; raise it for a real fuzzing session.
+# Fuzzing time per target of `make test-fuzz` (not part of `make test`: its
+# first build instruments every dependency, 12 minutes of CPU on a cold
+# 2-core machine; `make test` runs each fuzz target's seed corpus as a test).
 FUZZTIME ?= 10s
 # Race-detect the integration tests (the Framework's concurrency against a
 # real server). RACE= turns it off for a faster local loop.
@@ -22,10 +24,8 @@ RACE ?= -race
 
 # The stages of `make test`, in order (hack/stages.sh; bg: runs a stage in the
 # background until the next wait): the test API server builds while lint and
-# the unit tests run, and the fuzzers (whose first build instruments every
-# dependency) run beside the tests against the API server, which spend much
-# of their time waiting.
-STAGES := bg:apiserver lint test-unit wait bg:test-fuzz test-integration test-example test-guide wait test-bench
+# the unit tests run.
+STAGES := bg:apiserver lint test-unit wait test-integration test-example test-guide test-bench
 
 .PHONY: test apiserver test-unit test-integration test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
 
@@ -63,7 +63,7 @@ test-guide:
 	{ echo "test-guide: controller-gen failed, or the generated files of $(GUIDE) were not up to date (see the diff above)"; exit 1; }
 	cd $(GUIDE) && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
 
-## test-fuzz: run each fuzz target briefly (FUZZTIME each).
+## test-fuzz: fuzz each target for FUZZTIME (not in `make test`, which runs the seed corpora).
 test-fuzz:
 	$(MAKE) -C example fuzz GO="$(LIB)" FUZZTIME=$(FUZZTIME)
 
