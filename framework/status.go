@@ -682,6 +682,9 @@ func (s *statusRun) refresh(ctx context.Context) error {
 		return retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidCondition, s.describe(), err))
 	}
 	s.current, s.observed, s.managed = conds, observed, u.GetManagedFields()
+	if kind := u.GetKind(); kind != "" && s.f.kind.Load() == nil {
+		s.f.kind.Store(&kind) // spares learnKind its read
+	}
 	return nil
 }
 

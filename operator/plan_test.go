@@ -86,6 +86,19 @@ func (changeOps) ApplyDeleteChange(context.Context, any, any) error { panic("app
 // handles label v=1, to o.
 func planFramework(t *testing.T, o *Operator) *framework.Framework {
 	t.Helper()
+	config := thingsConfig(t, o)
+	config.DryRun = true
+	f, err := o.NewFramework(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// thingsConfig returns the framework.Config of a Framework over things on
+// o's informer, whose one set "v1" handles label v=1.
+func thingsConfig(t *testing.T, o *Operator) framework.Config {
+	t.Helper()
 	inf, err := o.Informer(informer.Config{GVR: things})
 	if err != nil {
 		t.Fatal(err)
@@ -102,11 +115,7 @@ func planFramework(t *testing.T, o *Operator) *framework.Framework {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := o.NewFramework(framework.Config{Name: "things", Informer: inf, ResourceRouter: rt, Resource: things, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return framework.Config{Name: "things", Informer: inf, ResourceRouter: rt, Resource: things}
 }
 
 func TestPlan(t *testing.T) {
@@ -192,32 +201,18 @@ func TestNewFramework(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, err := o.Informer(informer.Config{GVR: things})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := crud.New(crud.Config{Ops: changeOps{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", false), Resources: []resource.Interface{r}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Conditions need a Client, finalizers a Client, a CRD a CRDClient: the
 	// Operator's are used.
-	f, err := o.NewFramework(framework.Config{Name: "things", Informer: inf, ResourceRouter: rt, Resource: things, Conditions: true})
+	config := thingsConfig(t, o)
+	config.Conditions = true
+	f, err := o.NewFramework(config)
 	if err != nil {
 		t.Fatalf("NewFramework() = %v", err)
 	}
 	if len(o.frameworks) != 1 || o.frameworks[0] != f {
 		t.Fatal("NewFramework did not add the Framework")
 	}
-	if _, err := o.NewFramework(framework.Config{Informer: inf, ResourceRouter: rt}); !errors.Is(err, framework.ErrInvalidConfig) {
+	if _, err := o.NewFramework(framework.Config{Informer: config.Informer, ResourceRouter: config.ResourceRouter}); !errors.Is(err, framework.ErrInvalidConfig) {
 		t.Fatalf("NewFramework(no name) = %v, want framework.ErrInvalidConfig", err)
 	}
 }

@@ -612,41 +612,35 @@ func (d *differ) field(f *fieldInfo, desired, current reflect.Value) {
 // fields, and every other set field but status.
 func objectPayload(desired reflect.Value, apiVersion, kind string) map[string]any {
 	m := map[string]any{"apiVersion": apiVersion, "kind": kind}
+	setPayload(m, desired, func(f *fieldInfo) bool { return !f.inline && !skipTop[f.name] })
 	si := infoOf(desired.Type())
 	for i := range si.fields {
-		f := &si.fields[i]
-		if f.inline || skipTop[f.name] {
-			if f.name == "metadata" {
-				m["metadata"] = metaPayload(reflect.Indirect(desired.Field(f.index)))
-			}
-			continue
-		}
-		fv := desired.Field(f.index)
-		if !isSet(fv, f.omitempty) {
-			continue
-		}
-		if pv := payloadValue(fv); pv != nil {
-			m[f.name] = pv
+		if f := &si.fields[i]; f.name == "metadata" {
+			meta := map[string]any{}
+			setPayload(meta, reflect.Indirect(desired.Field(f.index)), func(mf *fieldInfo) bool {
+				return ownedMeta[mf.name] || mf.name == "name" || mf.name == "namespace"
+			})
+			m["metadata"] = meta
 		}
 	}
 	return m
 }
 
-func metaPayload(dm reflect.Value) map[string]any {
-	out := map[string]any{}
-	si := infoOf(dm.Type())
+// setPayload puts into out the payload of every field of the struct value
+// v that keep accepts and that is set.
+func setPayload(out map[string]any, v reflect.Value, keep func(*fieldInfo) bool) {
+	si := infoOf(v.Type())
 	for i := range si.fields {
-		mf := &si.fields[i]
-		if !ownedMeta[mf.name] && mf.name != "name" && mf.name != "namespace" {
+		f := &si.fields[i]
+		if !keep(f) {
 			continue
 		}
-		dv := dm.Field(mf.index)
-		if !isSet(dv, mf.omitempty) {
+		fv := v.Field(f.index)
+		if !isSet(fv, f.omitempty) {
 			continue
 		}
-		if pv := payloadValue(dv); pv != nil {
-			out[mf.name] = pv
+		if pv := payloadValue(fv); pv != nil {
+			out[f.name] = pv
 		}
 	}
-	return out
 }

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -108,7 +107,7 @@ func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) 
 		itemConfig.RESTClient, itemConfig.ObjectType = items, &item.Item{}
 	case "transform":
 		itemConfig.Client = dyn
-		itemConfig.Transform = toTyped(func() runtime.Object { return &item.Item{} })
+		itemConfig.Transform = informer.ConvertTo[*item.Item](nil)
 	case "unstructured":
 		itemConfig.Client = dyn
 	default:
@@ -208,22 +207,6 @@ func newOperatorkit(cfg *rest.Config, ns string, workers int, opts okitOptions) 
 		return nil, err
 	}
 	return o, nil
-}
-
-// toTyped returns an informer Transform that converts the unstructured
-// objects of the API server to the typed object newObj returns.
-func toTyped(newObj func() runtime.Object) cache.TransformFunc {
-	return func(obj any) (any, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil // a tombstone or an already converted object
-		}
-		out := newObj()
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
 }
 
 func (o *okit) owner(cm *corev1.ConfigMap) (*item.Item, bool) {
