@@ -7,8 +7,14 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/internal/signal"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
 )
@@ -25,6 +31,19 @@ type ResourcePlan struct {
 	// Unsupported is true for a resource that cannot plan (it is not a crud
 	// resource, nor wraps one); it is skipped, never run.
 	Unsupported bool `json:"unsupported,omitempty"`
+	// Waits, when not empty, says what the resource waits for: planning it
+	// canceled the reconciliation without an error (a child that is not
+	// ready, a guard), so a reconciliation now would apply nothing of this
+	// resource, run no later resource and come back later. It is the
+	// message of the Reconciling condition the resource set
+	// (conditioncontext), or "canceled the reconciliation" when it set
+	// none, followed by " (again in 5s)" when it asked for a requeue.
+	// Plan then stops: the resources after it are not planned.
+	Waits string `json:"waits,omitempty"`
+	// Skipped is true when planning the resource canceled the resource
+	// itself (resourcecanceledcontext): a reconciliation now would apply
+	// none of its changes, and the chain goes on.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Changes reports whether the plan would change anything.
@@ -50,6 +69,13 @@ type unwrapper interface {
 // resources are unwrapped; other resources are reported as Unsupported and
 // not run.
 //
+// The resources run with the context signals of a reconciliation, fresh for
+// the plan, so that a plan stops where a reconciliation would: a resource
+// that cancels the reconciliation while planning (resource/child waiting
+// for a child to become ready, a guard) is the last one planned, with
+// ResourcePlan.Waits saying what it waits for; one that cancels itself is
+// Skipped. Neither has changes in the plan, as neither would apply any.
+//
 // Plan is only as read-only as the Ops: an Ops that writes in
 // GetCurrentState, GetDesiredState or a New*Patch step is the author's bug.
 // Each resource is planned against the current state of the world, so a
@@ -61,6 +87,7 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 		deleting = acc.GetDeletionTimestamp() != nil
 	}
 	plans := make([]ResourcePlan, 0, len(resources))
+	ctx = conditioncontext.NewContext(signal.WithFresh(ctx))
 	for _, r := range resources {
 		p := ResourcePlan{Resource: r.Name()}
 		pl := findPlanner(r)
@@ -69,11 +96,18 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 			plans = append(plans, p)
 			continue
 		}
-		patch, err := pl.Plan(ctx, obj, deleting)
+		rctx := signal.WithFlag(ctx, signal.ResourceCanceled)
+		patch, err := pl.Plan(rctx, obj, deleting)
 		if err != nil {
 			return plans, &ExecutionError{Resource: r.Name(), Operation: "plan", Err: err}
 		}
-		if patch != nil {
+		switch {
+		case reconciliationcanceledcontext.IsCanceled(rctx):
+			p.Waits = waitsFor(rctx)
+			return append(plans, p), nil
+		case resourcecanceledcontext.IsCanceled(rctx):
+			p.Skipped = true
+		case patch != nil:
 			p.Create, _ = patch.CreateChange()
 			p.Update, _ = patch.UpdateChange()
 			p.Delete, _ = patch.DeleteChange()
@@ -81,6 +115,19 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 		plans = append(plans, p)
 	}
 	return plans, nil
+}
+
+// waitsFor describes why the reconciliation of ctx was canceled: the
+// Reconciling condition's message, and the requeue asked for.
+func waitsFor(ctx context.Context) string {
+	why := "canceled the reconciliation"
+	if c, ok := conditioncontext.Get(ctx, conditioncontext.Reconciling); ok && c.Status == metav1.ConditionTrue && c.Message != "" {
+		why = c.Message
+	}
+	if d, ok := requeuecontext.RequeueAfter(ctx); ok && d > 0 {
+		why += fmt.Sprintf(" (again in %s)", d)
+	}
+	return why
 }
 
 func findPlanner(r resource.Interface) planner {
@@ -123,13 +170,21 @@ func DescribeChange(change any) []string {
 
 // FormatPlans writes plans as a readable, diff-like listing: one block per
 // resource, "+ create", "~ update" and "- delete" followed by the change's
-// lines (see DescribeChange), "= no changes" when there is nothing to do.
+// lines (see DescribeChange), "= no changes" when there is nothing to do,
+// "… waits: <what>" for a resource that stops the chain waiting (its
+// Waits) and "- skipped" for one that cancels itself.
 func FormatPlans(b *strings.Builder, plans []ResourcePlan) {
 	for _, p := range plans {
 		fmt.Fprintf(b, "resource %s\n", p.Resource)
 		switch {
 		case p.Unsupported:
 			b.WriteString("  ? not a crud resource: cannot plan\n")
+			continue
+		case p.Waits != "":
+			fmt.Fprintf(b, "  … waits: %s\n", p.Waits)
+			continue
+		case p.Skipped:
+			b.WriteString("  - skipped: the resource canceled itself\n")
 			continue
 		case !p.Changes():
 			b.WriteString("  = no changes\n")
@@ -181,6 +236,17 @@ func (p ObjectPlan) Changes() bool {
 		}
 	}
 	return false
+}
+
+// Waits returns the resource that stops the plan waiting and what it waits
+// for (its ResourcePlan.Waits); ok is false when no resource waits.
+func (p ObjectPlan) Waits() (resource, what string, ok bool) {
+	for _, r := range p.Resources {
+		if r.Waits != "" {
+			return r.Resource, r.Waits, true
+		}
+	}
+	return "", "", false
 }
 
 // Format writes p to b: a header line with the object and its resource set

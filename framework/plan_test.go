@@ -3,12 +3,17 @@ package framework
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -154,5 +159,87 @@ func TestFrameworkPlan(t *testing.T) {
 	}
 	if f.Informer() == nil {
 		t.Fatal("Informer() = nil")
+	}
+}
+
+// signalOps is a crud.Ops whose update patch sets the signals signal sets
+// and changes "changed"; its apply steps must never run in a plan.
+type signalOps struct {
+	planOps
+	signal  func(ctx context.Context)
+	planned *[]string
+}
+
+func (o signalOps) NewUpdatePatch(ctx context.Context, _, _, _ any) (*crud.Patch, error) {
+	*o.planned = append(*o.planned, o.name)
+	if o.signal != nil {
+		o.signal(ctx)
+	}
+	p := crud.NewPatch()
+	p.SetUpdateChange("changed")
+	return p, nil
+}
+
+func TestPlanStopsWhereAReconciliationWaits(t *testing.T) {
+	var planned []string
+	var rs []resource.Interface
+	for _, o := range []signalOps{
+		{planOps: planOps{name: "first"}},
+		{planOps: planOps{name: "skips"}, signal: resourcecanceledcontext.SetCanceled},
+		{planOps: planOps{name: "waits"}, signal: func(ctx context.Context) {
+			conditioncontext.Set(ctx, conditioncontext.Reconciling, metav1.ConditionTrue, "WaitingForChild", "deployment ns/web not ready: 1 of 2 replicas available")
+			requeuecontext.SetRequeueAfter(ctx, 5*time.Second)
+			reconciliationcanceledcontext.SetCanceled(ctx)
+		}},
+		{planOps: planOps{name: "last"}},
+	} {
+		o.planned = &planned
+		r, err := crud.New(crud.Config{Ops: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	plans, err := Plan(context.Background(), object("web", 1, nil), rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"first", "skips", "waits"}; !slices.Equal(planned, want) {
+		t.Fatalf("planned %v, want %v: a plan stops where a reconciliation would", planned, want)
+	}
+	if len(plans) != 3 || !plans[0].Changes() || plans[0].Waits != "" || plans[0].Skipped ||
+		!plans[1].Skipped || plans[1].Changes() ||
+		plans[2].Changes() || plans[2].Waits != "deployment ns/web not ready: 1 of 2 replicas available (again in 5s)" {
+		t.Fatalf("Plan() = %+v", plans)
+	}
+	var b strings.Builder
+	FormatPlans(&b, plans)
+	want := `resource first
+  ~ update
+      "changed"
+resource skips
+  - skipped: the resource canceled itself
+resource waits
+  … waits: deployment ns/web not ready: 1 of 2 replicas available (again in 5s)
+`
+	if b.String() != want {
+		t.Fatalf("FormatPlans() =\n%s\nwant\n%s", b.String(), want)
+	}
+	op := ObjectPlan{Object: "ns/web", Resources: plans}
+	if r, what, ok := op.Waits(); !ok || r != "waits" || !strings.HasPrefix(what, "deployment ns/web not ready") {
+		t.Fatalf("ObjectPlan.Waits() = %q, %q, %v", r, what, ok)
+	}
+	if _, _, ok := (ObjectPlan{Resources: plans[:2]}).Waits(); ok {
+		t.Fatal("ObjectPlan.Waits() of a plan nothing waits in: ok")
+	}
+
+	// A cancel without a Reconciling condition or a requeue still says so.
+	planned = nil
+	r, err := crud.New(crud.Config{Ops: signalOps{planOps: planOps{name: "cancels"}, planned: &planned, signal: reconciliationcanceledcontext.SetCanceled}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plans, err := Plan(context.Background(), object("web", 1, nil), []resource.Interface{r}); err != nil || len(plans) != 1 || plans[0].Waits != "canceled the reconciliation" {
+		t.Fatalf("Plan() = %+v, %v", plans, err)
 	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -446,6 +447,15 @@ func TestChildWaitsForDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertChildWait(t, ctx, after, "1 of 2 replicas available")
+	// The plan says what the chain waits for, and plans nothing after it.
+	plans, err := framework.Plan(t.Context(), owner, chain)
+	want := fmt.Sprintf("deployment %s/web not ready: 1 of 2 replicas available (again in %s)", ns, child.DefaultWaitDelay)
+	if err != nil || len(plans) != 1 || plans[0].Waits != want || plans[0].Changes() {
+		t.Fatalf("Plan() = %+v, %v; want only the deployment, waiting: %q", plans, err, want)
+	}
+	if after.runs != 0 {
+		t.Fatal("a plan ran the resource after the waiting child")
+	}
 
 	d.Status.ReadyReplicas, d.Status.AvailableReplicas = 2, 2
 	if d, err = kc.AppsV1().Deployments(ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{}); err != nil {

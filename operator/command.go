@@ -191,18 +191,25 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	plans, err := op.Plan(ctx, PlanConfig{Framework: f, Keys: keys, ResourceSet: c.Sets[set]})
 	var b strings.Builder
-	changes := 0
+	changes, waiting := 0, 0
 	for _, p := range plans {
 		p.Format(&b)
 		b.WriteString("\n")
 		if p.Changes() {
 			changes++
 		}
+		if _, _, ok := p.Waits(); ok {
+			waiting++
+		}
 		if err == nil && p.Err != nil && !retry.IsPermanent(p.Err) && !errors.Is(p.Err, framework.ErrNoResourceSet) {
 			err = fmt.Errorf("plan %s: %w", p.Object, p.Err)
 		}
 	}
-	fmt.Fprintf(&b, "%d %s planned, %d to change; nothing was changed\n", len(plans), objects, changes)
+	fmt.Fprintf(&b, "%d %s planned, %d to change", len(plans), objects, changes)
+	if waiting > 0 {
+		fmt.Fprintf(&b, ", %d waiting", waiting)
+	}
+	b.WriteString("; nothing was changed\n")
 	_, _ = io.WriteString(stdout, b.String())
 	if err != nil {
 		return fail(stderr, name, 1, err)

@@ -13,9 +13,12 @@ import (
 
 	"github.com/go-kit/log"
 	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/resource"
@@ -64,14 +67,20 @@ func apiServer(t *testing.T, names ...string) (*rest.Config, *int, func()) {
 	return &rest.Config{Host: srv.URL}, others, srv.Close
 }
 
-// changeOps plans an update of every object and must never apply.
+// changeOps plans an update of every object, except that the chain of an
+// object named "waiting" waits; it must never apply.
 type changeOps struct{}
 
 func (changeOps) Name() string                                      { return "thing" }
 func (changeOps) GetCurrentState(context.Context, any) (any, error) { return nil, nil }
 func (changeOps) GetDesiredState(context.Context, any) (any, error) { return "desired", nil }
-func (changeOps) NewUpdatePatch(_ context.Context, _, _, desired any) (*crud.Patch, error) {
+func (changeOps) NewUpdatePatch(ctx context.Context, obj, _, desired any) (*crud.Patch, error) {
 	p := crud.NewPatch()
+	if o, ok := obj.(metav1.Object); ok && o.GetName() == "waiting" {
+		conditioncontext.Set(ctx, conditioncontext.Reconciling, metav1.ConditionTrue, "Waiting", "thing ns/waiting is not ready")
+		reconciliationcanceledcontext.SetCanceled(ctx)
+		return p, nil
+	}
 	p.SetUpdateChange(desired)
 	return p, nil
 }
@@ -218,7 +227,7 @@ func TestNewFramework(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
-	cfg, _, _ := apiServer(t, "ns/a", "ns/b")
+	cfg, _, _ := apiServer(t, "ns/a", "ns/b", "ns/waiting")
 	kubeconfig := t.TempDir() + "/kubeconfig"
 	if err := writeKubeconfig(kubeconfig, cfg.Host); err != nil {
 		t.Fatal(err)
@@ -254,7 +263,7 @@ func TestCommand(t *testing.T) {
 		{name: "plan without objects", args: []string{"plan"}, wantCode: 2, stderr: "name the things to plan"},
 		{name: "plan bad key", args: []string{"plan", "a"}, wantCode: 2, stderr: "want namespace/name"},
 		{name: "plan bad set", args: []string{"plan", "--release", "3", "--all"}, wantCode: 2, stderr: `invalid value "3" for flag -release: want 1 or 2`},
-		{name: "plan all", args: []string{"plan", "--kubeconfig", kubeconfig, "--all"}, stdout: "ns/b (resource set v1)\n  resource thing\n    ~ update\n        \"desired\"\n\n2 things planned, 2 to change; nothing was changed\n"},
+		{name: "plan all", args: []string{"plan", "--kubeconfig", kubeconfig, "--all"}, stdout: "ns/b (resource set v1)\n  resource thing\n    ~ update\n        \"desired\"\n\nns/waiting (resource set v1)\n  resource thing\n    … waits: thing ns/waiting is not ready\n\n3 things planned, 2 to change, 1 waiting; nothing was changed\n"},
 		{name: "plan under a set", args: []string{"plan", "--kubeconfig", kubeconfig, "--release", "2", "ns/a"}, stdout: "ns/a\n  stops: no resource set"},
 		{name: "plan missing object", args: []string{"plan", "--kubeconfig", kubeconfig, "ns/zz"}, wantCode: 1, stderr: "thing-operator plan: ns/zz: not found"},
 	}

@@ -88,7 +88,10 @@
 //
 // Patch parts hold [Changes]; each [Change] describes itself field by field
 // ("deployment demo/web: spec.replicas 2 → 3"), which framework.FormatPlans
-// and the debug endpoint print.
+// and the debug endpoint print. A plan (framework.Plan, the operator's plan
+// command) of a chain whose child is not ready ends at this resource with
+// "… waits: deployment ns/web not ready: 1 of 2 replicas available (again
+// in 5s)" (framework.ResourcePlan.Waits), as the reconciliation would.
 //
 // # Bad input
 //
