@@ -197,6 +197,8 @@ type Framework struct {
 	metrics *metrics
 	traces  *traceStore
 	state   *objectState
+	// traceSteps is the room each reconciliation's trace is made with.
+	traceSteps int
 
 	bootOnce sync.Once
 	booted   chan struct{}
@@ -310,6 +312,11 @@ func New(config Config) (*Framework, error) {
 		traces:              newTraceStore(config.TraceObjects, config.TracesPerObject),
 		state:               newObjectState(),
 		booted:              make(chan struct{}),
+	}
+	for _, set := range f.router.ResourceSets() {
+		// A crud resource records 6 steps and the chain 1 per resource; the
+		// Framework's own steps (finalizer, status) add a few.
+		f.traceSteps = max(f.traceSteps, 7*len(set.Resources())+4)
 	}
 	m.bindState(f.state)
 	if logDebug {

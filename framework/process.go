@@ -50,7 +50,7 @@ func process(ctx context.Context, obj any, resources []resource.Interface, op st
 	t := trace.FromContext(ctx)
 	for _, r := range resources {
 		if reconciliationcanceledcontext.IsCanceled(ctx) || supersededBy(ctx) {
-			t.Record(r.Name(), op, t.Now(), trace.OutcomeCanceled, nil)
+			t.RecordNotRun(r.Name(), op, trace.OutcomeCanceled)
 			return nil
 		}
 		start := t.Now()

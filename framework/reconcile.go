@@ -113,7 +113,7 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 // logs and events. ctx is rctx, or a context derived from it.
 func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key string) (o outcome) {
 	start := time.Now()
-	tr := trace.New(key, start)
+	tr := trace.NewSized(key, start, f.traceSteps)
 
 	var obj any
 	var rv string

@@ -128,3 +128,53 @@ func TestNew(t *testing.T) {
 		t.Error("Len of a nil trace != 0")
 	}
 }
+
+func TestNewSized(t *testing.T) {
+	start := time.Now()
+	for _, n := range []int{0, 12, 13, 40} {
+		tr := trace.NewSized("ns/o", start, n)
+		if tr.Object != "ns/o" || !tr.Start.Equal(start) || tr.Len() != 0 || cap(tr.Steps) < n {
+			t.Fatalf("NewSized(%d) = %+v with room for %d steps", n, tr.Snapshot(), cap(tr.Steps))
+		}
+		ctx := trace.NewContext(context.Background(), tr)
+		for range n + 1 {
+			trace.Record(ctx, "r", "s", tr.Now(), trace.OutcomeDone, nil)
+		}
+		if tr.Len() != n+1 {
+			t.Fatalf("NewSized(%d): %d steps recorded, want %d", n, tr.Len(), n+1)
+		}
+	}
+}
+
+// TestNowAndRecordNotRun: Now is the wall clock read through the monotonic
+// one; a step that did not run starts where the last one ended and takes no
+// time.
+func TestNowAndRecordNotRun(t *testing.T) {
+	tr := trace.New("ns/o", time.Now())
+	before := time.Now()
+	now := tr.Now()
+	after := time.Now()
+	if now.Before(before) || now.After(after) {
+		t.Fatalf("Now() = %v, want between %v and %v", now, before, after)
+	}
+	tr.RecordNotRun("r", "first", trace.OutcomeCanceled)
+	start := tr.Now()
+	tr.Record("r", "ran", start, trace.OutcomeDone, nil)
+	tr.RecordNotRun("r", "skipped", trace.OutcomeSkipped)
+	s := tr.Snapshot()
+	if len(s.Steps) != 3 {
+		t.Fatalf("%d steps, want 3", len(s.Steps))
+	}
+	if first := s.Steps[0]; !first.Start.Equal(tr.Start) || first.Duration != 0 || first.Outcome != trace.OutcomeCanceled {
+		t.Errorf("first step not run = %+v, want it at the trace's start, no duration", first)
+	}
+	ran, skipped := s.Steps[1], s.Steps[2]
+	if !skipped.Start.Equal(ran.Start.Add(ran.Duration)) || skipped.Duration != 0 || skipped.Outcome != trace.OutcomeSkipped || skipped.Step != "skipped" {
+		t.Errorf("skipped step = %+v, want it where %+v ended, no duration", skipped, ran)
+	}
+	var nilTrace *trace.Trace
+	nilTrace.RecordNotRun("r", "s", trace.OutcomeSkipped) // must not panic
+	if !nilTrace.Now().IsZero() {
+		t.Error("Now of a nil trace is not zero")
+	}
+}

@@ -160,7 +160,7 @@ func (r *Resource) apply(ctx context.Context, t *trace.Trace, obj any, patch *Pa
 
 func (r *Resource) applyPart(ctx context.Context, t *trace.Trace, obj any, step string, change any, set bool, apply func(ctx context.Context, obj, change any) error) error {
 	if !set {
-		t.Record(r.name, step, t.Now(), trace.OutcomeSkipped, nil)
+		t.RecordNotRun(r.name, step, trace.OutcomeSkipped)
 		return nil
 	}
 	return r.step(ctx, t, step, func() error { return apply(ctx, obj, change) })
@@ -186,6 +186,6 @@ func (r *Resource) step(ctx context.Context, t *trace.Trace, step string, f func
 		return nil
 	}
 	level.Debug(r.logger).Log("msg", "stopping before step", "step", step, "reason", reason)
-	t.Record(r.name, step, t.Now(), trace.OutcomeCanceled, nil)
+	t.RecordNotRun(r.name, step, trace.OutcomeCanceled)
 	return errStopped
 }

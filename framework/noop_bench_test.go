@@ -1,0 +1,80 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/crud/crudtest"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+// BenchmarkNoOpReconciliation measures one reconciliation of a steady
+// object by the Framework, from the worker's call to its end (cache read,
+// routing, finalizer check, trace, metrics, state, and the status decision
+// when Conditions is on) over two crud resources whose Ops change nothing:
+// the Framework's cost per no-op reconciliation, without the queue.
+func BenchmarkNoOpReconciliation(b *testing.B) {
+	for _, conditions := range []bool{false, true} {
+		b.Run(fmt.Sprintf("conditions=%v", conditions), func(b *testing.B) {
+			var rs []resource.Interface
+			for i := range 2 {
+				r, err := crud.New(crud.Config{Ops: crudtest.Nop(fmt.Sprintf("r%d", i))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rs = append(rs, r)
+			}
+			set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: rs})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			inf := informertest.New()
+			config := Config{Name: "op", Informer: inf, ResourceRouter: rt, Resource: thingsGVR,
+				Client: newStatusServer(object("a", 1, nil)).client(), Conditions: conditions}
+			f, err := New(config)
+			if err != nil {
+				b.Fatal(err)
+			}
+			obj := &typedWithStatus{}
+			obj.APIVersion, obj.Kind = "test.operatorkit.io/v1", "Thing"
+			obj.Namespace, obj.Name, obj.Generation, obj.ResourceVersion = "ns", "a", 3, "7"
+			obj.Finalizers = []string{f.finalizer}
+			obj.Status.ObservedGeneration = 3
+			obj.Status.Conditions = []metav1.Condition{
+				{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: readyMessageOf("v1"), ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)},
+			}
+			if err := inf.Add(runtime.Object(obj)); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			run := func() outcome {
+				rctx := newReconcileContext(ctx, time.Now().Add(time.Minute))
+				o := f.reconcile(rctx, rctx, "ns/a")
+				rctx.stop()
+				return o
+			}
+			if o := run(); o.result != ResultSuccess || o.err != nil {
+				b.Fatalf("first reconciliation: %s %v", o.result, o.err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if o := run(); o.result != ResultSuccess {
+					b.Fatalf("reconciliation: %s %v", o.result, o.err)
+				}
+			}
+		})
+	}
+}
