@@ -175,7 +175,9 @@
 // Design note: how the Framework writes.
 //   - Finalizer writes keep their resourceVersion precondition: a JSON merge
 //     patch of metadata.finalizers must not lose a finalizer someone else
-//     added since the read.
+//     added since the read. They go through Config.MetadataClient when it
+//     is set (operator.Operator.NewFramework sets it), so the API server
+//     answers with the object's metadata only.
 //   - Status writes use server-side apply on the status subresource under
 //     the Framework's field manager (Config.FieldManager,
 //     "operatorkit-<Name>"), with force, and no resourceVersion

@@ -73,7 +73,9 @@ type Config struct {
 	// MetadataClient, when set, writes the finalizer instead of Client: the
 	// API server then answers each finalizer patch with the object's
 	// metadata only, so the Framework does not decode the whole object to
-	// read its new resourceVersion. Build it with metadata.NewForConfig.
+	// read its new resourceVersion. Build it with metadata.NewForConfig;
+	// operator.Operator.NewFramework fills in the Operator's. Unused (and
+	// not filled in) with DryRun or DisableFinalizers.
 	MetadataClient metadata.Interface
 	// Resource is the GroupVersionResource of the reconciled objects, used
 	// with Client or MetadataClient. Required with either.

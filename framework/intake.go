@@ -67,7 +67,10 @@ func (f *Framework) DeleteFunc(obj any) {
 
 // Enqueue asks for a reconciliation of the object with key
 // "namespace/name". It is how watches on other kinds (children, external
-// systems) wake the owner up. Duplicate keys are coalesced.
+// systems) wake the owner up. Duplicate keys are coalesced. A handler of
+// an informer that calls it can skip resyncs and the echoes of the
+// operator's own writes by being wrapped in operator.OwnWrites.Filter (as
+// operator.Operator.Owns and Watches do).
 func (f *Framework) Enqueue(key string) {
 	f.state.markPending(key)
 	f.add(key)

@@ -26,6 +26,27 @@
 // answers, the CRD is served, and the identity holds the [Permissions] the
 // binary needs of its ClusterRole's rules, each problem one line.
 //
+// # Defaults
+//
+// What a main function gets without asking:
+//
+//   - Clients: [Operator.NewFramework] gives the Framework the Operator's
+//     clients, built once from Config.RESTConfig: the dynamic client
+//     (Dynamic) for status writes, and a metadata client (Metadata) for the
+//     finalizer patches, which the API server then answers with the
+//     object's metadata only, not the whole object to decode. A field set
+//     in framework.Config is kept.
+//   - Child watches: [Operator.Owns] and [Operator.Watches] skip resyncs and
+//     the echoes of the operator's own writes (see below); a handler of
+//     your own that calls framework.Framework.Enqueue gets the same from
+//     [OwnWrites.Filter].
+//   - Client-side rate limit: [Options.RESTConfig] sets DefaultKubeAPIQPS
+//     (50) requests per second with bursts of DefaultKubeAPIBurst (100),
+//     or --kube-api-qps and --kube-api-burst, for each client the Operator
+//     builds (dynamic, typed, metadata: one limiter each). A rest.Config
+//     made otherwise keeps its own QPS and Burst, and client-go's 5 and 10
+//     when they are zero.
+//
 // # Plans
 //
 // [Operator.Plan] is a one-off dry run: it starts only the shared informers,
@@ -76,7 +97,8 @@
 // Child watches: Owns enqueues a child's controller owner; Watches enqueues
 // what a map function returns. Neither enqueues on a resync (the owner's
 // own informer resyncs it) nor on the echo of the operator's own write
-// (recorded with OwnWrites.Record by whatever wrote it), so that an
+// (announced with OwnWrites.Begin by whatever wrote it), so that an
 // operator's create or apply of a child does not make the owner reconcile
-// again.
+// again. OwnWrites.Filter gives the same filtering to any informer event
+// handler.
 package operator

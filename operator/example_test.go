@@ -9,8 +9,11 @@ import (
 	"syscall"
 
 	"github.com/go-kit/log"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
@@ -66,16 +69,13 @@ func Example() {
 	inf, _ := op.Informer(informer.Config{GVR: widgets})
 	set, _ := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: nil /* your resources */})
 	rtr, _ := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
-	f, err := framework.New(framework.Config{
-		Name: "widget-operator", Informer: inf, ResourceRouter: rtr,
-		Client: op.Dynamic(), Resource: widgets, Registerer: op.Registry(), Logger: logger,
-		EventRecorder: op.EventRecorder(scheme.Scheme),
-	})
+	// The Operator's clients (a metadata client for the finalizer
+	// patches), registry, logger and event recorder; added to op.
+	f, err := op.NewFramework(framework.Config{Name: "widget-operator", Informer: inf, ResourceRouter: rtr, Resource: widgets})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	_ = op.Add(f)
 	configMaps, _ := op.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}})
 	_ = op.Owns(f, schema.GroupKind{Group: "example.com", Kind: "Widget"}, configMaps)
 
@@ -110,4 +110,51 @@ func ExampleCommand() {
 	// Output:
 	// widget-operator: invalid value 0 for flag --workers: must be at least 1
 	// exit code 2
+}
+
+// A handler of your own that calls Framework.Enqueue, here for ConfigMaps
+// that name their Widget in a label, gets the filtering of Owns from
+// OwnWrites.Filter: resyncs and the echoes of the operator's own writes do
+// not wake the Widget. The informer's events are played by hand.
+func ExampleOwnWrites_Filter() {
+	op, _ := operator.New(operator.Config{RESTConfig: &rest.Config{Host: "https://cluster.example"}, Name: "widget-operator"})
+	enqueue := func(key string) { fmt.Println("enqueue", key) } // f.Enqueue of the Widget Framework
+	widgetOf := func(obj any) string {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		cm := obj.(*corev1.ConfigMap)
+		return cm.Namespace + "/" + cm.Labels["example.com/widget"]
+	}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	h := op.OwnWrites().Filter(configMaps.GroupResource(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(widgetOf(obj)) },
+		UpdateFunc: func(_, obj any) { enqueue(widgetOf(obj)) },
+		DeleteFunc: func(obj any) { enqueue(widgetOf(obj)) },
+	})
+	inf, _ := op.Informer(informer.Config{GVR: configMaps})
+	_, _ = inf.AddEventHandler(h)
+
+	version := func(rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web-config", UID: "1", ResourceVersion: rv,
+			Labels: map[string]string{"example.com/widget": "web"}}}
+	}
+	fmt.Println("a resync:")
+	h.OnUpdate(version("7"), version("7"))
+	fmt.Println("the operator's own update:")
+	done := op.OwnWrites().Begin(configMaps.GroupResource(), "apps", "web-config")
+	// ... the update, which the API server answers with version 8 ...
+	done(version("8"), nil)
+	h.OnUpdate(version("7"), version("8"))
+	fmt.Println("someone else's update:")
+	h.OnUpdate(version("8"), version("9"))
+	fmt.Println("a delete:")
+	h.OnDelete(version("9"))
+	// Output:
+	// a resync:
+	// the operator's own update:
+	// someone else's update:
+	// enqueue apps/web
+	// a delete:
+	// enqueue apps/web
 }

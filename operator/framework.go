@@ -8,7 +8,6 @@ import (
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/framework"
@@ -75,16 +74,42 @@ func orDefaultInt(n, def int) int {
 
 // NewFramework is framework.New for a Framework that this Operator runs:
 // it completes config from the Operator, creates the Framework and adds it
-// (Add). Empty fields default to: Client to Dynamic(); Registerer to
-// Registry(); Logger to the Operator's logger; EventRecorder, unless
-// DryRun, to EventRecorder(client-go's scheme), which can refer to objects
-// of other kinds only when they carry apiVersion and kind (as those of a
-// dynamic informer or informer.ConvertTo do; otherwise pass a recorder
-// made with a scheme that knows them); CRDClient, when CRD is set, to a
-// crdclient on Config.RESTConfig. The error is framework.New's or Add's.
+// (Add). Empty fields default to: Client to Dynamic(); MetadataClient,
+// where the Framework writes finalizers (neither DryRun nor
+// DisableFinalizers), to Metadata(), so that each finalizer patch is
+// answered with the object's metadata only; Registerer to Registry();
+// Logger to the Operator's logger; EventRecorder, unless DryRun, to
+// EventRecorder(client-go's scheme), which can refer to objects of other
+// kinds only when they carry apiVersion and kind (as those of a dynamic
+// informer or informer.ConvertTo do; otherwise pass a recorder made with a
+// scheme that knows them); CRDClient, when CRD is set, to a crdclient on
+// Config.RESTConfig. The clients are built from Config.RESTConfig with
+// Config.Name as user agent unless it has one; Dynamic() and Metadata()
+// once, by New, and shared by every Framework. The error is
+// framework.New's or Add's.
 func (o *Operator) NewFramework(config framework.Config) (*framework.Framework, error) {
+	config, err := o.frameworkConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	f, err := framework.New(config)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.Add(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// frameworkConfig fills the empty fields of config as NewFramework
+// documents.
+func (o *Operator) frameworkConfig(config framework.Config) (framework.Config, error) {
 	if config.Client == nil {
 		config.Client = o.dynamic
+	}
+	if config.MetadataClient == nil && !config.DryRun && !config.DisableFinalizers {
+		config.MetadataClient = o.metadata
 	}
 	if config.Registerer == nil {
 		config.Registerer = o.registry
@@ -96,24 +121,13 @@ func (o *Operator) NewFramework(config framework.Config) (*framework.Framework, 
 		config.EventRecorder = o.EventRecorder(scheme.Scheme)
 	}
 	if config.CRD != nil && config.CRDClient == nil {
-		rc := rest.CopyConfig(o.config.RESTConfig)
-		if rc.UserAgent == "" {
-			rc.UserAgent = o.config.Name
-		}
-		ext, err := apiextensionsclient.NewForConfig(rc)
+		ext, err := apiextensionsclient.NewForConfig(o.restConfig)
 		if err != nil {
-			return nil, fmt.Errorf("apiextensions client: %w", err)
+			return config, fmt.Errorf("apiextensions client: %w", err)
 		}
 		if config.CRDClient, err = crdclient.New(crdclient.Config{Client: ext, Logger: config.Logger}); err != nil {
-			return nil, err
+			return config, err
 		}
 	}
-	f, err := framework.New(config)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.Add(f); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return config, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/metadata"
+
 	"github.com/operatorkit/operatorkit/framework"
 )
 
@@ -81,5 +83,55 @@ func TestParseFlags(t *testing.T) {
 	}
 	if err := ParseFlags(fs, []string{"-n", "2"}, "usage: cmd", &stdout); err != nil || *n != 2 {
 		t.Fatalf("ParseFlags(-n 2) = %v, n = %d", err, *n)
+	}
+}
+
+// TestNewFrameworkMetadataClient checks that NewFramework gives a Framework
+// that writes finalizers the Operator's metadata client, keeps the user's,
+// and gives none where no finalizer is written.
+func TestNewFrameworkMetadataClient(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Metadata() == nil {
+		t.Fatal("Metadata() = nil")
+	}
+	config := thingsConfig(t, o)
+	got, err := o.frameworkConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MetadataClient != o.Metadata() || got.Client != o.Dynamic() {
+		t.Errorf("MetadataClient, Client = %v, %v; want the Operator's %v, %v", got.MetadataClient, got.Client, o.Metadata(), o.Dynamic())
+	}
+
+	mine, err := metadata.NewForConfig(restConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withMine := config
+	withMine.MetadataClient = mine
+	if got, err := o.frameworkConfig(withMine); err != nil || got.MetadataClient != mine {
+		t.Errorf("MetadataClient given = %v (err %v), want the user's %v kept", got.MetadataClient, err, mine)
+	}
+
+	for name, set := range map[string]func(*framework.Config){
+		"DryRun":            func(c *framework.Config) { c.DryRun = true },
+		"DisableFinalizers": func(c *framework.Config) { c.DisableFinalizers = true },
+	} {
+		c := config
+		set(&c)
+		if got, err := o.frameworkConfig(c); err != nil || got.MetadataClient != nil {
+			t.Errorf("with %s: MetadataClient = %v (err %v), want nil: no finalizer is written", name, got.MetadataClient, err)
+		}
+	}
+
+	f, err := o.NewFramework(config)
+	if err != nil {
+		t.Fatalf("NewFramework() = %v", err)
+	}
+	if len(o.frameworks) != 1 || o.frameworks[0] != f {
+		t.Fatal("NewFramework did not add the Framework")
 	}
 }

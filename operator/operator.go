@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -67,8 +68,14 @@ var ErrAlreadyStarted = errors.New("operator already started")
 // they are empty; the others have documented defaults.
 type Config struct {
 	// RESTConfig reaches the API server: the shared informers, the child
-	// watches and the leader election use it. Options.RESTConfig loads one
-	// from the usual flags. Required.
+	// watches, the leader election and the clients NewFramework fills in
+	// use it. Options.RESTConfig loads one from the usual flags. Its QPS and
+	// Burst are the client-side rate limit of each client built from it
+	// (the dynamic, typed, metadata and apiextensions clients have one
+	// limiter each, unless its RateLimiter is set): Options.RESTConfig sets
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst (--kube-api-qps,
+	// --kube-api-burst); a config with QPS 0 gets client-go's default of
+	// 5 QPS and burst 10. Required.
 	RESTConfig *rest.Config
 	// Name names the operator process: the default Lease name, the
 	// user agent of its clients, the "operator" log key. Required.
@@ -121,11 +128,15 @@ type Config struct {
 // child watches, leader election, the HTTP endpoints. Create it with New,
 // add Frameworks, informers and watches, then call Run once.
 type Operator struct {
-	config   Config
-	logger   log.Logger
-	registry *prometheus.Registry
-	dynamic  dynamic.Interface
-	kube     kubernetes.Interface
+	config Config
+	// restConfig is Config.RESTConfig with Config.Name as user agent
+	// unless it has one: every client of the Operator's is built from it.
+	restConfig *rest.Config
+	logger     log.Logger
+	registry   *prometheus.Registry
+	dynamic    dynamic.Interface
+	kube       kubernetes.Interface
+	metadata   metadata.Interface
 
 	mu         sync.Mutex
 	started    bool
@@ -195,13 +206,19 @@ func New(config Config) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
 	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
+	}
 	o := &Operator{
-		config:    config,
-		logger:    log.With(config.Logger, "operator", config.Name),
-		registry:  registry,
-		dynamic:   dyn,
-		kube:      kube,
-		informers: map[informerKey]*sharedInformer{},
+		config:     config,
+		restConfig: rc,
+		logger:     log.With(config.Logger, "operator", config.Name),
+		registry:   registry,
+		dynamic:    dyn,
+		kube:       kube,
+		metadata:   md,
+		informers:  map[informerKey]*sharedInformer{},
 	}
 	for i, f := range config.Frameworks {
 		if f == nil {
@@ -236,6 +253,12 @@ func (o *Operator) Dynamic() dynamic.Interface { return o.dynamic }
 
 // Kubernetes returns a typed clientset built from Config.RESTConfig.
 func (o *Operator) Kubernetes() kubernetes.Interface { return o.kube }
+
+// Metadata returns a metadata-only client (client-go's metadata package)
+// built from Config.RESTConfig: the API server answers its requests with
+// objects' metadata only. NewFramework gives it to the Framework for its
+// finalizer patches.
+func (o *Operator) Metadata() metadata.Interface { return o.metadata }
 
 // MetricsURL returns the base URL of the metrics endpoint ("http://host:port")
 // once Run has opened it, and "" before or when it is off. With port 0 in

@@ -175,7 +175,6 @@ func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFu
 	if started {
 		return ErrAlreadyStarted
 	}
-	writes := o.OwnWrites()
 	enqueue := func(oldObj, newObj, obj any) {
 		for _, p := range predicates {
 			if !p(oldObj, newObj) {
@@ -186,26 +185,17 @@ func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFu
 			f.Enqueue(key)
 		}
 	}
-	gr := source.gvr.GroupResource()
-	_, err := source.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			writes.observe(gr, obj, func() { enqueue(nil, obj, obj) })
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			if resourceVersion(oldObj) == resourceVersion(newObj) {
-				return // a resync: the owner's own informer resyncs it
-			}
-			writes.observe(gr, newObj, func() { enqueue(oldObj, newObj, newObj) })
-		},
+	_, err := source.AddEventHandler(o.OwnWrites().Filter(source.gvr.GroupResource(), cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(nil, obj, obj) },
+		UpdateFunc: func(oldObj, newObj any) { enqueue(oldObj, newObj, newObj) },
 		DeleteFunc: func(obj any) {
-			writes.forget(obj)
 			last := obj
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				last = d.Obj
 			}
 			enqueue(obj, nil, last)
 		},
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", source.gvr, err)
 	}
@@ -214,7 +204,8 @@ func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFu
 
 // OwnWrites returns the Operator's record of its own writes to watched
 // objects: wrap each write of a watched object in OwnWrites.Begin, and the
-// watch event that write causes does not wake the owner again.
+// watch event that write causes does not wake the owner again, through Owns,
+// Watches or a handler of your own wrapped in OwnWrites.Filter.
 func (o *Operator) OwnWrites() *OwnWrites {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -225,15 +216,15 @@ func (o *Operator) OwnWrites() *OwnWrites {
 }
 
 // OwnWrites tells the watch events caused by the operator's own writes
-// (echoes) from the others, so that Owns and Watches do not wake an owner
-// for a change it made itself. The watch event of a write can reach the
-// informer before the write's answer reaches the writer, so a write is
-// announced before it is sent (Begin) and settled with its answer: events of
-// the written object that arrive in between are held, and released at the
-// answer unless they carry the answer's resourceVersion. Methods are safe for
-// concurrent use. Memory: one entry per write in flight, and one per written
-// object whose echo has not arrived yet (dropped when the object is
-// deleted or written again).
+// (echoes) from the others, so that Owns, Watches and the handlers wrapped
+// in Filter do not wake an owner for a change it made itself. The watch
+// event of a write can reach the informer before the write's answer
+// reaches the writer, so a write is announced before it is sent (Begin)
+// and settled with its answer: events of the written object that arrive in
+// between are held, and released at the answer unless they carry the
+// answer's resourceVersion. Methods are safe for concurrent use. Memory:
+// one entry per write in flight, and one per written object whose echo has
+// not arrived yet (dropped when the object is deleted or written again).
 type OwnWrites struct {
 	mu      sync.Mutex
 	pending map[writeKey]*pendingWrite
@@ -275,6 +266,48 @@ func (w *OwnWrites) Begin(resource schema.GroupResource, namespace, name string)
 	return func(answer metav1.Object, err error) {
 		once.Do(func() { w.settle(key, answer, err) })
 	}
+}
+
+// Filter returns an event handler, for an informer of the objects of
+// resource, that passes the informer's events on to h except those that
+// should not wake anyone: updates that change nothing (a resync: the same
+// resourceVersion) and adds and updates that are the echo of the
+// operator's own write (announced with Begin). Deletes always pass. It is
+// the filtering of Owns and Watches, for a handler of your own that calls
+// framework.Framework.Enqueue: register the result with the informer's
+// AddEventHandler.
+//
+// An add or update that arrives while a write of the same object is in
+// flight is held until the write's answer (see OwnWrites) and then passed
+// on, unless it is that write's echo, on the goroutine that calls Begin's
+// func: h may then run at the same time as on the informer's goroutine, so
+// it must be safe for concurrent use (Framework.Enqueue is) and must not
+// block.
+func (w *OwnWrites) Filter(resource schema.GroupResource, h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	return &filteredHandler{writes: w, resource: resource, next: h}
+}
+
+// filteredHandler is the handler Filter returns.
+type filteredHandler struct {
+	writes   *OwnWrites
+	resource schema.GroupResource
+	next     cache.ResourceEventHandler
+}
+
+func (h *filteredHandler) OnAdd(obj any, isInInitialList bool) {
+	h.writes.observe(h.resource, obj, func() { h.next.OnAdd(obj, isInInitialList) })
+}
+
+func (h *filteredHandler) OnUpdate(oldObj, newObj any) {
+	if resourceVersion(oldObj) == resourceVersion(newObj) {
+		return // a resync: the owner's own informer resyncs it
+	}
+	h.writes.observe(h.resource, newObj, func() { h.next.OnUpdate(oldObj, newObj) })
+}
+
+func (h *filteredHandler) OnDelete(obj any) {
+	h.writes.forget(obj)
+	h.next.OnDelete(obj)
 }
 
 func (w *OwnWrites) settle(key writeKey, answer metav1.Object, err error) {

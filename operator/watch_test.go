@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -155,3 +156,77 @@ func TestInformerShared(t *testing.T) {
 }
 
 func restConfig() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:1"} }
+
+// recordingHandler records the events a Filter passes on.
+type recordingHandler struct{ events []string }
+
+func (r *recordingHandler) OnAdd(obj any, isInInitialList bool) {
+	r.events = append(r.events, fmt.Sprintf("add %s initial=%t", resourceVersion(obj), isInInitialList))
+}
+
+func (r *recordingHandler) OnUpdate(oldObj, newObj any) {
+	r.events = append(r.events, fmt.Sprintf("update %s->%s", resourceVersion(oldObj), resourceVersion(newObj)))
+}
+
+func (r *recordingHandler) OnDelete(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		r.events = append(r.events, "delete tombstone "+resourceVersion(d.Obj))
+		return
+	}
+	r.events = append(r.events, "delete "+resourceVersion(obj))
+}
+
+// TestOwnWritesFilter plays an informer's events through Filter: resyncs
+// and the echoes of own writes stop there, foreign changes and deletes pass.
+func TestOwnWritesFilter(t *testing.T) {
+	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+	rec := &recordingHandler{}
+	h := w.Filter(configMaps, rec)
+	want := func(step string, events ...string) {
+		t.Helper()
+		if strings.Join(rec.events, ", ") != strings.Join(events, ", ") {
+			t.Fatalf("after %s: passed on [%s], want [%s]", step, strings.Join(rec.events, ", "), strings.Join(events, ", "))
+		}
+		rec.events = nil
+	}
+
+	h.OnAdd(cm("u", "1"), true)
+	want("an add from the initial list", "add 1 initial=true")
+	h.OnUpdate(cm("u", "1"), cm("u", "1"))
+	want("a resync")
+	h.OnUpdate(cm("u", "1"), cm("u", "2"))
+	want("a foreign change", "update 1->2")
+
+	done := w.Begin(configMaps, "ns", "c")
+	h.OnUpdate(cm("u", "2"), cm("u", "3"))
+	want("the echo of a write in flight (held)")
+	done(cm("u", "3"), nil)
+	want("the write's answer")
+
+	w.Begin(configMaps, "ns", "c")(cm("u", "4"), nil)
+	h.OnUpdate(cm("u", "3"), cm("u", "4"))
+	want("the echo of an answered write")
+
+	done = w.Begin(configMaps, "ns", "c")
+	h.OnUpdate(cm("u", "4"), cm("u", "5"))
+	want("a foreign change during a write (held)")
+	done(cm("u", "6"), nil)
+	want("the write's answer", "update 4->5")
+	h.OnUpdate(cm("u", "5"), cm("u", "6"))
+	want("the echo of that write")
+
+	w.Begin(configMaps, "ns", "c")(cm("v", "7"), nil)
+	h.OnAdd(cm("v", "7"), false)
+	want("the echo of an own create")
+
+	w.Begin(configMaps, "ns", "c")(cm("v", "8"), nil)
+	h.OnDelete(cm("v", "8"))
+	want("a delete", "delete 8")
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cm("v", "8")})
+	want("a delete seen as a tombstone", "delete tombstone 8")
+	if len(w.echoes) != 0 || len(w.pending) != 0 {
+		t.Fatalf("after the delete: echoes %v, pending %v, want none", w.echoes, w.pending)
+	}
+	h.OnAdd(cm("v", "8"), false)
+	want("an add of the deleted object's version (its echo was forgotten)", "add 8 initial=false")
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-kit/log/level"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 
 	"example.com/greeting/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/framework"
@@ -60,8 +59,13 @@ func run(ctx context.Context, config operator.Config) error {
 		return err
 	}
 
-	// The caches: every Greeting, and the ConfigMaps this operator manages.
-	greetingCache, err := op.Informer(informer.Config{GVR: greetings})
+	// The caches: every Greeting (decoded once into a *v1alpha1.Greeting),
+	// and the ConfigMaps this operator manages.
+	greetingCache, err := op.Informer(informer.Config{
+		GVR:               greetings,
+		Transform:         informer.ConvertTo[*v1alpha1.Greeting](config.Logger),
+		DropManagedFields: true,
+	})
 	if err != nil {
 		return err
 	}
@@ -97,21 +101,16 @@ func run(ctx context.Context, config operator.Config) error {
 
 	// The Framework reconciles each Greeting, keeps a finalizer on it so
 	// that its ConfigMap is deleted with it, and writes its Ready condition.
-	f, err := framework.New(framework.Config{
+	// The operator fills in its clients, metrics registry, logger and event
+	// recorder, and runs it.
+	f, err := op.NewFramework(framework.Config{
 		Name:           name,
 		Informer:       greetingCache,
 		ResourceRouter: rtr,
-		Client:         op.Dynamic(),
 		Resource:       greetings,
 		Conditions:     true,
-		Logger:         config.Logger,
-		Registerer:     op.Registry(),
-		EventRecorder:  op.EventRecorder(scheme.Scheme),
 	})
 	if err != nil {
-		return err
-	}
-	if err := op.Add(f); err != nil {
 		return err
 	}
 	// A change to a Greeting's ConfigMap (someone edits or deletes it)
