@@ -40,8 +40,10 @@ func (f *Framework) UpdateFunc(oldObj, newObj any) {
 // object is gone only after its delete chain ran, so nothing is left to do;
 // an object that vanished without the Framework's finalizer (finalizers
 // disabled, or deleted before its first reconciliation) is reconciled once
-// more from its last known state, which runs its delete chain. It accepts
-// cache.DeletedFinalStateUnknown tombstones.
+// more from its last known state, which runs its delete chain, unless the
+// API server still has it: an object that only left the informer's view (a
+// label selector that no longer matches it) is forgotten, not deleted. It
+// accepts cache.DeletedFinalStateUnknown tombstones.
 func (f *Framework) DeleteFunc(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj

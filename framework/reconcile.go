@@ -143,6 +143,18 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		return outcome{result: ResultPermanent, err: fmt.Errorf("object %s has no metadata: %w", key, err)}
 	}
 	rv = acc.GetResourceVersion()
+	if tombstone {
+		left, err := f.leftSelection(ctx, acc)
+		if err != nil {
+			return outcome{result: ResultError, err: fmt.Errorf("check whether %s was deleted or left the informer's selection: %w", key, err)}
+		}
+		if left {
+			f.state.forget(key)
+			f.metrics.forget(key)
+			level.Info(f.logger).Log("msg", "object left the informer's selection but exists: not reconciled any more, its delete chain does not run", "object", key)
+			return outcome{result: ResultSkipped}
+		}
+	}
 
 	if !tombstone && !f.runSuperseded && !f.dryRun {
 		rctx.watchGeneration(f, key, acc.GetGeneration())
@@ -423,6 +435,39 @@ func (f *Framework) patchFinalizers(ctx context.Context, acc metav1.Object, fina
 		return "", err
 	}
 	return res.GetResourceVersion(), nil
+}
+
+// leftSelection reports whether the object of a delete event (acc, its
+// last known state) still exists in the API server with the same UID: it
+// left the informer's view (a label or field selector that no longer
+// matches, a shard that moved) without being deleted, and its delete chain
+// must not run. The informer cannot tell the two apart, so the object is
+// read from the API server (through MetadataClient when set, else Client).
+// It runs only for a tombstone, a delete the Framework did not finalize
+// itself: with finalizers that is rare (an object that left the selection,
+// or lost its finalizer to someone else, or was deleted before its first
+// reconciliation); with DisableFinalizers it is one read per deleted
+// object. Without a client, an object is taken to be deleted.
+func (f *Framework) leftSelection(ctx context.Context, acc metav1.Object) (bool, error) {
+	var cur metav1.Object
+	var err error
+	switch {
+	case f.resource.Resource == "":
+		return false, nil
+	case f.metaClient != nil:
+		cur, err = f.metaClient.Resource(f.resource).Namespace(acc.GetNamespace()).Get(ctx, acc.GetName(), metav1.GetOptions{})
+	case f.client != nil:
+		cur, err = f.client.Resource(f.resource).Namespace(acc.GetNamespace()).Get(ctx, acc.GetName(), metav1.GetOptions{})
+	default:
+		return false, nil
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return cur.GetUID() == acc.GetUID(), nil
 }
 
 // addFinalizer adds the Framework's finalizer and returns a copy of obj with
