@@ -4,7 +4,8 @@
 #
 #   bench/bench.sh                 full mode: N=1000 with 1, 4 and 16 workers,
 #                                  3 repetitions; then N=3000 with 4 workers, 1
-#                                  repetition (the budget: < 20 min on 2 cores)
+#                                  repetition (about 21 min on 2 cores with the
+#                                  four contenders)
 #   BENCH_QUICK=1 bench/bench.sh   quick mode (CI): N=200, 4 workers, 1 repetition
 #
 # Extra arguments go to every benchrun invocation (e.g. --pin=false).

@@ -1,11 +1,12 @@
 // Command benchrun is the driver of the side-by-side benchmark: it starts a
 // real kube-apiserver with testenv (a child process), installs the Item CRD,
 // and runs each contender (bench/cmd/contender: operatorkit,
-// controller-runtime, limit) as a child process through the phases create,
-// burst, steady and delete, for each item count and worker count, repeated.
-// It prints a table of medians (min..max) with the ratios
-// operatorkit/controller-runtime and operatorkit/limit, and can write it as
-// markdown and the raw results as JSON.
+// operatorkit-readme, controller-runtime, limit) as a child process through
+// the phases create, burst, steady and delete, for each item count and
+// worker count, repeated. It prints a table of medians (min..max) with the
+// ratios operatorkit/controller-runtime, operatorkit/limit and
+// operatorkit-readme/limit, and can write it as markdown and the raw results
+// as JSON.
 //
 // The API server with this driver and the contender are pinned to different
 // CPUs unless --pin=false. See docs/benchmarks.md for what each figure
@@ -40,9 +41,13 @@ import (
 // The contender kinds (the --kind values of the contender binary).
 const (
 	kindOperatorkit       = "operatorkit"
+	kindOperatorkitReadme = "operatorkit-readme"
 	kindControllerRuntime = "controller-runtime"
 	kindLimit             = "limit"
 )
+
+// allKinds are the contenders benchrun knows, in the default order.
+var allKinds = []string{kindOperatorkit, kindOperatorkitReadme, kindControllerRuntime, kindLimit}
 
 type options struct {
 	contenderBin      string
@@ -78,7 +83,7 @@ func main() {
 func mainErr() error {
 	var (
 		o          options
-		contenders = flag.String("contenders", "operatorkit,controller-runtime,limit", "contenders to run, in order")
+		contenders = flag.String("contenders", strings.Join(allKinds, ","), "contenders to run, in order")
 		ns         = flag.String("n", "1000,3000", "numbers of Items (crossed with --workers unless --runs is set)")
 		workers    = flag.String("workers", "1,4,16", "worker counts (crossed with --n unless --runs is set)")
 		runs       = flag.String("runs", "", "explicit N x workers combinations, e.g. 1000x1,1000x4,3000x4 (overrides --n and --workers)")
@@ -89,7 +94,7 @@ func mainErr() error {
 	flag.StringVar(&o.contenderBin, "contender", "", "contender binary (default: \"contender\" next to this binary)")
 	flag.IntVar(&o.repeat, "repeat", 3, "repetitions of every run")
 	flag.BoolVar(&o.pin, "pin", true, "pin the API server and the contender to different CPUs")
-	okitArgs := flag.String("okit-args", "", "extra space-separated flags for the operatorkit contender, e.g. \"--items=transform --status=merge --trace-objects=-1 --run-superseded\"")
+	okitArgs := flag.String("okit-args", "", "extra space-separated flags for the (tuned) operatorkit contender, not operatorkit-readme, e.g. \"--items=transform --status=merge --trace-objects=-1 --run-superseded\"")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase to converge")
 	flag.IntVar(&o.driverConcurrency, "driver-concurrency", 8, "concurrent requests of the driver when it creates and updates Items")
 	flag.StringVar(&o.logDir, "logdir", "", "directory for contender logs (default: a temporary directory)")
@@ -107,8 +112,8 @@ func mainErr() error {
 	o.okitArgs = strings.Fields(*okitArgs)
 	o.contenders = splitList(*contenders)
 	for _, c := range o.contenders {
-		if c != kindOperatorkit && c != kindControllerRuntime && c != kindLimit {
-			return fmt.Errorf("unknown contender %q", c)
+		if !slices.Contains(allKinds, c) {
+			return fmt.Errorf("unknown contender %q (want one of %s)", c, strings.Join(allKinds, ", "))
 		}
 	}
 	o.phases = splitList(*phases)

@@ -53,8 +53,8 @@ type metric struct {
 	name string
 	get  func(r phaseResult) float64
 	fmt  string
-	// target is the largest ratio operatorkit/limit the issue accepts;
-	// 0 means no target.
+	// target is the largest ratio operatorkit/limit (for either operatorkit
+	// contender) the issues accept; 0 means no target.
 	target float64
 }
 
@@ -75,6 +75,7 @@ var metrics = []metric{
 	{name: "peak RSS MiB", get: func(r phaseResult) float64 { return float64(r.PeakRSS) / (1 << 20) }, fmt: "%.1f"},
 	{name: "RSS above idle MiB", get: func(r phaseResult) float64 { return float64(r.RSSAboveIdle) / (1 << 20) }, fmt: "%.1f", target: 1.1},
 	{name: "server writes", get: func(r phaseResult) float64 { return float64(r.ServerWrites) }, fmt: "%.0f"},
+	{name: "server Event writes", get: func(r phaseResult) float64 { return float64(r.ServerEventWrites) }, fmt: "%.0f"},
 }
 
 type groupKey struct {
@@ -194,6 +195,36 @@ func (rep report) sizes() []runSize {
 
 func (rep report) has(c string) bool { return slices.Contains(rep.opts.contenders, c) }
 
+// ratioColumn is a column of the main table: the ratio of contender a's
+// median to contender b's.
+type ratioColumn struct {
+	label string
+	a, b  string
+}
+
+// ratioColumns are the ratio columns, in order; each is shown when both of
+// its contenders ran.
+var ratioColumns = []ratioColumn{
+	{"okit/crt", kindOperatorkit, kindControllerRuntime},
+	{"okit/limit", kindOperatorkit, kindLimit},
+	{"readme/limit", kindOperatorkitReadme, kindLimit},
+	{"readme/okit", kindOperatorkitReadme, kindOperatorkit},
+}
+
+// ratios returns the ratio columns whose contenders both ran.
+func (rep report) ratios() []ratioColumn {
+	var out []ratioColumn
+	for _, rc := range ratioColumns {
+		if rep.has(rc.a) && rep.has(rc.b) {
+			out = append(out, rc)
+		}
+	}
+	return out
+}
+
+// okitKinds are the contenders whose ratios to the limit have targets.
+var okitKinds = []string{kindOperatorkit, kindOperatorkitReadme}
+
 // tables builds the main tables (one per N and worker count), the request
 // table and the targets table.
 func (rep report) tables() []table {
@@ -205,11 +236,8 @@ func (rep report) tables() []table {
 			header: []string{"phase", "metric"},
 		}
 		t.header = append(t.header, rep.opts.contenders...)
-		if rep.has(kindOperatorkit) && rep.has(kindControllerRuntime) {
-			t.header = append(t.header, "okit/crt")
-		}
-		if rep.has(kindOperatorkit) && rep.has(kindLimit) {
-			t.header = append(t.header, "okit/limit")
+		for _, rc := range rep.ratios() {
+			t.header = append(t.header, rc.label)
 		}
 		for _, phase := range rep.opts.phases {
 			for _, m := range metrics {
@@ -219,11 +247,8 @@ func (rep report) tables() []table {
 					st[c] = summarize(g[groupKey{size.N, size.Workers, phase, c}], m.get)
 					row = append(row, st[c].format(m.fmt))
 				}
-				if rep.has(kindOperatorkit) && rep.has(kindControllerRuntime) {
-					row = append(row, ratio(st[kindOperatorkit], st[kindControllerRuntime]))
-				}
-				if rep.has(kindOperatorkit) && rep.has(kindLimit) {
-					row = append(row, ratio(st[kindOperatorkit], st[kindLimit]))
+				for _, rc := range rep.ratios() {
+					row = append(row, ratio(st[rc.a], st[rc.b]))
 				}
 				t.rows = append(t.rows, row)
 			}
@@ -256,41 +281,49 @@ func (rep report) tables() []table {
 	}
 	out = append(out, req)
 
-	if rep.has(kindOperatorkit) && rep.has(kindLimit) {
-		tt := table{title: "Targets (operatorkit/limit, medians): wall ≤ 1.05, writes 1.00 and no 4xx, reconciles ≤ 1.1, CPU ≤ 1.2, RSS above idle ≤ 1.1; steady: 0 writes and ≤ 10 µs CPU per no-op reconcile",
-			header: []string{"N", "workers", "phase", "wall", "writes", "4xx", "reconciles", "CPU", "RSS above idle", "steady"}}
+	var targeted []string
+	for _, k := range okitKinds {
+		if rep.has(k) && rep.has(kindLimit) {
+			targeted = append(targeted, k)
+		}
+	}
+	if len(targeted) > 0 {
+		tt := table{title: "Targets (each operatorkit contender/limit, medians): wall ≤ 1.05, writes 1.00 and no 4xx, reconciles ≤ 1.1, CPU ≤ 1.2, RSS above idle ≤ 1.1; steady: 0 writes and ≤ 10 µs CPU per no-op reconcile",
+			header: []string{"N", "workers", "phase", "contender", "wall", "writes", "4xx", "reconciles", "CPU", "RSS above idle", "steady"}}
 		for _, size := range rep.sizes() {
 			for _, phase := range rep.opts.phases {
-				row := []string{fmt.Sprint(size.N), fmt.Sprint(size.Workers), phase}
-				ok := g[groupKey{size.N, size.Workers, phase, kindOperatorkit}]
-				lim := g[groupKey{size.N, size.Workers, phase, kindLimit}]
-				if len(ok) == 0 || len(lim) == 0 {
-					continue
-				}
-				for _, name := range []string{"wall s", "writes", "4xx", "reconciles", "CPU s", "RSS above idle MiB"} {
-					m := metricByName(name)
-					a, b := summarize(ok, m.get), summarize(lim, m.get)
-					r := ratio(a, b)
-					pass := a.med <= b.med*m.target+1e-9
-					switch name {
-					case "4xx":
-						pass = a.med == 0
-						r = fmt.Sprintf("%.0f vs %.0f", a.med, b.med)
-					case "writes":
-						if d := a.med - b.med; d != 0 {
-							r += fmt.Sprintf(" (%+.0f)", d)
-						}
+				for _, kind := range targeted {
+					row := []string{fmt.Sprint(size.N), fmt.Sprint(size.Workers), phase, kind}
+					ok := g[groupKey{size.N, size.Workers, phase, kind}]
+					lim := g[groupKey{size.N, size.Workers, phase, kindLimit}]
+					if len(ok) == 0 || len(lim) == 0 {
+						continue
 					}
-					row = append(row, mark(r, pass))
+					for _, name := range []string{"wall s", "writes", "4xx", "reconciles", "CPU s", "RSS above idle MiB"} {
+						m := metricByName(name)
+						a, b := summarize(ok, m.get), summarize(lim, m.get)
+						r := ratio(a, b)
+						pass := a.med <= b.med*m.target+1e-9
+						switch name {
+						case "4xx":
+							pass = a.med == 0
+							r = fmt.Sprintf("%.0f vs %.0f", a.med, b.med)
+						case "writes":
+							if d := a.med - b.med; d != 0 {
+								r += fmt.Sprintf(" (%+.0f)", d)
+							}
+						}
+						row = append(row, mark(r, pass))
+					}
+					if phase == PhaseSteady {
+						w := summarize(ok, func(r phaseResult) float64 { return float64(r.Writes) })
+						cpu := summarize(ok, metricByName("CPU µs/reconcile").get)
+						row = append(row, mark(fmt.Sprintf("%.0f writes, %.1f µs/reconcile", w.med, cpu.med), w.med == 0 && cpu.med <= 10))
+					} else {
+						row = append(row, "")
+					}
+					tt.rows = append(tt.rows, row)
 				}
-				if phase == PhaseSteady {
-					w := summarize(ok, func(r phaseResult) float64 { return float64(r.Writes) })
-					cpu := summarize(ok, metricByName("CPU µs/reconcile").get)
-					row = append(row, mark(fmt.Sprintf("%.0f writes, %.1f µs/reconcile", w.med, cpu.med), w.med == 0 && cpu.med <= 10))
-				} else {
-					row = append(row, "")
-				}
-				tt.rows = append(tt.rows, row)
 			}
 		}
 		out = append(out, tt)

@@ -82,6 +82,10 @@ type phaseResult struct {
 	ServerWrites       int64
 	ServerClientErrors int64
 	ServerByVerb       map[string]int64
+	// ServerEventWrites is the API server's count of Event writes (the
+	// driver writes none): the part of Writes that is not items or
+	// configmaps.
+	ServerEventWrites int64
 }
 
 // run runs every phase for spec in a namespace of its own, with the
@@ -283,6 +287,7 @@ func (r *runner) phase(ctx context.Context, c *child, spec runSpec, w *world, ph
 	drv := after.driver.Sub(before.driver)
 	res.ServerWrites = srv.Writes - drv.Writes
 	res.ServerClientErrors = srv.ClientErrors - drv.ClientErrors
+	res.ServerEventWrites = srv.EventWrites
 	res.ServerByVerb = srv.ByVerb
 	for v, n := range drv.ByVerb {
 		if res.ServerByVerb[v] -= n; res.ServerByVerb[v] == 0 {
@@ -355,6 +360,8 @@ func shortKind(kind string) string {
 		return "crt"
 	case kindOperatorkit:
 		return "okit"
+	case kindOperatorkitReadme:
+		return "readme"
 	}
 	return kind
 }

@@ -1,12 +1,14 @@
-// Command contender runs one of the benchmark's three operators for Items in
-// one namespace: the same operator written with operatorkit, with
-// controller-runtime, and with plain client-go doing only the necessary
-// writes (the limit). benchrun starts it as a child process and talks to it
-// through the protocol of package stats; it never links the API server.
+// Command contender runs one of the benchmark's four operators for Items in
+// one namespace: the same operator written with operatorkit (tuned, and
+// operatorkit-readme: only what the README and the getting-started guide
+// show), with controller-runtime, and with plain client-go doing only the
+// necessary writes (the limit). benchrun starts it as a child process and
+// talks to it through the protocol of package stats; it never links the API
+// server.
 //
 // Usage:
 //
-//	contender --kind operatorkit|controller-runtime|limit --kubeconfig PATH \
+//	contender --kind operatorkit|operatorkit-readme|controller-runtime|limit --kubeconfig PATH \
 //	    --namespace NS [--workers N] [--cpus 1] [--cpuprofile FILE] [--qps 1000 --burst 2000]
 //	contender --idle
 //
@@ -39,6 +41,7 @@ import (
 // The contender kinds.
 const (
 	KindOperatorkit       = "operatorkit"
+	KindOperatorkitReadme = "operatorkit-readme"
 	KindControllerRuntime = "controller-runtime"
 	KindLimit             = "limit"
 )
@@ -53,7 +56,7 @@ func main() {
 	// global one in an init function.
 	fs := flag.NewFlagSet("contender", flag.ExitOnError)
 	var (
-		kind       = fs.String("kind", "", "contender: operatorkit, controller-runtime or limit")
+		kind       = fs.String("kind", "", "contender: operatorkit, operatorkit-readme, controller-runtime or limit")
 		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of the API server")
 		namespace  = fs.String("namespace", "", "namespace of the Items")
 		workers    = fs.Int("workers", 1, "concurrent reconciliations")
@@ -133,6 +136,8 @@ func main() {
 	switch *kind {
 	case KindOperatorkit:
 		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{items: *items, status: *status, configMap: *configMap, traceObjects: *traceObjs, runSuperseded: *superseded})
+	case KindOperatorkitReadme:
+		r, err = newOperatorkitReadme(cfg, *namespace, *workers)
 	case KindControllerRuntime:
 		r, err = newCRT(cfg, *namespace, *workers)
 	case KindLimit:

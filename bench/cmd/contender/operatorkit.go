@@ -234,22 +234,7 @@ func (o *okit) Ready() bool {
 	}
 }
 
-func (o *okit) Reconciles() int64 {
-	families, err := o.registry.Gather()
-	if err != nil {
-		return -1
-	}
-	var n float64
-	for _, mf := range families {
-		if mf.GetName() != "operatorkit_framework_reconciliations_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			n += m.GetCounter().GetValue()
-		}
-	}
-	return int64(n)
-}
+func (o *okit) Reconciles() int64 { return reconcileCount(o.registry) }
 
 func (o *okit) EnqueueAll() int {
 	objs := o.items.List()
