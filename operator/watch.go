@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -229,6 +230,10 @@ type OwnWrites struct {
 	mu      sync.Mutex
 	pending map[writeKey]*pendingWrite
 	echoes  map[types.UID]string // resourceVersion of an answered write whose event has not come
+	// deletes are the UIDs of announced deletes (BeginDelete) whose event
+	// has not come, with the time of their announcement; made on first use.
+	deletes map[types.UID]time.Time
+	pruned  time.Time // when deletes was last pruned
 }
 
 type writeKey struct {
@@ -268,11 +273,53 @@ func (w *OwnWrites) Begin(resource schema.GroupResource, namespace, name string)
 	}
 }
 
+// DeleteEchoTTL is how long an announced delete (OwnWrites.BeginDelete)
+// waits for its watch event: an entry older than that is dropped, so that a
+// delete no Filter ever sees does not stay in memory.
+const DeleteEchoTTL = 10 * time.Minute
+
+// BeginDelete announces a delete of the object with uid before it is sent,
+// and returns the func to call with the delete's error once it returned:
+// the watch event of that delete then does not pass Filter (nor Owns and
+// Watches), so that an owner whose chain deleted a child is not woken
+// again by that deletion. A failed delete (any error, NotFound included:
+// someone else deleted the object, and that event is theirs) takes the
+// announcement back. Every BeginDelete must be followed by one call of its
+// func. An empty uid announces nothing.
+func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
+	if uid == "" {
+		return func(error) {}
+	}
+	now := time.Now()
+	w.mu.Lock()
+	if w.deletes == nil {
+		w.deletes = map[types.UID]time.Time{}
+	}
+	w.deletes[uid] = now
+	if now.Sub(w.pruned) > time.Minute {
+		w.pruned = now
+		for u, at := range w.deletes {
+			if now.Sub(at) > DeleteEchoTTL {
+				delete(w.deletes, u)
+			}
+		}
+	}
+	w.mu.Unlock()
+	return func(err error) {
+		if err != nil {
+			w.mu.Lock()
+			delete(w.deletes, uid)
+			w.mu.Unlock()
+		}
+	}
+}
+
 // Filter returns an event handler, for an informer of the objects of
 // resource, that passes the informer's events on to h except those that
 // should not wake anyone: updates that change nothing (a resync: the same
-// resourceVersion) and adds and updates that are the echo of the
-// operator's own write (announced with Begin). Deletes always pass. It is
+// resourceVersion), adds and updates that are the echo of the operator's
+// own write (announced with Begin), and deletes that are the echo of its
+// own delete (announced with BeginDelete). Other deletes pass. It is
 // the filtering of Owns and Watches, for a handler of your own that calls
 // framework.Framework.Enqueue: register the result with the informer's
 // AddEventHandler.
@@ -306,7 +353,9 @@ func (h *filteredHandler) OnUpdate(oldObj, newObj any) {
 }
 
 func (h *filteredHandler) OnDelete(obj any) {
-	h.writes.forget(obj)
+	if h.writes.forget(obj) {
+		return // the echo of the operator's own delete
+	}
 	h.next.OnDelete(obj)
 }
 
@@ -364,15 +413,24 @@ func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func())
 	fire()
 }
 
-func (w *OwnWrites) forget(obj any) {
+// forget drops what w remembers of the deleted obj, and reports whether
+// its delete was the operator's own (announced with BeginDelete).
+func (w *OwnWrites) forget(obj any) (ours bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if m, err := meta.Accessor(obj); err == nil {
-		w.mu.Lock()
-		delete(w.echoes, m.GetUID())
-		w.mu.Unlock()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
 	}
+	uid := m.GetUID()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.echoes, uid)
+	if _, ours = w.deletes[uid]; ours {
+		delete(w.deletes, uid)
+	}
+	return ours
 }
 
 func resourceVersion(obj any) string {

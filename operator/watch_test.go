@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/resource/child"
 )
 
 var configMaps = schema.GroupResource{Resource: "configmaps"}
@@ -229,4 +231,60 @@ func TestOwnWritesFilter(t *testing.T) {
 	}
 	h.OnAdd(cm("v", "8"), false)
 	want("an add of the deleted object's version (its echo was forgotten)", "add 8 initial=false")
+}
+
+// The child resource tells an Operator's OwnWrites of its applies and its
+// deletes.
+var (
+	_ child.Writes       = (*OwnWrites)(nil)
+	_ child.DeleteWrites = (*OwnWrites)(nil)
+)
+
+// TestOwnWritesFilterDeletes: the delete event of an own delete stops at
+// Filter, in either order of event and answer; a failed delete, a foreign
+// delete and an announced delete whose event never came do not linger.
+func TestOwnWritesFilterDeletes(t *testing.T) {
+	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+	rec := &recordingHandler{}
+	h := w.Filter(configMaps, rec)
+	want := func(step string, events ...string) {
+		t.Helper()
+		if strings.Join(rec.events, ", ") != strings.Join(events, ", ") {
+			t.Fatalf("after %s: passed on [%s], want [%s]", step, strings.Join(rec.events, ", "), strings.Join(events, ", "))
+		}
+		rec.events = nil
+	}
+
+	w.BeginDelete("a")(nil)
+	h.OnDelete(cm("a", "1"))
+	want("the event of an answered own delete")
+
+	done := w.BeginDelete("b")
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cm("b", "2")})
+	done(nil)
+	want("the event (a tombstone) of an own delete before its answer")
+
+	w.BeginDelete("c")(errors.New("conflict"))
+	h.OnDelete(cm("c", "3"))
+	want("the delete of an object whose own delete failed", "delete 3")
+
+	h.OnDelete(cm("d", "4"))
+	want("a foreign delete", "delete 4")
+
+	w.BeginDelete("")(nil)
+	h.OnDelete(cm("", "5"))
+	want("a delete without a UID", "delete 5")
+	if len(w.deletes) != 0 {
+		t.Fatalf("announced deletes left: %v", w.deletes)
+	}
+
+	// An announced delete whose event never comes is dropped after
+	// DeleteEchoTTL, at the next announcement a minute after the last prune.
+	w.BeginDelete("e")(nil)
+	w.deletes["e"] = w.deletes["e"].Add(-DeleteEchoTTL - time.Second)
+	w.pruned = w.pruned.Add(-2 * time.Minute)
+	w.BeginDelete("f")(nil)
+	if _, ok := w.deletes["e"]; ok || len(w.deletes) != 1 {
+		t.Fatalf("announced deletes after the prune: %v, want only f", w.deletes)
+	}
 }

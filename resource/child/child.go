@@ -91,9 +91,18 @@ type Cache interface {
 
 // Writes is told of each apply before it is sent and of its answer:
 // *operator.OwnWrites implements it, so that the watch event of the
-// resource's own write does not wake the owner again.
+// resource's own write does not wake the owner again. When it also
+// implements [DeleteWrites] (OwnWrites does), it is told of each delete too.
 type Writes interface {
 	Begin(resource schema.GroupResource, namespace, name string) (done func(answer metav1.Object, err error))
+}
+
+// DeleteWrites is implemented by a [Writes] that is also told of each
+// delete, by the child's UID, before it is sent and of its error after, so
+// that the watch event of the resource's own delete does not wake the
+// owner again (operator.OwnWrites.BeginDelete).
+type DeleteWrites interface {
+	BeginDelete(uid types.UID) (done func(err error))
 }
 
 // Config configures a child resource of Owner objects (the objects the

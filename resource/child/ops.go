@@ -518,7 +518,12 @@ func (o *ops[O, C]) ApplyDeleteChange(ctx context.Context, obj, change any) erro
 			uid := c.UID
 			opts.Preconditions = &metav1.Preconditions{UID: &uid}
 		}
+		done := func(error) {}
+		if dw, ok := o.config.Writes.(DeleteWrites); ok {
+			done = dw.BeginDelete(c.UID)
+		}
 		err := o.config.Client(c.Namespace).Delete(ctx, c.Name, opts)
+		done(err)
 		switch {
 		case err == nil:
 			level.Debug(o.logger).Log("msg", "deleted child", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
