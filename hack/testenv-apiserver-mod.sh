@@ -4,7 +4,8 @@
 # staging module at v0.0.0 and replaces it with a local path, which does not
 # work outside its own repository, so the program's module needs a replace line
 # for each. That module is the only place the block lives: testenv embeds it,
-# and no module that imports testenv needs it.
+# and no module that imports testenv needs it. The modules it shares with the
+# library are raised to the library's versions (see below).
 #
 #   hack/testenv-apiserver-mod.sh v1.37.1            # print the replace block
 #   hack/testenv-apiserver-mod.sh v1.37.1 --write    # rewrite go.mod.txt and go.sum.txt
@@ -26,6 +27,24 @@ trap 'rm -rf "$tmp"' EXIT
 sed '1{/^\/\/go:build ignore/d}' "$src/main.go" > "$tmp/main.go"
 { sed -n '/^module /p; /^go /p' "$src/go.mod.txt"; printf '\n%s\n' "$block"; } > "$tmp/go.mod"
 ( cd "$tmp" && GOWORK=off go get "k8s.io/kubernetes@${version}" && GOWORK=off GOFLAGS=-mod=mod go mod tidy )
+# Raise the modules that the library's builds use too (golang.org/x/*,
+# protobuf, prometheus, ...) to the library's versions: Go's build cache
+# shares a compiled package between the server program and the library's
+# builds (vet, tests, the demo) only when every dependency's version is the
+# same, so aligned versions compile k8s.io/api, apimachinery and client-go
+# once instead of twice on a cold machine. Only upgrades: a module the
+# library has at a lower version stays at the server's.
+upgrades=()
+while read -r path libv; do
+	apiv=$(cd "$tmp" && GOWORK=off go list -m -f '{{if not .Replace}}{{.Version}}{{end}}' "$path" 2>/dev/null) || continue
+	[[ -n "$apiv" && "$apiv" != "$libv" ]] || continue
+	if [[ $(printf '%s\n%s\n' "$apiv" "$libv" | sort -V | tail -1) == "$libv" ]]; then
+		upgrades+=("$path@$libv")
+	fi
+done < <(cd "$root" && GOWORK=off go list -m -f '{{if not .Main}}{{.Path}} {{.Version}}{{end}}' all)
+if ((${#upgrades[@]})); then
+	( cd "$tmp" && GOWORK=off go get "${upgrades[@]}" && GOWORK=off GOFLAGS=-mod=mod go mod tidy )
+fi
 cp "$tmp/go.mod" "$src/go.mod.txt"
 cp "$tmp/go.sum" "$src/go.sum.txt"
 echo "updated $src/go.mod.txt and go.sum.txt for k8s.io/kubernetes ${version}"
