@@ -165,7 +165,10 @@
 //   - Events: a Normal or Warning event (Warning when Ready or a resource's
 //     condition turns False, or Stalled True), with the condition's reason,
 //     when a condition's status or reason changes; none on steady
-//     reconciliations. client-go's recorder rate-limits them per object.
+//     reconciliations, and none for a condition that appears in its good
+//     state (Ready True on a new object's first reconciliation: the
+//     expected path, shown by the status, would cost one API write per
+//     object). client-go's recorder rate-limits them per object.
 //   - A CRD without status subresource fails at New when Config.CRD says
 //     so, otherwise at the first write, with a permanent error matching
 //     [ErrNoStatusSubresource] that names the object (the API server answers

@@ -732,13 +732,20 @@ func (s *statusRun) frameworkConditions(o outcome, set []metav1.Condition, tr *t
 // events records an event for each condition decided in this
 // reconciliation whose status or reason differs from the object's before
 // it: Warning when it turned bad (a normal-true condition not True, Stalled
-// True), Normal otherwise.
+// True), Normal otherwise. A condition that appears for the first time in
+// its good state (Ready True on an object's first reconciliation) records
+// none: that is the expected path, which the status shows, and an event
+// per new object would be one more API write per object.
 func (s *statusRun) events(ours []metav1.Condition, decided map[string]bool) {
 	for _, c := range ours {
 		if !decided[c.Type] {
 			continue
 		}
-		if i := find(s.orig, c.Type); i >= 0 && s.orig[i].Status == c.Status && s.orig[i].Reason == c.Reason {
+		i := find(s.orig, c.Type)
+		if i >= 0 && s.orig[i].Status == c.Status && s.orig[i].Reason == c.Reason {
+			continue
+		}
+		if i < 0 && good(c) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal
@@ -759,6 +766,16 @@ func (s *statusRun) events(ours []metav1.Condition, decided map[string]bool) {
 		}
 		s.f.event(s.obj, eventType, c.Reason, message)
 	}
+}
+
+// good reports whether c is in its good state: False for the
+// abnormal-true conditions Reconciling and Stalled, True for the others.
+func good(c metav1.Condition) bool {
+	switch c.Type {
+	case conditioncontext.Reconciling, conditioncontext.Stalled:
+		return c.Status == metav1.ConditionFalse
+	}
+	return c.Status == metav1.ConditionTrue
 }
 
 // failureReason returns the reason of a failed reconciliation:
