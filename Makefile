@@ -23,11 +23,16 @@ FUZZTIME ?= 10s
 RACE ?= -race
 
 # The stages of `make test`, in order (hack/stages.sh; bg: runs a stage in the
-# background until the next wait): the test API server builds while lint and
-# the unit tests run.
-STAGES := bg:apiserver lint test-unit wait test-integration test-example test-guide test-bench
+# background until the next wait): the test API server builds while the unit
+# tests run (race-instrumented: packages of their own); lint follows, when
+# the server's build has compiled the packages its vet reads (a cold machine
+# would otherwise compile them twice at once); then the example's and the
+# guide's tests run beside the integration tests (they all mostly wait for
+# API servers), and the benchmark's quick run follows the integration
+# tests, mostly alone.
+STAGES := bg:apiserver test-unit wait lint bg:test-example bg:test-guide test-integration test-bench wait
 
-.PHONY: test apiserver test-unit test-integration test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
+.PHONY: test apiserver test-unit test-integration test-testenv test-integration-lib test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
 
 test:
 	@bash hack/stages.sh "$(MAKE)" $(STAGES)
@@ -41,9 +46,16 @@ apiserver:
 test-unit:
 	$(LIB) test -race -count=1 ./...
 
-## test-integration: testenv itself, then the library against a real API server.
+## test-integration: testenv itself and the library against a real API server, side by
+## side (their tests mostly wait for API servers); each one's output is printed whole when
+## it ends.
 test-integration:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-testenv test-integration-lib
+
+test-testenv:
 	cd testenv && $(LIB) vet ./... && $(LIB) test -count=1 -timeout 20m ./...
+
+test-integration-lib:
 	cd integration && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
 
 ## test-example: the example operator: race-tested units, then e2e and reliability against a real API server.

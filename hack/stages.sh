@@ -30,7 +30,8 @@ wait_background() {
 	for i in "${!bg_pids[@]}"; do
 		wait "${bg_pids[$i]}"
 		local rc=$? end
-		end=$(date +%s)
+		# The stage's own end (it may have ended long before this wait).
+		end=$(cat "${bg_logs[$i]}.end" 2>/dev/null || date +%s)
 		echo ">> [${bg_names[$i]}] output:"
 		sed 's/^/   /' "${bg_logs[$i]}"
 		record "${bg_names[$i]}" $((end - bg_starts[i])) "$rc"
@@ -46,7 +47,16 @@ for stage in "$@"; do
 		name=${stage#bg:}
 		echo ">> [$name] started in the background at $(date +%H:%M:%S)"
 		log="$logdir/$name.log"
-		$make_cmd --no-print-directory "$name" >"$log" 2>&1 &
+		(
+			# Killed (the trap below), it stops its make too.
+			trap 'kill "$child" 2>/dev/null' TERM
+			$make_cmd --no-print-directory "$name" >"$log" 2>&1 &
+			child=$!
+			wait "$child"
+			rc=$?
+			{ date +%s >"$log.end"; } 2>/dev/null # (the run may be over)
+			exit $rc
+		) &
 		bg_names+=("$name") bg_pids+=($!) bg_starts+=("$(date +%s)") bg_logs+=("$log")
 		continue
 	else

@@ -132,6 +132,7 @@ func countedClient(t *testing.T) (kubernetes.Interface, *requestcount.Counter) {
 // and defaulted fields are no drift, drift of an owned field is reverted,
 // and the owner's deletion deletes the child.
 func TestChildDeployment(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	admin := kubeClient(t)
 	kc, counter := countedClient(t)
@@ -273,6 +274,7 @@ func mustChange(c any, ok bool) any {
 // TestChildDeleteUIDPrecondition: a delete change computed for one object
 // does not delete another object of the same name created since.
 func TestChildDeleteUIDPrecondition(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kc := kubeClient(t)
 	inf := childInformer(t, kc.CoreV1().RESTClient(), corev1.SchemeGroupVersion.WithResource("configmaps"), &corev1.ConfigMap{}, ns, true)
@@ -338,6 +340,7 @@ func TestChildDeleteUIDPrecondition(t *testing.T) {
 // deleted; objects without the managed-by label, or of another owner, are
 // not.
 func TestChildDesiredSetRemoval(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kc := kubeClient(t)
 	// Unfiltered on purpose: the label check, not the informer's selector,
@@ -405,6 +408,7 @@ func (r *recordingResource) EnsureDeleted(context.Context, any) error { return n
 // status says available, the chain goes on. testenv runs no controllers, so
 // the test writes the status itself.
 func TestChildWaitsForDeployment(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kc := kubeClient(t)
 	inf := childInformer(t, kc.AppsV1().RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}, ns, true)
@@ -492,6 +496,7 @@ func assertChildWait(t *testing.T, ctx context.Context, after *recordingResource
 // kind the server does not serve is a permanent error naming owner and
 // child, and nothing is written.
 func TestChildBadInput(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kc := kubeClient(t)
 	inf := childInformer(t, kc.AppsV1().RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}, ns, true)
@@ -534,6 +539,7 @@ func TestChildBadInput(t *testing.T) {
 // the resources after it wait; once the child is ready, the owner is Ready
 // and Reconciling is gone.
 func TestChildWaitUnderConditions(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kc := kubeClient(t)
 	inf := childInformer(t, kc.AppsV1().RESTClient(), appsv1.SchemeGroupVersion.WithResource("deployments"), &appsv1.Deployment{}, ns, true)

@@ -125,6 +125,7 @@ func crdCondition(crd *apiextensionsv1.CustomResourceDefinition, typ apiextensio
 }
 
 func TestCRDClientCreateUpdateDelete(t *testing.T) {
+	t.Parallel() // CRDs in a group of its own
 	c := newCRDClient(t)
 	crds := apiextensionsClientset(t).ApiextensionsV1().CustomResourceDefinitions()
 	crd := namespacedCRD(uniqueCRDGroup(t), "Widget")
@@ -194,6 +195,7 @@ func TestCRDClientCreateUpdateDelete(t *testing.T) {
 }
 
 func TestCRDClientInvalidSchema(t *testing.T) {
+	t.Parallel()
 	c := newCRDClient(t)
 	crd := namespacedCRD(uniqueCRDGroup(t), "Widget")
 	crd.Spec.Versions[0].Schema.OpenAPIV3Schema = &apiextensionsv1.JSONSchemaProps{Type: "string"}
@@ -217,6 +219,7 @@ func TestCRDClientInvalidSchema(t *testing.T) {
 }
 
 func TestCRDClientNamesConflict(t *testing.T) {
+	t.Parallel()
 	c := newCRDClient(t)
 	group := uniqueCRDGroup(t)
 	widgets := namespacedCRD(group, "Widget")

@@ -59,6 +59,7 @@ func hasStep(tr trace.Trace, step string, outcome trace.Outcome) bool {
 // the object. Traces show each path step by step. No goroutine is left once
 // Boot returns.
 func TestFrameworkLifecycle(t *testing.T) {
+	// Not parallel: its leak check looks at every goroutine of the process.
 	ns := newNamespace(t)
 	// Warm the server first: the Widget storage (cacher, etcd watch) it
 	// starts lazily on first use is the server's, not a leak.
@@ -130,6 +131,7 @@ func containsInOrder(got, want []string) bool {
 // TestFrameworkDeletedWhileStopped: an object deleted while no Framework runs
 // keeps its finalizer, and is cleaned up by the next Boot.
 func TestFrameworkDeletedWhileStopped(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ops := newConfigMapOps("configmap", "cm")
 	f := startFramework(t, ns, frameworkOptions{}, resourceSet(t, "", crudResource(t, ops)))
@@ -156,6 +158,9 @@ func TestFrameworkDeletedWhileStopped(t *testing.T) {
 // TestFrameworkRetriesWithGrowingBackoff: a resource that fails three times
 // is retried with growing intervals and converges once it stops failing.
 func TestFrameworkRetriesWithGrowingBackoff(t *testing.T) {
+	// Not parallel, as TestFaultPanicRecovered: a late watch echo of the
+	// finalizer write (load) holds a retry back as stale, which resets the
+	// backoff whose gaps this test checks.
 	ns := newNamespace(t)
 	ops := newConfigMapOps("configmap", "cm")
 	var mu sync.Mutex
@@ -234,7 +239,9 @@ var _ resource.Interface = (*signalResource)(nil)
 
 // TestFrameworkSignals: each context signal observed on the real server.
 func TestFrameworkSignals(t *testing.T) {
+	t.Parallel()
 	t.Run("reconciliation canceled stops the chain as a success", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		canceler := &signalResource{name: "canceler", onCreate: reconciliationcanceledcontext.SetCanceled}
 		f := startFramework(t, ns, frameworkOptions{}, resourceSet(t, "", canceler, crudResource(t, newConfigMapOps("configmap", "cm"))))
@@ -246,6 +253,7 @@ func TestFrameworkSignals(t *testing.T) {
 		}
 	})
 	t.Run("resource canceled skips only the rest of itself", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		first := newConfigMapOps("first", "first")
 		first.onCurrent = resourcecanceledcontext.SetCanceled
@@ -258,6 +266,7 @@ func TestFrameworkSignals(t *testing.T) {
 		}
 	})
 	t.Run("finalizer kept holds the delete until released", func(t *testing.T) {
+		t.Parallel()
 		ns := newNamespace(t)
 		var keep sync.Mutex
 		keeping := true
@@ -291,6 +300,7 @@ func TestFrameworkSignals(t *testing.T) {
 // objects labelled with its version; an object no set handles is reported
 // and not retried hot.
 func TestFrameworkRoutesByVersionLabel(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	reg := prometheus.NewRegistry()
 	v1 := resourceSet(t, "1", crudResource(t, newConfigMapOps("configmap-v1", "v1")))
@@ -322,6 +332,7 @@ func TestFrameworkRoutesByVersionLabel(t *testing.T) {
 // TestFrameworkDryRunWritesNothing: in dry-run mode the Framework plans every
 // object and writes nothing, not even its finalizer.
 func TestFrameworkDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	counter := requestcount.New()
 	f := startFramework(t, ns, frameworkOptions{dryRun: true, config: counter.Wrap(env.Config())}, resourceSet(t, "", crudResource(t, newConfigMapOps("configmap", "cm"))))
@@ -346,6 +357,7 @@ func TestFrameworkDryRunWritesNothing(t *testing.T) {
 // TestPlanChangesNothing: Plan on a changed spec lists exactly the update it
 // would make, and the server's objects keep their resourceVersions.
 func TestPlanChangesNothing(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	ops := newConfigMapOps("configmap", "cm")
 	f := startFramework(t, ns, frameworkOptions{}, resourceSet(t, "", crudResource(t, ops)))

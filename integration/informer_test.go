@@ -140,6 +140,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func TestInformerHandlersAndCache(t *testing.T) {
+	t.Parallel() // its own CRD group and namespace
 	gvr := createWidgetCRD(t)
 	ns := newNamespace(t)
 	w := newWidgets(t, gvr, ns)
@@ -203,6 +204,7 @@ func gaugeValue(reg *prometheus.Registry, name string) float64 {
 }
 
 func TestInformerWatchChannels(t *testing.T) {
+	t.Parallel()
 	gvr := createWidgetCRD(t)
 	ns := newNamespace(t)
 	w := newWidgets(t, gvr, ns)
@@ -269,6 +271,7 @@ func TestInformerWatchChannels(t *testing.T) {
 }
 
 func TestInformerLabelSelector(t *testing.T) {
+	t.Parallel()
 	gvr := createWidgetCRD(t)
 	ns := newNamespace(t)
 	w := newWidgets(t, gvr, ns)
@@ -316,6 +319,7 @@ func TestInformerLabelSelector(t *testing.T) {
 }
 
 func TestInformerDropManagedFields(t *testing.T) {
+	t.Parallel()
 	gvr := createWidgetCRD(t)
 	ns := newNamespace(t)
 	w := newWidgets(t, gvr, ns)

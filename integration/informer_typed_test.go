@@ -14,6 +14,7 @@ import (
 // clientset's RESTClient for a built-in kind, with a label selector, caches
 // *corev1.ConfigMap and delivers typed events.
 func TestInformerTypedRESTClient(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	kc := kubeClient(t)
 	inf, err := informer.New(informer.Config{
@@ -95,6 +96,7 @@ func (l *typedWidgetList) DeepCopyObject() runtime.Object {
 // TestInformerNewRESTClient checks NewRESTClient with a custom resource:
 // Widgets are decoded straight into their Go type, listed and watched.
 func TestInformerNewRESTClient(t *testing.T) {
+	t.Parallel()
 	gvr := createWidgetCRD(t)
 	ns := newNamespace(t)
 	w := newWidgets(t, gvr, ns)

@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,7 +27,23 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// defaultParallel is how many tests run at once when -parallel is not given.
+// Most tests call t.Parallel: each uses a namespace of its own on env, or a
+// server of its own. They wait for API servers far more than they compute,
+// so go test's default, GOMAXPROCS, would leave a 2-core machine idle.
+// Tests that must run alone (a leak check sees every goroutine of the
+// process; a backoff's or a lease's timing) are not parallel: they run
+// first, before any parallel test starts.
+const defaultParallel = 16
+
 func run(m *testing.M) int {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(defaultParallel, runtime.GOMAXPROCS(0))))
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var err error

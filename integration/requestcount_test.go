@@ -18,6 +18,7 @@ import (
 )
 
 func TestRequestCountAgainstAPIServer(t *testing.T) {
+	t.Parallel() // counts only the requests of its own client
 	ns := newNamespace(t)
 	counter := requestcount.New()
 	client, err := dynamic.NewForConfig(counter.Wrap(env.Config()))
@@ -80,6 +81,7 @@ func TestRequestCountAgainstAPIServer(t *testing.T) {
 }
 
 func TestRequestCountInformerMakesNoWrites(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	counter := requestcount.New()
 	client, err := dynamic.NewForConfig(counter.Wrap(env.Config()))

@@ -74,6 +74,7 @@ func helperCmd(t *testing.T, mode string, env ...string) *exec.Cmd {
 // cache: one builds the server program, the other waits for it, and both
 // run a server from the same binary.
 func TestConcurrentFirstBuild(t *testing.T) {
+	t.Parallel() // its own cache directory, its own processes
 	if os.Getenv(EnvAPIServer) != "" {
 		t.Skipf("%s is set: testenv builds nothing", EnvAPIServer)
 	}
@@ -120,6 +121,7 @@ func TestConcurrentFirstBuild(t *testing.T) {
 // TestServerDiesWithTestProcess SIGKILLs a test process that runs a server:
 // the server process exits, its port closes and its directory goes.
 func TestServerDiesWithTestProcess(t *testing.T) {
+	t.Parallel() // a test process and server of its own
 	cmd := helperCmd(t, "hold")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -167,6 +169,7 @@ func TestServerDiesWithTestProcess(t *testing.T) {
 // TestStopEndsTheProcess checks that Stop ends the server process and
 // removes its directory, and that the Env refuses work afterwards.
 func TestStopEndsTheProcess(t *testing.T) {
+	t.Parallel() // a server of its own
 	env := New(t)
 	pid, dir := env.PID(), env.dir
 	env.Stop()

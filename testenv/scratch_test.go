@@ -39,6 +39,7 @@ func TestAgainstARealServer(t *testing.T) {
 // published), needs no other replace line, has no k8s.io/kubernetes in its
 // module graph, and its test runs against the real server.
 func TestScratchModule(t *testing.T) {
+	t.Parallel() // a module of its own in a temporary directory
 	if testing.Short() {
 		t.Skip("builds and runs another module's test")
 	}

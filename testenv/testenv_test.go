@@ -32,6 +32,7 @@ func clientset(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 // process could use, an RBAC-limited identity, and a restart that keeps data
 // and lets existing clients reconnect.
 func TestEnv(t *testing.T) {
+	t.Parallel() // a server of its own
 	env := testenv.New(t, testenv.Options{RBAC: true})
 	ctx := t.Context()
 	admin := clientset(t, env.Config())
