@@ -178,12 +178,12 @@ func (r *recordingHandler) OnDelete(obj any) {
 	r.events = append(r.events, "delete "+resourceVersion(obj))
 }
 
-// TestOwnWritesFilter plays an informer's events through Filter: resyncs
-// and the echoes of own writes stop there, foreign changes and deletes pass.
-func TestOwnWritesFilter(t *testing.T) {
+// filtered returns a new OwnWrites, a handler it filters for configMaps,
+// and want, which fails the test unless the events passed on since the last
+// want are events.
+func filtered(t *testing.T) (*OwnWrites, cache.ResourceEventHandler, func(step string, events ...string)) {
 	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
 	rec := &recordingHandler{}
-	h := w.Filter(configMaps, rec)
 	want := func(step string, events ...string) {
 		t.Helper()
 		if strings.Join(rec.events, ", ") != strings.Join(events, ", ") {
@@ -191,6 +191,13 @@ func TestOwnWritesFilter(t *testing.T) {
 		}
 		rec.events = nil
 	}
+	return w, w.Filter(configMaps, rec), want
+}
+
+// TestOwnWritesFilter plays an informer's events through Filter: resyncs
+// and the echoes of own writes stop there, foreign changes and deletes pass.
+func TestOwnWritesFilter(t *testing.T) {
+	w, h, want := filtered(t)
 
 	h.OnAdd(cm("u", "1"), true)
 	want("an add from the initial list", "add 1 initial=true")
@@ -244,16 +251,7 @@ var (
 // Filter, in either order of event and answer; a failed delete, a foreign
 // delete and an announced delete whose event never came do not linger.
 func TestOwnWritesFilterDeletes(t *testing.T) {
-	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
-	rec := &recordingHandler{}
-	h := w.Filter(configMaps, rec)
-	want := func(step string, events ...string) {
-		t.Helper()
-		if strings.Join(rec.events, ", ") != strings.Join(events, ", ") {
-			t.Fatalf("after %s: passed on [%s], want [%s]", step, strings.Join(rec.events, ", "), strings.Join(events, ", "))
-		}
-		rec.events = nil
-	}
+	w, h, want := filtered(t)
 
 	w.BeginDelete("a")(nil)
 	h.OnDelete(cm("a", "1"))
