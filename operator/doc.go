@@ -97,8 +97,9 @@
 // Child watches: Owns enqueues a child's controller owner; Watches enqueues
 // what a map function returns. Neither enqueues on a resync (the owner's
 // own informer resyncs it) nor on the echo of the operator's own write
-// (announced with OwnWrites.Begin by whatever wrote it), so that an
-// operator's create or apply of a child does not make the owner reconcile
-// again. OwnWrites.Filter gives the same filtering to any informer event
-// handler.
+// (announced with OwnWrites.Begin by whatever wrote it), nor on the delete
+// event of the operator's own delete (OwnWrites.BeginDelete), so that an
+// operator's create, apply or delete of a child does not make the owner
+// reconcile again; resource/child announces both. OwnWrites.Filter gives
+// the same filtering to any informer event handler.
 package operator
