@@ -58,7 +58,9 @@ func (f *Framework) DeleteFunc(obj any) {
 		level.Warn(f.logger).Log("msg", "deleted object has no metadata", "object", key, "err", err)
 		return
 	}
-	if f.state.finalized(acc.GetUID()) {
+	if f.state.finalized(acc.GetUID()) || f.state.isReleased(key) {
+		// Finalized by this Framework, or released to another owner
+		// (Release): nothing is left to do here.
 		f.state.forget(key)
 		f.metrics.forget(key)
 		return
@@ -76,6 +78,42 @@ func (f *Framework) DeleteFunc(obj any) {
 func (f *Framework) Enqueue(key string) {
 	f.state.markPending(key)
 	f.add(key)
+}
+
+// Release stops this Framework from reconciling the object key
+// ("namespace/name") so that another owner (another replica of a sharded
+// operator, see the operator package) can take it over. From the call on,
+// no reconciliation of key starts (a queued or rate-limited one is skipped);
+// Release returns nil once the reconciliation in flight, if any, has ended,
+// or ctx's error if ctx ends first (key stays released). Only after it
+// returned may the object be handed to its next owner.
+//
+// Key stays released until the object leaves the informer (its delete
+// event, as when the shard label that selected it is removed, is then
+// forgotten: its delete chain does not run here) or Reclaim is called.
+// Idempotent; safe for concurrent use.
+func (f *Framework) Release(ctx context.Context, key string) error {
+	for {
+		idle := f.state.release(key)
+		if idle == nil {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Reclaim takes back Release: the object key is this Framework's again and
+// is enqueued. The operator package calls it when an object it released
+// comes back to this replica before its informer reported it gone. A key
+// that was not released is left alone.
+func (f *Framework) Reclaim(key string) {
+	if f.state.reclaim(key) {
+		f.Enqueue(key)
+	}
 }
 
 // ProcessEvents feeds the seed's event channels (see informer.Watch) into

@@ -168,7 +168,10 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	}
 
 	ctx = trace.NewContext(signal.WithFresh(ctx), tr)
-	f.state.begin(key)
+	if !f.state.begin(key) {
+		// Released (Release): another owner takes the object over.
+		return outcome{result: ResultSkipped}
+	}
 	defer func() {
 		// Whatever the outcome, writes to the object that succeeded are
 		// expected in the cache before the next reconciliation, unless

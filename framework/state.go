@@ -29,6 +29,13 @@ type objectState struct {
 	// resourceVersions the cache delivered meanwhile: a write's watch event
 	// can overtake the end of the reconciliation that made it.
 	running map[string][]string
+	// released holds the keys that Release took away from this Framework:
+	// none of them starts a reconciliation until its object leaves the
+	// informer (DeleteFunc) or Reclaim gives it back.
+	released map[string]struct{}
+	// idle holds, per running key that Release waits for, a channel closed
+	// when its reconciliation ends.
+	idle map[string]chan struct{}
 }
 
 // maxSeen bounds the resourceVersions remembered per running reconciliation.
@@ -57,15 +64,66 @@ func newObjectState() *objectState {
 		failed:     map[string]struct{}{},
 		expected:   map[string]*expectation{},
 		running:    map[string][]string{},
+		released:   map[string]struct{}{},
+		idle:       map[string]chan struct{}{},
 	}
 }
 
 // begin records that key is being reconciled: the resourceVersions the
-// cache delivers until end are remembered.
-func (s *objectState) begin(key string) {
+// cache delivers until end are remembered. It returns false, and records
+// nothing, when key was released (Framework.Release): the reconciliation
+// must not start.
+func (s *objectState) begin(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.released[key]; ok {
+		return false
+	}
 	s.running[key] = nil
+	return true
+}
+
+// release marks key released and returns nil when no reconciliation of key
+// runs, else a channel closed when the one running ends.
+func (s *objectState) release(key string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.released[key] = struct{}{}
+	if _, ok := s.running[key]; !ok {
+		return nil
+	}
+	ch, ok := s.idle[key]
+	if !ok {
+		ch = make(chan struct{})
+		s.idle[key] = ch
+	}
+	return ch
+}
+
+// wakeIdle tells the Release waiting for key, if any, that no
+// reconciliation of key runs. s.mu must be held.
+func (s *objectState) wakeIdle(key string) {
+	if ch, ok := s.idle[key]; ok {
+		close(ch)
+		delete(s.idle, key)
+	}
+}
+
+// reclaim takes back release and reports whether key was released.
+func (s *objectState) reclaim(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.released[key]
+	delete(s.released, key)
+	return ok
+}
+
+// isReleased reports whether key is released.
+func (s *objectState) isReleased(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.released[key]
+	return ok
 }
 
 // end records the end of key's reconciliation, whose last write to the
@@ -77,6 +135,7 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 	defer s.mu.Unlock()
 	seen := s.running[key]
 	delete(s.running, key)
+	s.wakeIdle(key)
 	if !written || slices.Contains(seen, rv) {
 		return
 	}
@@ -242,6 +301,8 @@ func (s *objectState) forget(key string) {
 	defer s.mu.Unlock()
 	delete(s.tombstones, key)
 	delete(s.running, key)
+	delete(s.released, key)
+	s.wakeIdle(key)
 	delete(s.pending, key)
 	delete(s.deleting, key)
 	delete(s.failed, key)

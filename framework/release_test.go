@@ -1,0 +1,119 @@
+package framework
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/operatorkit/operatorkit/informer/informertest"
+)
+
+// TestReleaseWaitsForTheReconciliationInFlight: Release returns only after
+// the running reconciliation ended; afterwards neither updates nor Enqueue
+// start one, the object leaving the informer does not run its delete chain,
+// and Reclaim gives the object back.
+func TestReleaseWaitsForTheReconciliationInFlight(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, so it runs after Boot has stopped
+	var running, calls atomic.Int64
+	unblock := make(chan struct{})
+	r := &funcResource{name: "slow", create: func(ctx context.Context, obj any) error {
+		running.Add(1)
+		defer running.Add(-1)
+		if calls.Add(1) == 1 {
+			<-unblock
+		}
+		return nil
+	}}
+	deletes := &deleteCounter{n: &atomic.Int64{}}
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r, deletes), DisableFinalizers: true, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "first reconciliation running", func() bool { return running.Load() == 1 })
+
+	released := make(chan error, 1)
+	go func() { released <- f.Release(context.Background(), "ns/a") }()
+	select {
+	case err := <-released:
+		t.Fatalf("Release returned %v while a reconciliation was running", err)
+	case <-time.After(50 * time.Millisecond): // a check that it does not return early, not a wait for a condition
+	}
+	if err := inf.Update(object("a", 2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	close(unblock)
+	if err := <-released; err != nil {
+		t.Fatalf("Release() = %v", err)
+	}
+	if running.Load() != 0 {
+		t.Fatal("Release returned while the reconciliation was still running")
+	}
+	f.Enqueue("ns/a")
+	pollUntil(t, "queue drained", func() bool { return f.queue.Len() == 0 })
+	// The update and Enqueue are skipped: the skipped reconciliations are
+	// traced, the resource is not called.
+	pollUntil(t, "skips traced", func() bool {
+		trs := f.Traces("ns/a")
+		return len(trs) >= 2 && trs[len(trs)-1].Result == ResultSkipped
+	})
+	if got := calls.Load(); got != 1 {
+		t.Errorf("resource calls after Release = %d, want 1 (the one in flight)", got)
+	}
+
+	// The object leaves the informer (its shard label was removed): no
+	// delete chain, and the key is forgotten.
+	if err := inf.Delete(object("a", 2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if f.state.isReleased("ns/a") {
+		t.Error("key still released after its object left the informer")
+	}
+	// It comes back: reconciled again.
+	if err := inf.Add(object("a", 3, nil)); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "reconciled after coming back", func() bool { return calls.Load() == 2 })
+	if n := deletes.n.Load(); n != 0 {
+		t.Errorf("delete chain ran %d times for an object that was only released", n)
+	}
+
+	// Reclaim without the object leaving.
+	if err := f.Release(context.Background(), "ns/a"); err != nil {
+		t.Fatal(err)
+	}
+	f.Enqueue("ns/a")
+	f.Reclaim("ns/a")
+	pollUntil(t, "reconciled after Reclaim", func() bool { return calls.Load() == 3 })
+}
+
+// TestReleaseEndsWithItsContext: a Release that waits for a hung
+// reconciliation returns ctx's error, and the key stays released.
+func TestReleaseEndsWithItsContext(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	started := make(chan struct{})
+	r := &funcResource{name: "hang", create: func(ctx context.Context, obj any) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, ReconcileTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := f.Release(ctx, "ns/a"); err != context.DeadlineExceeded {
+		t.Errorf("Release() = %v, want %v", err, context.DeadlineExceeded)
+	}
+	if !f.state.isReleased("ns/a") {
+		t.Error("key not released after Release gave up waiting")
+	}
+}
