@@ -47,6 +47,26 @@
 //     made otherwise keeps its own QPS and Burst, and client-go's 5 and 10
 //     when they are zero.
 //
+// # Sharding
+//
+// With Config.Sharding the replicas share the work instead of waiting for
+// the leader: each reconciles its share of the objects of
+// Sharding.Resources, and no object is reconciled by two replicas at once.
+// Each replica holds a member Lease; the replica holding the leader
+// election Lease assigns each object to a live replica by a consistent hash
+// of its key and writes that replica's identity into the object's shard
+// label, which the replicas' informers select on (so a replica's cache
+// holds its share only). An object moves only after its owner agreed: the
+// assigner sets the drain label, the owner stops reconciling the object
+// (framework.Framework.Release waits for the reconciliation in flight) and
+// removes both labels, and only then is the object labelled for its new
+// owner. The objects of a replica whose member Lease expired move at once
+// (it stopped itself at RenewDeadline); a replica that stops cleanly deletes
+// its Lease after its last reconciliation. /readyz has a "shard-membership"
+// check; the operatorkit_shard_* metrics count members, objects per shard,
+// moves and hand-over times. See docs/scaling.md for when to shard, the
+// limits, and figures.
+//
 // # Plans
 //
 // [Operator.Plan] is a one-off dry run: it starts only the shared informers,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,10 +56,11 @@ const (
 var ErrInvalidConfig = errors.New("invalid config")
 
 // ErrLeaseLost is returned by Run when this replica lost the leader
-// election Lease while its context was still running: it stopped
-// reconciling at once, and the process should exit (a restart campaigns
-// again).
-var ErrLeaseLost = errors.New("lost the leader election Lease")
+// election Lease, or with Config.Sharding could not renew its member Lease
+// within RenewDeadline, while its context was still running: it stopped
+// reconciling at once, and the process should exit (a restart campaigns,
+// or joins the ring, again).
+var ErrLeaseLost = errors.New("lost the Lease")
 
 // ErrAlreadyStarted is returned by Run and Plan when either was called
 // before, and by Add, Informer, Owns and Watches after Run or Plan started.
@@ -122,6 +124,13 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// Frameworks are run by Run, as if added with Add.
 	Frameworks []*framework.Framework
+	// Sharding, when set, spreads the objects of Sharding.Resources over
+	// the replicas: every replica reconciles its share at the same time,
+	// and the leader election Lease (LeaderElectionNamespace/
+	// LeaderElectionID, with the timings above) elects only the replica
+	// that assigns the objects, whether LeaderElection is set or not. See
+	// Sharding and docs/scaling.md. Off by default.
+	Sharding *Sharding
 }
 
 // Operator runs one or more Frameworks in one process: shared informers,
@@ -146,6 +155,7 @@ type Operator struct {
 	writes     *OwnWrites
 	recorders  []*deferredRecorder
 	srv        atomic.Pointer[server]
+	shard      *sharder // nil without Config.Sharding
 }
 
 // New validates config and returns an Operator that has started nothing:
@@ -180,7 +190,7 @@ func New(config Config) (*Operator, error) {
 	if config.RetryPeriod == 0 {
 		config.RetryPeriod = DefaultRetryPeriod
 	}
-	if config.LeaderElection && config.RenewDeadline >= config.LeaseDuration {
+	if (config.LeaderElection || config.Sharding != nil) && config.RenewDeadline >= config.LeaseDuration {
 		return nil, fmt.Errorf("%w: %T.RenewDeadline (%s) must be shorter than LeaseDuration (%s)", ErrInvalidConfig, config, config.RenewDeadline, config.LeaseDuration)
 	}
 	if config.ShutdownTimeout == 0 {
@@ -219,6 +229,30 @@ func New(config Config) (*Operator, error) {
 		kube:       kube,
 		metadata:   md,
 		informers:  map[informerKey]*sharedInformer{},
+	}
+	if config.Sharding != nil {
+		sh := *config.Sharding
+		sh.Resources = slices.Clone(sh.Resources)
+		if err := sh.validate(config); err != nil {
+			return nil, err
+		}
+		o.shard = &sharder{
+			cfg:        sh,
+			shardLabel: sh.ShardLabel(),
+			drainLabel: sh.DrainLabel(),
+			namespace:  config.LeaderElectionNamespace,
+			leaseName:  sh.Ring + "-" + sh.Identity,
+			leaseDur:   config.LeaseDuration,
+			renewDL:    config.RenewDeadline,
+			retry:      config.RetryPeriod,
+			kube:       kube,
+			md:         md,
+			logger:     log.With(o.logger, "ring", sh.Ring, "identity", sh.Identity),
+			handing:    map[string]bool{},
+		}
+		if o.shard.metrics, err = newShardMetrics(registry, sh.Ring, o.ownedObjects); err != nil {
+			return nil, fmt.Errorf("%w: %T.Registry: %v", ErrInvalidConfig, config, err)
+		}
 	}
 	for i, f := range config.Frameworks {
 		if f == nil {
@@ -274,7 +308,9 @@ func (o *Operator) MetricsURL() string {
 //
 //  1. it opens the HTTP endpoints (a busy address fails Run at once),
 //  2. starts every shared informer and waits for their caches,
-//  3. with leader election, campaigns for the Lease and waits to lead,
+//  3. with leader election, campaigns for the Lease and waits to lead;
+//     with Config.Sharding instead, joins the ring (its member Lease) and
+//     campaigns for the Lease only to assign the objects (see Sharding),
 //  4. boots every Framework (their workers start).
 //
 // When ctx ends it shuts down in order: the Frameworks stop taking work and
@@ -283,11 +319,15 @@ func (o *Operator) MetricsURL() string {
 // one may still write), the informers stop, the HTTP server stops. It
 // returns nil after a clean stop and leaves no goroutine behind.
 //
+// With Config.Sharding, the member Lease is deleted last, after the last
+// reconciliation ended, so that the other replicas take this one's objects
+// at once.
+//
 // It returns the first fatal error otherwise: a Framework that fails to
 // boot (the others are stopped), a cache that never syncs, ErrLeaseLost
-// when the Lease is lost (reconciling stops at once), or a shutdown that
-// exceeded ShutdownTimeout (the Lease is then released only when the last
-// reconciliation ends). Run is called once.
+// when the Lease (or the member Lease) is lost (reconciling stops at
+// once), or a shutdown that exceeded ShutdownTimeout (the Lease is then
+// released only when the last reconciliation ends). Run is called once.
 func (o *Operator) Run(ctx context.Context) error {
 	o.mu.Lock()
 	if o.started {
@@ -361,8 +401,11 @@ func (o *Operator) Run(ctx context.Context) error {
 	stopEvents := o.startEvents(infCtx)
 	defer stopEvents() // after the Frameworks stopped, before the informers
 
+	if o.shard != nil {
+		return o.runSharded(ctx, frameworks, informers, &st)
+	}
 	if !o.config.LeaderElection {
-		err, _ := o.runFrameworks(ctx, frameworks, nil)
+		err, _ := o.runFrameworks(ctx, frameworks, nil, "")
 		return err
 	}
 
@@ -396,7 +439,7 @@ func (o *Operator) Run(ctx context.Context) error {
 				level.Info(logger).Log("msg", "leading: starting the operator")
 				// leading ends when the Lease is lost (or leCtx ends, which
 				// happens only after the Frameworks stopped).
-				err, finished := o.runFrameworks(ctx, frameworks, leading)
+				err, finished := o.runFrameworks(ctx, frameworks, leading, "the leader election Lease "+o.config.LeaderElectionNamespace+"/"+o.config.LeaderElectionID)
 				result <- err
 				// Keep the Lease until the last reconciliation ended, even
 				// past ShutdownTimeout.
@@ -424,11 +467,11 @@ func (o *Operator) Run(ctx context.Context) error {
 }
 
 // runFrameworks boots every Framework and runs them until ctx ends (a clean
-// stop: nil), lost ends (the Lease was lost: ErrLeaseLost), or one of them
-// fails to boot (its error; the others are stopped). lost may be nil. It
-// waits up to ShutdownTimeout for them to stop; finished is closed when
-// they all have, which may be later.
-func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Framework, lost context.Context) (err error, finished <-chan struct{}) {
+// stop: nil), lost ends (the Lease named lease was lost: ErrLeaseLost), or
+// one of them fails to boot (its error; the others are stopped). lost may
+// be nil. It waits up to ShutdownTimeout for them to stop; finished is
+// closed when they all have, which may be later.
+func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Framework, lost context.Context, lease string) (err error, finished <-chan struct{}) {
 	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	stopOnCtx := context.AfterFunc(ctx, stop)
@@ -466,7 +509,7 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 		}
 	}
 	if lost != nil && lost.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("operator %s: %w %s/%s; stopped reconciling", o.config.Name, ErrLeaseLost, o.config.LeaderElectionNamespace, o.config.LeaderElectionID), done
+		return fmt.Errorf("operator %s: %w: %s; stopped reconciling", o.config.Name, ErrLeaseLost, lease), done
 	}
 	level.Info(o.logger).Log("msg", "frameworks stopped")
 	return nil, done
@@ -501,7 +544,10 @@ func (o *Operator) readyChecks(st *state, informers []*sharedInformer) []check {
 		}
 		return errors.New("caches not synced yet")
 	}}}
-	if o.config.LeaderElection {
+	if o.shard != nil {
+		checks = append(checks, check{name: "shard-membership", fn: o.shard.readyCheck})
+	}
+	if o.config.LeaderElection && o.shard == nil {
 		checks = append(checks, check{name: "leader-election", fn: func(*http.Request) error {
 			if st.leading.Load() || st.electing.Load() {
 				return nil // leading, or ready to lead

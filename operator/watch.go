@@ -44,6 +44,10 @@ func (k informerKey) String() string {
 type sharedInformer struct {
 	key informerKey
 	inf *informer.Informer
+	// sharded is true for an informer of a sharded resource, whose label
+	// selector is userLabels (the one asked for) and the shard label.
+	sharded    bool
+	userLabels string
 }
 
 // SharedInformer is an informer of the Operator's, shared by every
@@ -80,8 +84,12 @@ var _ informer.Interface = (*SharedInformer)(nil)
 // Operator's, DropManagedFields to true. A later call for the same key must
 // not set Client, RESTClient, ObjectType or Transform (the informer exists
 // already): that is ErrInvalidConfig rather than a silent second meaning.
+// With Config.Sharding, an informer of one of Sharding.Resources selects
+// only this replica's objects: the shard label selector is added to
+// cfg.LabelSelector.
 // It is called before Run; after, it returns ErrAlreadyStarted.
 func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
+	cfg, userLabels, sharded := o.shardedInformerConfig(cfg)
 	key := informerKey{gvr: cfg.GVR, namespace: cfg.Namespace, labels: cfg.LabelSelector, fieldsSel: cfg.FieldSelector}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -113,7 +121,7 @@ func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("informer for %s: %w", key, err)
 	}
-	si := &sharedInformer{key: key, inf: inf}
+	si := &sharedInformer{key: key, inf: inf, sharded: sharded, userLabels: userLabels}
 	o.informers[key] = si
 	o.order = append(o.order, si)
 	return &SharedInformer{Informer: inf, gvr: key.gvr}, nil

@@ -1,0 +1,600 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
+)
+
+// Label keys of sharding. The shard and drain labels are
+// ShardLabelPrefix+ring and DrainLabelPrefix+ring on the sharded objects;
+// RingLabel names the ring on each replica's member Lease.
+const (
+	ShardLabelPrefix = "shard.operatorkit.io/"
+	DrainLabelPrefix = "drain.shard.operatorkit.io/"
+	RingLabel        = "shard.operatorkit.io/ring"
+)
+
+// DefaultShardAssignWorkers is how many objects the assigner labels at the
+// same time when Sharding.AssignWorkers is zero.
+const DefaultShardAssignWorkers = 4
+
+// Sharding spreads the objects of an operator over its replicas
+// (Config.Sharding): every replica reconciles, each only its share, and no
+// object is reconciled by two replicas at once. See docs/scaling.md.
+//
+// How it works: each replica holds a member Lease (labelled RingLabel=Ring,
+// in Config.LeaderElectionNamespace) and renews it every RetryPeriod. The
+// replica that holds the leader election Lease runs the assigner: it maps
+// each object (its "namespace/name", or its namespace with ByNamespace)
+// onto the live members with a consistent hash ring, and writes the owner's
+// identity into the object's shard label. Each replica's informers of the
+// Resources select shard label = its identity, so its cache and its events
+// hold only its share.
+//
+// An object moves only with its owner's consent: the assigner sets the
+// drain label; the owner stops reconciling the object (framework.Release:
+// the reconciliation in flight ends first) and then removes both labels;
+// only then does the assigner label it for the new owner. An owner whose
+// member Lease expired has stopped reconciling (a replica that cannot renew
+// its Lease within RenewDeadline stops, Run returns ErrLeaseLost), so its
+// objects are relabelled at once. A replica that stops cleanly deletes its
+// member Lease after its last reconciliation, so that its objects move
+// without waiting for the Lease to expire.
+type Sharding struct {
+	// Resources are the resources whose objects are sharded: those of the
+	// Frameworks' informers. Informer adds the shard label selector to each
+	// informer of one of them (and the assigner labels the objects that
+	// informer's namespace and selectors would show). Required.
+	Resources []schema.GroupVersionResource
+	// Ring names the replicas sharing the objects, in the label keys
+	// (ShardLabelPrefix+Ring): a qualified name's name part (at most 63
+	// characters). Defaults to Config.Name.
+	Ring string
+	// Identity names this replica: the value of the shard label on its
+	// objects and the holder of its member Lease, named Ring+"-"+Identity.
+	// A DNS label (lowercase letters, digits and '-', at most 63
+	// characters), unique among the replicas. Defaults to the host name
+	// (the pod name) cut to 50 characters with a random suffix.
+	Identity string
+	// ByNamespace assigns whole namespaces instead of single objects: all
+	// objects of a namespace go to one replica.
+	ByNamespace bool
+	// VirtualNodes is the number of points of each replica on the hash
+	// ring. Defaults to DefaultVirtualNodes.
+	VirtualNodes int
+	// AssignWorkers is how many objects the assigner labels at the same
+	// time. Defaults to DefaultShardAssignWorkers.
+	AssignWorkers int
+}
+
+var dnsLabel = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// defaultIdentity is the host name made a DNS label, cut to 50
+// characters, with a random suffix.
+func defaultIdentity() string {
+	host, _ := os.Hostname()
+	host = strings.Trim(dnsLabel.ReplaceAllString(strings.ToLower(host), "-"), "-")
+	if len(host) > 50 {
+		host = strings.Trim(host[:50], "-")
+	}
+	if host == "" {
+		host = "replica"
+	}
+	return host + "-" + rand.String(5)
+}
+
+// validate completes s's defaults from config and checks it.
+func (s *Sharding) validate(config Config) error {
+	if len(s.Resources) == 0 {
+		return fmt.Errorf("%w: %T.Sharding.Resources must not be empty", ErrInvalidConfig, config)
+	}
+	for i, r := range s.Resources {
+		if r.Resource == "" || r.Version == "" {
+			return fmt.Errorf("%w: %T.Sharding.Resources[%d] %q needs a version and a resource", ErrInvalidConfig, config, i, r)
+		}
+	}
+	if s.Ring == "" {
+		s.Ring = config.Name
+	}
+	if errs := validation.IsQualifiedName(ShardLabelPrefix + s.Ring); len(errs) > 0 {
+		return fmt.Errorf("%w: %T.Sharding.Ring %q cannot name a label: %s", ErrInvalidConfig, config, s.Ring, strings.Join(errs, "; "))
+	}
+	if s.Identity == "" {
+		s.Identity = defaultIdentity()
+	}
+	if errs := validation.IsDNS1123Label(s.Identity); len(errs) > 0 {
+		return fmt.Errorf("%w: %T.Sharding.Identity %q: %s", ErrInvalidConfig, config, s.Identity, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(s.Ring + "-" + s.Identity); len(errs) > 0 {
+		return fmt.Errorf("%w: %T.Sharding Ring and Identity cannot name a Lease %q: %s", ErrInvalidConfig, config, s.Ring+"-"+s.Identity, strings.Join(errs, "; "))
+	}
+	switch {
+	case s.VirtualNodes < 0:
+		return fmt.Errorf("%w: %T.Sharding.VirtualNodes must not be negative", ErrInvalidConfig, config)
+	case s.VirtualNodes == 0:
+		s.VirtualNodes = DefaultVirtualNodes
+	}
+	switch {
+	case s.AssignWorkers < 0:
+		return fmt.Errorf("%w: %T.Sharding.AssignWorkers must not be negative", ErrInvalidConfig, config)
+	case s.AssignWorkers == 0:
+		s.AssignWorkers = DefaultShardAssignWorkers
+	}
+	return nil
+}
+
+func (s *Sharding) shards(gvr schema.GroupVersionResource) bool {
+	return slices.Contains(s.Resources, gvr)
+}
+
+// ShardLabel returns the key of the label that names an object's owner.
+func (s *Sharding) ShardLabel() string { return ShardLabelPrefix + s.Ring }
+
+// DrainLabel returns the key of the label that asks an object's owner to
+// hand it over.
+func (s *Sharding) DrainLabel() string { return DrainLabelPrefix + s.Ring }
+
+// shardMetrics are the sharding metrics, registered by New.
+type shardMetrics struct {
+	members  prometheus.Gauge
+	objects  *prometheus.GaugeVec
+	moves    prometheus.Counter
+	handover prometheus.Histogram
+	owned    prometheus.GaugeFunc
+}
+
+func newShardMetrics(reg prometheus.Registerer, ring string, owned func() float64) (*shardMetrics, error) {
+	labels := prometheus.Labels{"ring": ring}
+	m := &shardMetrics{
+		members: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "operatorkit_shard_members", ConstLabels: labels,
+			Help: "Live replicas of the ring, as the assigner (the leader) sees them; 0 on the other replicas.",
+		}),
+		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "operatorkit_shard_objects", ConstLabels: labels,
+			Help: "Sharded objects per owner (shard label; \"\" for not assigned yet), as the assigner (the leader) sees them.",
+		}, []string{"shard"}),
+		moves: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "operatorkit_shard_moves_total", ConstLabels: labels,
+			Help: "Objects the assigner moved from one replica to another (after a drain, or from a replica whose Lease expired).",
+		}),
+		handover: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "operatorkit_shard_handover_duration_seconds", ConstLabels: labels,
+			Help:    "Time from the assigner asking an owner to drain an object to the object being assigned to its new owner.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+		owned: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "operatorkit_shard_owned_objects", ConstLabels: labels,
+			Help: "Objects in this replica's sharded informers: its share.",
+		}, owned),
+	}
+	for _, c := range []prometheus.Collector{m.members, m.objects, m.moves, m.handover, m.owned} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register sharding metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// sharder is a replica's part in sharding: its member Lease, the hand-over
+// of the objects it is asked to drain, and, while it leads, the assigner.
+type sharder struct {
+	cfg        Sharding
+	shardLabel string
+	drainLabel string
+	namespace  string // of the Leases
+	leaseName  string
+	leaseDur   time.Duration
+	renewDL    time.Duration
+	retry      time.Duration
+	kube       kubernetes.Interface
+	md         metadata.Interface
+	logger     log.Logger
+	metrics    *shardMetrics
+
+	lastRenew atomic.Pointer[time.Time] // start of the last successful renewal; nil before
+	lease     *coordinationv1.Lease
+
+	mu       sync.Mutex
+	handing  map[string]bool // "resource/key" being handed over
+	handWG   sync.WaitGroup  // the hand-overs running
+	informed []*sharedInformer
+}
+
+// readyCheck is the check for /readyz: ready once the member Lease was
+// written, and while it is renewed in time.
+func (s *sharder) readyCheck(*http.Request) error {
+	last := s.lastRenew.Load()
+	switch {
+	case last == nil:
+		return fmt.Errorf("not a member of ring %s yet", s.cfg.Ring)
+	case time.Since(*last) > s.renewDL:
+		return fmt.Errorf("member Lease %s/%s not renewed for %s", s.namespace, s.leaseName, time.Since(*last).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// renew creates or renews the member Lease once. The renewal counts from
+// the time taken before the request, the renew time the Lease carries:
+// the assigner judges the Lease by that time, so the holder must not count
+// the request's latency as renewed.
+func (s *sharder) renew(ctx context.Context) error {
+	started := time.Now()
+	now := metav1.NewMicroTime(started)
+	secs := int32(s.leaseDur / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	if s.lease != nil {
+		l := s.lease.DeepCopy()
+		l.Spec.RenewTime = &now
+		updated, err := s.kube.CoordinationV1().Leases(s.namespace).Update(ctx, l, metav1.UpdateOptions{})
+		if err == nil {
+			s.lease = updated
+			s.lastRenew.Store(&started)
+			return nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return err
+		}
+		s.lease = nil // someone changed or deleted it: read it again
+	}
+	l, err := s.kube.CoordinationV1().Leases(s.namespace).Get(ctx, s.leaseName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		l = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: s.leaseName, Namespace: s.namespace, Labels: map[string]string{RingLabel: s.cfg.Ring}},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: &s.cfg.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
+			},
+		}
+		l, err = s.kube.CoordinationV1().Leases(s.namespace).Create(ctx, l, metav1.CreateOptions{})
+	case err == nil:
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != s.cfg.Identity {
+			return fmt.Errorf("member Lease %s/%s is held by %q: two replicas have the identity", s.namespace, s.leaseName, *l.Spec.HolderIdentity)
+		}
+		l.Labels = map[string]string{RingLabel: s.cfg.Ring}
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &s.cfg.Identity, &secs, &now
+		if l.Spec.AcquireTime == nil {
+			l.Spec.AcquireTime = &now
+		}
+		l, err = s.kube.CoordinationV1().Leases(s.namespace).Update(ctx, l, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	s.lease = l
+	s.lastRenew.Store(&started)
+	return nil
+}
+
+// join writes the member Lease, retrying every RetryPeriod until it
+// succeeds or ctx ends.
+func (s *sharder) join(ctx context.Context) error {
+	return wait.PollUntilContextCancel(ctx, s.retry, true, func(ctx context.Context) (bool, error) {
+		if err := s.renew(ctx); err != nil {
+			level.Warn(s.logger).Log("msg", "cannot write the member Lease", "lease", s.namespace+"/"+s.leaseName, "err", err)
+			return false, nil
+		}
+		level.Info(s.logger).Log("msg", "joined the ring", "lease", s.namespace+"/"+s.leaseName)
+		return true, nil
+	})
+}
+
+// heartbeat renews the member Lease every RetryPeriod until ctx ends. When
+// no renewal succeeded for RenewDeadline it calls lost and returns: the
+// replica must stop reconciling before the others take its Lease for
+// expired (LeaseDuration).
+func (s *sharder) heartbeat(ctx context.Context, lost func()) {
+	t := time.NewTicker(s.retry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// One attempt may take until the renew deadline: a slow API
+		// server is not a lost one.
+		deadline := s.lastRenew.Load().Add(s.renewDL) // set by join
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		err := s.renew(rctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		since := time.Since(*s.lastRenew.Load())
+		level.Warn(s.logger).Log("msg", "cannot renew the member Lease", "lease", s.namespace+"/"+s.leaseName, "since", since.Round(time.Millisecond), "err", err)
+		if since >= s.renewDL {
+			level.Error(s.logger).Log("msg", "member Lease not renewed within RenewDeadline: stopping", "lease", s.namespace+"/"+s.leaseName)
+			lost()
+			return
+		}
+	}
+}
+
+// leave deletes the member Lease, so that the assigner moves this
+// replica's objects at once. Called after the last reconciliation ended.
+func (s *sharder) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var pre *metav1.Preconditions
+	if s.lease != nil {
+		pre = &metav1.Preconditions{UID: &s.lease.UID}
+	}
+	err := s.kube.CoordinationV1().Leases(s.namespace).Delete(ctx, s.leaseName, metav1.DeleteOptions{Preconditions: pre})
+	if err != nil && !apierrors.IsNotFound(err) {
+		level.Warn(s.logger).Log("msg", "cannot delete the member Lease: its objects move when it expires", "lease", s.namespace+"/"+s.leaseName, "err", err)
+		return
+	}
+	level.Info(s.logger).Log("msg", "left the ring", "lease", s.namespace+"/"+s.leaseName)
+}
+
+// watchDrains registers, on each sharded informer, the handler that hands
+// over the objects the assigner drains from this replica, for the
+// Frameworks reconciling that informer's objects. Hand-overs run until ctx
+// ends.
+func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Framework) error {
+	for _, si := range s.informed {
+		var fws []*framework.Framework
+		for _, f := range frameworks {
+			if inf, ok := f.Informer().(*SharedInformer); ok && inf.Informer == si.inf {
+				fws = append(fws, f)
+			}
+		}
+		// With no Framework on the informer (a cache for reads only)
+		// nothing reconciles its objects here: drains are acknowledged
+		// at once.
+		gvr := si.key.gvr
+		check := func(obj any) {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return
+			}
+			key, err := cache.MetaNamespaceKeyFunc(obj)
+			if err != nil {
+				return
+			}
+			labels := m.GetLabels()
+			if labels[s.shardLabel] != s.cfg.Identity {
+				return
+			}
+			if _, drain := labels[s.drainLabel]; !drain {
+				// Ours and not drained (again): a hand-over that
+				// did not happen must not keep it released.
+				for _, f := range fws {
+					f.Reclaim(key)
+				}
+				return
+			}
+			s.mu.Lock()
+			id := gvr.String() + "/" + key
+			busy := s.handing[id]
+			s.handing[id] = true
+			s.mu.Unlock()
+			if busy {
+				return
+			}
+			s.handWG.Go(func() {
+				defer func() {
+					s.mu.Lock()
+					delete(s.handing, id)
+					s.mu.Unlock()
+				}()
+				s.handOver(ctx, fws, gvr, m.GetNamespace(), m.GetName(), key)
+			})
+		}
+		if _, err := si.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    check,
+			UpdateFunc: func(_, obj any) { check(obj) },
+		}); err != nil {
+			return fmt.Errorf("sharding: watch drains of %s: %w", si.key, err)
+		}
+	}
+	return nil
+}
+
+// handOver releases key in every Framework (waiting for reconciliations in
+// flight) and then removes the shard and drain labels, which tells the
+// assigner that the object is free. The removal is conditional on both
+// labels still being this replica's and set: if the assigner took the
+// drain back, the object is reclaimed.
+func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, namespace, name, key string) {
+	start := time.Now()
+	for _, f := range fws {
+		if err := f.Release(ctx, key); err != nil {
+			return // stopping: the member Lease goes, and the object with it
+		}
+	}
+	patch, _ := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/labels/" + jsonPointerEscape(s.shardLabel), "value": s.cfg.Identity},
+		{"op": "test", "path": "/metadata/labels/" + jsonPointerEscape(s.drainLabel), "value": "true"},
+		{"op": "remove", "path": "/metadata/labels/" + jsonPointerEscape(s.shardLabel)},
+		{"op": "remove", "path": "/metadata/labels/" + jsonPointerEscape(s.drainLabel)},
+	})
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 5 * time.Second}, func(ctx context.Context) (bool, error) {
+		_, err := s.md.Resource(gvr).Namespace(namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return true, nil
+		case apierrors.IsInvalid(err):
+			// A test failed: the object is not being drained from this
+			// replica any more.
+			return false, errTestFailed
+		}
+		level.Warn(s.logger).Log("msg", "cannot hand over object", "object", key, "resource", gvr.Resource, "err", err)
+		return false, nil
+	})
+	switch {
+	case err == errTestFailed:
+		level.Info(s.logger).Log("msg", "drain taken back: keeping object", "object", key, "resource", gvr.Resource)
+		for _, f := range fws {
+			f.Reclaim(key)
+		}
+	case err == nil:
+		level.Debug(s.logger).Log("msg", "handed over object", "object", key, "resource", gvr.Resource, "took", time.Since(start))
+	}
+}
+
+var errTestFailed = fmt.Errorf("json patch test failed")
+
+// jsonPointerEscape escapes a label key for a JSON pointer (RFC 6901).
+func jsonPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// shardedInformerConfig returns cfg with the shard label selector added
+// when cfg's resource is sharded, and the user's own selector.
+func (o *Operator) shardedInformerConfig(cfg informer.Config) (informer.Config, string, bool) {
+	if o.shard == nil || !o.shard.cfg.shards(cfg.GVR) {
+		return cfg, "", false
+	}
+	user := cfg.LabelSelector
+	sel := o.shard.shardLabel + "=" + o.shard.cfg.Identity
+	if user != "" {
+		sel = user + "," + sel
+	}
+	cfg.LabelSelector = sel
+	return cfg, user, true
+}
+
+// ownedObjects counts the objects in this replica's sharded informers.
+func (o *Operator) ownedObjects() float64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, si := range o.order {
+		if si.sharded {
+			n += len(si.inf.SharedIndexInformer().GetStore().ListKeys())
+		}
+	}
+	return float64(n)
+}
+
+// runSharded is Run's last step with Config.Sharding: join the ring, run
+// the Frameworks on this replica's share while the elected replica assigns
+// the objects, and on the way out leave the ring only after the last
+// reconciliation ended.
+func (o *Operator) runSharded(ctx context.Context, frameworks []*framework.Framework, informers []*sharedInformer, st *state) error {
+	s := o.shard
+	for _, si := range informers {
+		if si.sharded {
+			s.informed = append(s.informed, si)
+		}
+	}
+	if len(s.informed) == 0 {
+		return fmt.Errorf("%w: Config.Sharding: no informer of Sharding.Resources %v: create the Frameworks' informers with Operator.Informer", ErrInvalidConfig, s.cfg.Resources)
+	}
+	lostCtx, lost := context.WithCancel(context.Background())
+	defer lost()
+	if err := s.join(ctx); err != nil {
+		return nil // ctx ended before this replica could join
+	}
+	defer s.leave()
+	memberCtx, stopMember := context.WithCancel(context.WithoutCancel(ctx))
+	var memberWG sync.WaitGroup
+	defer func() { stopMember(); memberWG.Wait() }() // before leave
+	memberWG.Go(func() { s.heartbeat(memberCtx, lost) })
+
+	drainCtx, stopDrains := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopDrains(); s.handWG.Wait() }()
+	if err := s.watchDrains(drainCtx, frameworks); err != nil {
+		return err
+	}
+
+	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	var leWG sync.WaitGroup
+	defer func() { stopElector(); leWG.Wait() }() // releases the leader Lease
+	st.electing.Store(true)
+	o.electAssigner(leCtx, &leWG, st)
+
+	err, finished := o.runFrameworks(ctx, frameworks, lostCtx, "the member Lease "+s.namespace+"/"+s.leaseName+" was not renewed within RenewDeadline")
+	// The member Lease is renewed, and deleted, only after the last
+	// reconciliation ended, even past ShutdownTimeout: until then no
+	// other replica may take this one's objects.
+	<-finished
+	return err
+}
+
+// electAssigner campaigns for the leader election Lease until ctx ends, and
+// runs the assigner while this replica holds it. Its goroutines are
+// counted in wg.
+func (o *Operator) electAssigner(ctx context.Context, wg *sync.WaitGroup, st *state) {
+	s := o.shard
+	terms := make(chan context.Context, 1)
+	logger := log.With(s.logger, "lease", o.config.LeaderElectionNamespace+"/"+o.config.LeaderElectionID)
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			el, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+				Lock: &resourcelock.LeaseLock{
+					LeaseMeta:  metav1.ObjectMeta{Name: o.config.LeaderElectionID, Namespace: o.config.LeaderElectionNamespace},
+					Client:     o.kube.CoordinationV1(),
+					LockConfig: resourcelock.ResourceLockConfig{Identity: s.cfg.Identity},
+				},
+				LeaseDuration:   o.config.LeaseDuration,
+				RenewDeadline:   o.config.RenewDeadline,
+				RetryPeriod:     o.config.RetryPeriod,
+				ReleaseOnCancel: true,
+				Name:            o.config.LeaderElectionID,
+				Callbacks: leaderelection.LeaderCallbacks{
+					OnStartedLeading: func(term context.Context) {
+						select {
+						case terms <- term:
+						case <-ctx.Done():
+						}
+					},
+					OnStoppedLeading: func() {},
+				},
+			})
+			if err != nil {
+				level.Error(logger).Log("msg", "cannot elect the assigner", "err", err)
+				return
+			}
+			el.Run(ctx) // returns when the term ends or ctx ends
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case term := <-terms:
+				st.leading.Store(true)
+				level.Info(logger).Log("msg", "leading: assigning the objects")
+				s.assign(term)
+				st.leading.Store(false)
+				level.Info(logger).Log("msg", "not assigning any more")
+			}
+		}
+	})
+}

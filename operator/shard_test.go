@@ -1,0 +1,95 @@
+package operator
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/operatorkit/operatorkit/informer"
+)
+
+var thingsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
+
+func TestShardingConfigErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		name     string
+		sharding Sharding
+		want     string
+	}{
+		{"no resources", Sharding{}, "Sharding.Resources must not be empty"},
+		{"resource without version", Sharding{Resources: []schema.GroupVersionResource{{Resource: "things"}}}, "Sharding.Resources[0]"},
+		{"ring too long", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Ring: strings.Repeat("r", 64)}, "Sharding.Ring"},
+		{"identity not a DNS label", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Identity: "Pod_1"}, "Sharding.Identity \"Pod_1\""},
+		{"negative virtual nodes", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, VirtualNodes: -1}, "Sharding.VirtualNodes"},
+		{"negative workers", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignWorkers: -1}, "Sharding.AssignWorkers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sh := tt.sharding
+			_, err := New(Config{RESTConfig: restConfig(), Name: "op", Registry: prometheus.NewRegistry(), Sharding: &sh})
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New() = %v, want ErrInvalidConfig naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestShardingDefaultsAndSelector(t *testing.T) {
+	sh := &Sharding{Resources: []schema.GroupVersionResource{thingsGVR}}
+	o, err := New(Config{RESTConfig: restConfig(), Name: "op", Registry: prometheus.NewRegistry(), Sharding: sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Identity != "" || sh.Ring != "" {
+		t.Errorf("New changed the caller's Sharding: %+v", sh)
+	}
+	cfg := o.shard.cfg
+	if cfg.Ring != "op" || cfg.VirtualNodes != DefaultVirtualNodes || cfg.AssignWorkers != DefaultShardAssignWorkers {
+		t.Errorf("defaults: Ring %q, VirtualNodes %d, AssignWorkers %d; want op, %d, %d", cfg.Ring, cfg.VirtualNodes, cfg.AssignWorkers, DefaultVirtualNodes, DefaultShardAssignWorkers)
+	}
+	if cfg.Identity == "" || o.shard.leaseName != "op-"+cfg.Identity {
+		t.Errorf("identity %q, Lease %q: want a default identity and the Lease op-<identity>", cfg.Identity, o.shard.leaseName)
+	}
+
+	inf, err := o.Informer(informer.Config{GVR: thingsGVR, Namespace: "ns", LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "app=web," + ShardLabelPrefix + "op=" + cfg.Identity
+	if got := o.informers[informerKey{gvr: thingsGVR, namespace: "ns", labels: want}]; got == nil || got.inf != inf.Informer || !got.sharded || got.userLabels != "app=web" {
+		t.Errorf("the informer of a sharded resource is not keyed by the selector %q with the user's selector kept", want)
+	}
+	again, err := o.Informer(informer.Config{GVR: thingsGVR, Namespace: "ns", LabelSelector: "app=web"})
+	if err != nil || again.Informer != inf.Informer {
+		t.Errorf("a second Informer call with the same config got another informer (err %v)", err)
+	}
+	cms, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, si := range o.order {
+		if si.inf == cms.Informer && (si.sharded || si.key.labels != "") {
+			t.Errorf("the informer of a resource that is not sharded got the selector %q", si.key.labels)
+		}
+	}
+}
+
+func TestDefaultIdentityIsADNSLabel(t *testing.T) {
+	id := defaultIdentity()
+	sh := Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Identity: id}
+	if err := sh.validate(Config{Name: "op"}); err != nil {
+		t.Errorf("default identity %q: %v", id, err)
+	}
+	if defaultIdentity() == id {
+		t.Error("two default identities are equal: they need a random suffix")
+	}
+}
+
+func TestJSONPointerEscape(t *testing.T) {
+	if got, want := jsonPointerEscape("shard.operatorkit.io/a~b"), "shard.operatorkit.io~1a~0b"; got != want {
+		t.Errorf("jsonPointerEscape = %q, want %q", got, want)
+	}
+}
