@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/framework"
@@ -74,6 +75,11 @@ type Command struct {
 	SetFlag string
 	// Sets maps the values of SetFlag to resource set names.
 	Sets map[string]string
+	// ShardResources are the resources whose objects --shard spreads over
+	// the replicas (Sharding.Resources): those of the informers New gives
+	// its Framework. Empty: the binary does not shard, and --shard is a
+	// bad flag.
+	ShardResources []schema.GroupVersionResource
 }
 
 // Run runs the command with args (without the program name) and returns
@@ -103,6 +109,9 @@ func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if err := errors.Join(opts.Validate(), fopts.Validate()); err != nil {
 		return fail(stderr, c.Name, 2, err)
+	}
+	if opts.Shard && len(c.ShardResources) == 0 {
+		return fail(stderr, c.Name, 2, fmt.Errorf("flag --%s: %s does not shard (its Command has no ShardResources)", flagShard, c.Name))
 	}
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = fopts.Namespace
@@ -136,7 +145,11 @@ func (c Command) operator(ctx context.Context, opts Options, fopts FrameworkOpti
 			return nil, nil, err
 		}
 	}
-	op, err := New(opts.Config(name, restConfig, logger))
+	config := opts.Config(name, restConfig, logger)
+	if config.Sharding != nil {
+		config.Sharding.Resources = c.ShardResources
+	}
+	op, err := New(config)
 	if err != nil {
 		return nil, nil, err
 	}

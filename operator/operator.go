@@ -623,7 +623,12 @@ func copyResponse(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
 // restConfig and logger (from RESTConfig and NewLogger). Set the other
 // fields (Registry, timings) on the result before New.
 func (o Options) Config(name string, restConfig *rest.Config, logger log.Logger) Config {
+	var sharding *Sharding
+	if o.Shard {
+		sharding = &Sharding{Identity: o.ShardIdentity}
+	}
 	return Config{
+		Sharding:                sharding,
 		RESTConfig:              restConfig,
 		Name:                    name,
 		Logger:                  logger,

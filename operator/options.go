@@ -56,6 +56,8 @@ const (
 	flagLeaseDuration           = "leader-election-lease-duration"
 	flagRenewDeadline           = "leader-election-renew-deadline"
 	flagRetryPeriod             = "leader-election-retry-period"
+	flagShard                   = "shard"
+	flagShardIdentity           = "shard-identity"
 )
 
 // serviceAccountNamespaceFile holds the namespace of the pod a process runs
@@ -116,6 +118,16 @@ type Options struct {
 	// -retry-period). Zero: DefaultLeaseDuration, DefaultRenewDeadline,
 	// DefaultRetryPeriod.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Shard makes every replica reconcile a share of the objects instead
+	// of the leader all of them (--shard; see Sharding): Config sets
+	// Config.Sharding, whose Resources the binary fills in (Command does,
+	// from Command.ShardResources). The leader election Lease then elects
+	// the replica that assigns the objects.
+	Shard bool
+	// ShardIdentity names this replica in the ring (--shard-identity), a
+	// DNS label unique among the replicas. Empty: the host name (a pod's
+	// name) with a random suffix.
+	ShardIdentity string
 }
 
 // BindFlags registers every option on fs, under the flag names given in
@@ -147,6 +159,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"how long the leader tries to renew the Lease before it stops leading")
 	fs.DurationVar(&o.RetryPeriod, flagRetryPeriod, orDefaultDuration(o.RetryPeriod, DefaultRetryPeriod),
 		"how often candidates try to acquire or renew the Lease")
+	fs.BoolVar(&o.Shard, flagShard, o.Shard,
+		"every replica reconciles a share of the objects; the leader election Lease elects the replica that assigns them")
+	fs.StringVar(&o.ShardIdentity, flagShardIdentity, o.ShardIdentity,
+		"name of this replica among the shards (default: the host name with a random suffix)")
 }
 
 // BindClientFlags registers the options of a one-off command that talks to
@@ -266,8 +282,13 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("invalid value %s for flag --%s: must not be negative", d.value, d.flag))
 		}
 	}
+	if o.ShardIdentity != "" {
+		if msgs := validation.IsDNS1123Label(o.ShardIdentity); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("invalid value %q for flag --%s: %s", o.ShardIdentity, flagShardIdentity, strings.Join(msgs, "; ")))
+		}
+	}
 	lease, renew := orDefaultDuration(o.LeaseDuration, DefaultLeaseDuration), orDefaultDuration(o.RenewDeadline, DefaultRenewDeadline)
-	if o.LeaderElect && renew >= lease {
+	if (o.LeaderElect || o.Shard) && renew >= lease {
 		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s (%s)", flagRenewDeadline, renew, flagLeaseDuration, lease))
 	}
 	return errors.Join(errs...)

@@ -108,6 +108,7 @@ func TestBindFlagsParse(t *testing.T) {
 		"--leader-elect=false", "--leader-election-id=lease", "--leader-election-namespace=ns",
 		"--log-level=warn", "--log-format=json", "--kube-api-qps=7.5", "--kube-api-burst=9",
 		"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=4s", "--leader-election-retry-period=1s",
+		"--shard", "--shard-identity=pod-1",
 	}
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("Parse() error = %v", err)
@@ -117,6 +118,7 @@ func TestBindFlagsParse(t *testing.T) {
 		LeaderElect: false, LeaderElectionID: "lease", LeaderElectionNamespace: "ns",
 		LogLevel: "warn", LogFormat: "json", KubeAPIQPS: 7.5, KubeAPIBurst: 9,
 		LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RetryPeriod: time.Second,
+		Shard: true, ShardIdentity: "pod-1",
 	}
 	if o != want {
 		t.Errorf("got %+v\nwant %+v", o, want)
@@ -179,6 +181,18 @@ func TestValidate(t *testing.T) {
 			name:   "negative retry period",
 			modify: func(o *Options) { o.RetryPeriod = -time.Second },
 			want:   []string{`invalid value -1s for flag --leader-election-retry-period: must not be negative`},
+		},
+		{
+			name:   "shard identity not a DNS label",
+			modify: func(o *Options) { o.Shard, o.ShardIdentity = true, "Pod_1" },
+			want:   []string{`invalid value "Pod_1" for flag --shard-identity: a lowercase RFC 1123 label`},
+		},
+		{
+			name: "lease timings checked when sharding",
+			modify: func(o *Options) {
+				o.LeaderElect, o.Shard, o.LeaseDuration, o.RenewDeadline = false, true, time.Second, 5*time.Second
+			},
+			want: []string{`flag --leader-election-renew-deadline (5s) must be shorter than --leader-election-lease-duration (1s)`},
 		},
 		{name: "lease timings unchecked without leader election", modify: func(o *Options) { o.LeaderElect, o.LeaseDuration, o.RenewDeadline = false, time.Second, 5*time.Second }},
 		{

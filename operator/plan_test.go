@@ -259,6 +259,7 @@ func TestCommand(t *testing.T) {
 		{name: "bad flag", args: []string{"--workers", "0"}, wantCode: 2, stderr: "thing-operator: invalid value 0 for flag --workers: must be at least 1"},
 		{name: "unknown flag", args: []string{"--frobnicate"}, wantCode: 2, stderr: "flag provided but not defined: -frobnicate"},
 		{name: "stray argument", args: []string{"serve"}, wantCode: 2, stderr: `unexpected argument "serve"`},
+		{name: "shard without ShardResources", args: []string{"--shard"}, wantCode: 2, stderr: "thing-operator: flag --shard: thing-operator does not shard (its Command has no ShardResources)"},
 		{name: "check fails", args: []string{"--kubeconfig", kubeconfig, "--namespace", "forbidden", "--metrics-bind-address", "0", "--leader-elect=false"}, wantCode: 1, stderr: "thing-operator: missing permissions: list things"},
 		{name: "plan without objects", args: []string{"plan"}, wantCode: 2, stderr: "name the things to plan"},
 		{name: "plan bad key", args: []string{"plan", "a"}, wantCode: 2, stderr: "want namespace/name"},
@@ -298,4 +299,33 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600)
+}
+
+// TestCommandShard: --shard gives the Operator a Sharding over the
+// Command's ShardResources, with the identity of --shard-identity.
+func TestCommandShard(t *testing.T) {
+	cfg, _, _ := apiServer(t, "ns/a")
+	kubeconfig := t.TempDir() + "/kubeconfig"
+	if err := writeKubeconfig(kubeconfig, cfg.Host); err != nil {
+		t.Fatal(err)
+	}
+	cmd := Command{
+		Name: "thing-operator",
+		New: func(op *Operator, _ FrameworkOptions, _ log.Logger) (*framework.Framework, error) {
+			return planFramework(t, op), nil
+		},
+		ShardResources: []schema.GroupVersionResource{thingsGVR},
+	}
+	opts := Options{Kubeconfig: kubeconfig, Shard: true, ShardIdentity: "pod-1"}
+	op, _, err := cmd.operator(t.Context(), opts, FrameworkOptions{}, cmd.Name, log.NewNopLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.shard == nil || op.shard.cfg.Identity != "pod-1" || len(op.shard.cfg.Resources) != 1 || op.shard.cfg.Resources[0] != thingsGVR {
+		t.Fatalf("sharding = %+v, want identity pod-1 over %s", op.shard, thingsGVR)
+	}
+	opts.Shard = false
+	if op, _, err := cmd.operator(t.Context(), opts, FrameworkOptions{}, cmd.Name, log.NewNopLogger()); err != nil || op.shard != nil {
+		t.Errorf("without --shard: sharding = %+v (err %v), want none", op.shard, err)
+	}
 }
