@@ -23,7 +23,17 @@ import (
 // stop or restart it; a test that needs that starts its own with testenv.New.
 var env *testenv.Env
 
+// subprocessMain, when set (by an init of a test file), is asked first
+// whether this process is a helper process that a test started (such as a
+// sharded operator's replica): then it runs it and returns its exit code.
+var subprocessMain func() (code int, ok bool)
+
 func TestMain(m *testing.M) {
+	if subprocessMain != nil {
+		if code, ok := subprocessMain(); ok {
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(m))
 }
 

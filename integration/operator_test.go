@@ -87,8 +87,15 @@ func (o *ownedConfigMapOps) ApplyCreateChange(ctx context.Context, obj, change a
 // on op's shared informer, with one resource.
 func operatorFramework(t *testing.T, op *operatorpkg.Operator, ns, name string, ops *ownedConfigMapOps) *framework.Framework {
 	t.Helper()
+	return operatorFrameworkOn(t, op, informer.Config{GVR: widgetGVR, Namespace: ns}, name, ops)
+}
+
+// operatorFrameworkOn is operatorFramework over the widgets that op's
+// informer for cfg shows.
+func operatorFrameworkOn(t *testing.T, op *operatorpkg.Operator, cfg informer.Config, name string, ops *ownedConfigMapOps) *framework.Framework {
+	t.Helper()
 	ensureWidgetCRD(t)
-	inf, err := op.Informer(informer.Config{GVR: widgetGVR, Namespace: ns})
+	inf, err := op.Informer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
