@@ -204,6 +204,10 @@ type Framework struct {
 
 	bootOnce sync.Once
 	booted   chan struct{}
+	// abort cancels the base context of the reconciliations (Abort); set
+	// by Boot.
+	abortMu sync.Mutex
+	abort   context.CancelFunc
 }
 
 // New validates config and returns a Framework ready to Boot. Errors wrap
@@ -338,6 +342,22 @@ func (f *Framework) add(key string) {
 	}
 }
 
+// Abort ends the context of every reconciliation in flight at once
+// (context.Canceled), instead of letting them finish. The operator package
+// calls it when this replica lost its Lease (leader election, or a shard's
+// member Lease): another replica may soon reconcile the same objects, and
+// the ones in flight here must stop writing. Resources see it as their
+// context ending. Call it together with ending Boot's context: the
+// reconciliations Boot would start afterwards would end at once as well.
+// Before Boot it does nothing; it is idempotent.
+func (f *Framework) Abort() {
+	f.abortMu.Lock()
+	defer f.abortMu.Unlock()
+	if f.abort != nil {
+		f.abort()
+	}
+}
+
 // Finalizer returns the finalizer the Framework adds to reconciled objects.
 func (f *Framework) Finalizer() string { return f.finalizer }
 
@@ -408,7 +428,13 @@ func (f *Framework) Boot(ctx context.Context) error {
 		return fmt.Errorf("framework %s: %w", f.name, err)
 	}
 
-	detached := context.WithoutCancel(ctx)
+	// The reconciliations' base: not ended by ctx (in-flight ones finish,
+	// bounded by ReconcileTimeout), only by Abort.
+	detached, abort := context.WithCancel(context.WithoutCancel(ctx))
+	defer abort()
+	f.abortMu.Lock()
+	f.abort = abort
+	f.abortMu.Unlock()
 	for i := 0; i < f.workers; i++ {
 		wg.Go(func() {
 			for f.processNextItem(ctx, detached) {

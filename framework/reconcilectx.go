@@ -8,10 +8,10 @@ import (
 )
 
 // reconcileContext is the context of one reconciliation: it carries the
-// values of base but not its cancellation (an in-flight reconciliation is
-// bounded by its deadline, not by Boot's context), and it ends at deadline
-// or when stopped. It behaves like
-// context.WithDeadline(context.WithoutCancel(base), deadline), but makes its
+// values of base, which Boot's context does not end (an in-flight
+// reconciliation is bounded by its deadline) but Framework.Abort does, and
+// it ends at deadline, when stopped, or when base ends. It behaves like
+// context.WithDeadline(base, deadline), but makes its
 // Done channel and timer only when asked for Done or when its Err could be
 // non-nil. A client call asks; a reconciliation that reads only caches and
 // changes nothing, the most common kind, never does and costs no timer.
@@ -21,7 +21,7 @@ import (
 // context.WithCancel attach to the inner cancelCtx directly instead of
 // starting a goroutine each.
 type reconcileContext struct {
-	base     context.Context // detached: Done() is nil
+	base     context.Context // detached from Boot's context; ended by Abort only
 	deadline time.Time
 
 	inner   atomic.Pointer[materialized]
@@ -70,8 +70,8 @@ type materialized struct {
 }
 
 // newReconcileContext returns the context of a reconciliation that must end
-// by deadline. detached must not be canceled (context.WithoutCancel). Call
-// stop when the reconciliation returns.
+// by deadline. detached is not ended by Boot's context (only by Abort).
+// Call stop when the reconciliation returns.
 func newReconcileContext(detached context.Context, deadline time.Time) *reconcileContext {
 	return &reconcileContext{base: detached, deadline: deadline}
 }
@@ -87,7 +87,7 @@ func (c *reconcileContext) Err() error {
 	c.mu.Lock()
 	stopped := c.stopped
 	c.mu.Unlock()
-	if stopped || !time.Now().Before(c.deadline) {
+	if stopped || !time.Now().Before(c.deadline) || c.base.Err() != nil {
 		return c.materialize().Err()
 	}
 	return nil

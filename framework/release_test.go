@@ -117,3 +117,49 @@ func TestReleaseEndsWithItsContext(t *testing.T) {
 		t.Error("key not released after Release gave up waiting")
 	}
 }
+
+// TestAbortEndsReconciliationsInFlight: Abort ends the context of a
+// reconciliation in flight at once, long before its ReconcileTimeout, and
+// also one that only polls ctx.Err.
+func TestAbortEndsReconciliationsInFlight(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var waiting, polling atomic.Int64
+	ended := make(chan error, 2)
+	r := &funcResource{name: "hang", create: func(ctx context.Context, obj any) error {
+		if obj.(interface{ GetName() string }).GetName() == "poll" {
+			polling.Add(1)
+			for ctx.Err() == nil {
+				time.Sleep(time.Millisecond)
+			}
+		} else {
+			waiting.Add(1)
+			<-ctx.Done()
+		}
+		ended <- ctx.Err()
+		return ctx.Err()
+	}}
+	f, err := New(Config{Name: "op", Informer: informertest.New(object("wait", 1, nil), object("poll", 1, nil)), ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Workers: 2, ReconcileTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Abort() // before Boot: nothing to do
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Boot(ctx) }()
+	pollUntil(t, "both reconciliations running", func() bool { return waiting.Load() == 1 && polling.Load() == 1 })
+	cancel() // Boot's context alone lets them run on
+	select {
+	case err := <-ended:
+		t.Fatalf("a reconciliation ended (%v) when Boot's context ended: want it to run on until Abort", err)
+	case <-time.After(20 * time.Millisecond): // a check that nothing happens, not a wait for a condition
+	}
+	f.Abort()
+	for range 2 {
+		if err := <-ended; err != context.Canceled {
+			t.Errorf("reconciliation ended with %v, want %v", err, context.Canceled)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Boot() = %v", err)
+	}
+}

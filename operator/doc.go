@@ -94,9 +94,11 @@
 // left.
 //
 // Losing the Lease (the API server unreachable for longer than the renew
-// deadline, or another holder) stops reconciling at once: the Frameworks'
-// context ends, Run waits for the reconciliations in flight and returns an
-// error matching ErrLeaseLost. The process should exit; a restart campaigns
+// deadline, or another holder), or with sharding the member Lease, stops
+// reconciling at once: the Frameworks' context ends and so does the context
+// of every reconciliation in flight (framework.Framework.Abort), since
+// another replica may take over before they would have finished; Run waits
+// for them to return and returns an error matching ErrLeaseLost. The process should exit; a restart campaigns
 // again. client-go's leaderelection does the campaigning, with the usual
 // timings (15 s lease, 10 s renew deadline, 2 s retry period) and
 // ReleaseOnCancel.

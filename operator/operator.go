@@ -477,7 +477,14 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 	stopOnCtx := context.AfterFunc(ctx, stop)
 	defer stopOnCtx()
 	if lost != nil {
-		stopOnLost := context.AfterFunc(lost, stop)
+		// Another replica may take over soon: the reconciliations in
+		// flight stop too, not only the intake.
+		stopOnLost := context.AfterFunc(lost, func() {
+			stop()
+			for _, f := range frameworks {
+				f.Abort()
+			}
+		})
 		defer stopOnLost()
 	}
 	errs := make(chan error, len(frameworks))
