@@ -644,7 +644,7 @@ func TestShardingReplicaKilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := *l.Spec.HolderIdentity
+	victim, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_") // identity_instance
 	var victims []string
 	var others []string
 	for key, o := range owners {
@@ -890,4 +890,87 @@ func TestShardingByNamespace(t *testing.T) {
 			t.Errorf("%s/other, not selected by the replicas' informers, got the shard label %q", ns, w.GetLabels()[shardLabel])
 		}
 	}
+}
+
+// TestShardingDuplicateIdentity: a second process given the identity of a
+// running replica does not join the ring (its member Lease is held by
+// another instance) and reconciles nothing; once the first stops cleanly
+// it joins and takes the widgets.
+func TestShardingDuplicateIdentity(t *testing.T) {
+	t.Parallel() // a namespace and Leases of its own; renewals may take up to shardRenew
+	ns := newNamespace(t)
+	ensureWidgetCRD(t)
+	replica := func() (*operatorpkg.Operator, *ownedConfigMapOps) {
+		op, err := operatorpkg.New(operatorpkg.Config{
+			RESTConfig:              env.Config(),
+			Name:                    shardRing,
+			MetricsAddress:          "127.0.0.1:0",
+			Logger:                  log.NewNopLogger(),
+			LeaderElectionNamespace: ns,
+			LeaseDuration:           shardLease,
+			RenewDeadline:           shardRenew,
+			RetryPeriod:             shardRetry,
+			Sharding:                &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: "same"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := newOwnedConfigMapOps("dup", op.OwnWrites())
+		if err := op.Add(operatorFramework(t, op, ns, "widgets-dup", ops)); err != nil {
+			t.Fatal(err)
+		}
+		return op, ops
+	}
+	first, _ := replica()
+	stopFirst, _ := runOperator(first)
+	t.Cleanup(func() { _ = stopFirst() })
+	const n = 10
+	for i := range n {
+		createWidget(t, newWidget(ns, fmt.Sprintf("w%d", i), "", map[string]string{"k": "v"}))
+	}
+	kc := kubeClient(t)
+	configMaps := func(ctx context.Context) int {
+		list, err := kc.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return -1
+		}
+		return len(list.Items)
+	}
+	poll(t, "the first replica to reconcile every widget", func(ctx context.Context) (bool, error) { return configMaps(ctx) >= n, nil })
+
+	second, opsSecond := replica()
+	stopSecond, _ := runOperator(second)
+	t.Cleanup(func() { _ = stopSecond() })
+	// While the first renews its Lease, the second stays out: not ready,
+	// and it reconciles nothing even when a widget changes.
+	leases := kc.CoordinationV1().Leases(ns)
+	var renewals []time.Time
+	poll(t, "the first replica to renew its Lease 4 times while the second runs", func(ctx context.Context) (bool, error) {
+		l, err := leases.Get(ctx, shardRing+"-same", metav1.GetOptions{})
+		if err == nil && l.Spec.RenewTime != nil && (len(renewals) == 0 || !l.Spec.RenewTime.Time.Equal(renewals[len(renewals)-1])) {
+			renewals = append(renewals, l.Spec.RenewTime.Time)
+		}
+		return len(renewals) > 4, nil
+	})
+	if code, body := httpGet(t, metricsURL(t, second)+"/readyz?verbose"); code == http.StatusOK || !strings.Contains(body, "shard-membership") {
+		t.Errorf("second replica's /readyz = %d, want it failing on shard-membership:\n%s", code, body)
+	}
+	for i := range n {
+		if got := opsSecond.reconciles(fmt.Sprintf("w%d", i)); got != 0 {
+			t.Errorf("the second replica with the same identity reconciled w%d %d times", i, got)
+		}
+	}
+
+	// The first stops and deletes its Lease: the second joins.
+	if err := stopFirst(); err != nil {
+		t.Fatalf("first replica: Run() = %v, want nil", err)
+	}
+	poll(t, "the second replica to become ready", func(ctx context.Context) (bool, error) {
+		code, _ := httpGet(t, metricsURL(t, second)+"/readyz")
+		return code == http.StatusOK, nil
+	})
+	if _, err := widgetClient(t, ns).Patch(t.Context(), "w0", types.MergePatchType, []byte(`{"spec":{"data":{"k":"changed"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the second replica to reconcile the change", func(ctx context.Context) (bool, error) { return opsSecond.reconciles("w0") > 0, nil })
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/operatorkit/operatorkit/crdclient"
@@ -85,8 +86,11 @@ func orDefaultInt(n, def int) int {
 // scheme that knows them); CRDClient, when CRD is set, to a crdclient on
 // Config.RESTConfig. The clients are built from Config.RESTConfig with
 // Config.Name as user agent unless it has one; Dynamic() and Metadata()
-// once, by New, and shared by every Framework. The error is
-// framework.New's or Add's.
+// once, by New, and shared by every Framework. With Config.Sharding, the
+// UpdatePredicate (given or the default) is wrapped so that the drain label
+// appearing on an object does not start a reconciliation of it: the object
+// is about to be handed to another replica. The error is framework.New's
+// or Add's.
 func (o *Operator) NewFramework(config framework.Config) (*framework.Framework, error) {
 	config, err := o.frameworkConfig(config)
 	if err != nil {
@@ -120,6 +124,21 @@ func (o *Operator) frameworkConfig(config framework.Config) (framework.Config, e
 	if config.EventRecorder == nil && !config.DryRun {
 		config.EventRecorder = o.EventRecorder(scheme.Scheme)
 	}
+	if o.shard != nil {
+		// A replica asked to hand an object over must not start
+		// reconciling it because of the drain label itself.
+		pred := config.UpdatePredicate
+		if pred == nil {
+			pred = framework.DefaultUpdatePredicate
+		}
+		drain := o.shard.drainLabel
+		config.UpdatePredicate = func(oldObj, newObj any) bool {
+			if !hasLabel(oldObj, drain) && hasLabel(newObj, drain) {
+				return false
+			}
+			return pred(oldObj, newObj)
+		}
+	}
 	if config.CRD != nil && config.CRDClient == nil {
 		ext, err := apiextensionsclient.NewForConfig(o.restConfig)
 		if err != nil {
@@ -130,4 +149,14 @@ func (o *Operator) frameworkConfig(config framework.Config) (framework.Config, e
 		}
 	}
 	return config, nil
+}
+
+// hasLabel reports whether obj has the label key.
+func hasLabel(obj any, key string) bool {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	_, ok := m.GetLabels()[key]
+	return ok
 }

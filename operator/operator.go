@@ -236,7 +236,15 @@ func New(config Config) (*Operator, error) {
 		if err := sh.validate(config); err != nil {
 			return nil, err
 		}
+		arc := rest.CopyConfig(rc)
+		arc.QPS, arc.Burst, arc.RateLimiter = sh.AssignQPS, int(2*sh.AssignQPS), nil
+		assignMD, err := metadata.NewForConfig(arc)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
+		}
 		o.shard = &sharder{
+			assignMD:   assignMD,
+			instance:   rand.String(10),
 			cfg:        sh,
 			shardLabel: sh.ShardLabel(),
 			drainLabel: sh.DrainLabel(),

@@ -44,9 +44,21 @@ const (
 	RingLabel        = "shard.operatorkit.io/ring"
 )
 
-// DefaultShardAssignWorkers is how many objects the assigner labels at the
-// same time when Sharding.AssignWorkers is zero.
-const DefaultShardAssignWorkers = 4
+// Defaults of Sharding.
+const (
+	// DefaultShardAssignWorkers is how many objects the assigner labels at
+	// the same time when Sharding.AssignWorkers is zero.
+	DefaultShardAssignWorkers = 16
+	// DefaultShardAssignQPS is the client-side rate limit of the
+	// assigner's writes when Sharding.AssignQPS is zero, with bursts of
+	// twice as many: a burst of new objects is labelled at this rate.
+	DefaultShardAssignQPS = 200
+)
+
+// InstanceAnnotation, on a member Lease, holds a random token of the
+// process that holds it: a second process with the same Sharding.Identity
+// finds the Lease held by another instance and does not join.
+const InstanceAnnotation = "shard.operatorkit.io/instance"
 
 // Sharding spreads the objects of an operator over its replicas
 // (Config.Sharding): every replica reconciles, each only its share, and no
@@ -95,6 +107,10 @@ type Sharding struct {
 	// AssignWorkers is how many objects the assigner labels at the same
 	// time. Defaults to DefaultShardAssignWorkers.
 	AssignWorkers int
+	// AssignQPS is the client-side rate limit of the assigner's label
+	// writes, on a metadata client of its own (bursts of twice as many).
+	// Defaults to DefaultShardAssignQPS.
+	AssignQPS float32
 }
 
 var dnsLabel = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -149,6 +165,12 @@ func (s *Sharding) validate(config Config) error {
 		return fmt.Errorf("%w: %T.Sharding.AssignWorkers must not be negative", ErrInvalidConfig, config)
 	case s.AssignWorkers == 0:
 		s.AssignWorkers = DefaultShardAssignWorkers
+	}
+	switch {
+	case s.AssignQPS < 0 || s.AssignQPS != s.AssignQPS:
+		return fmt.Errorf("%w: %T.Sharding.AssignQPS must be positive", ErrInvalidConfig, config)
+	case s.AssignQPS == 0:
+		s.AssignQPS = DefaultShardAssignQPS
 	}
 	return nil
 }
@@ -218,7 +240,9 @@ type sharder struct {
 	renewDL    time.Duration
 	retry      time.Duration
 	kube       kubernetes.Interface
-	md         metadata.Interface
+	md         metadata.Interface // the Operator's: the hand-overs
+	assignMD   metadata.Interface // the assigner's, with its own rate limit
+	instance   string             // random token of this process (InstanceAnnotation)
 	logger     log.Logger
 	metrics    *shardMetrics
 
@@ -273,17 +297,23 @@ func (s *sharder) renew(ctx context.Context) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		l = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: s.leaseName, Namespace: s.namespace, Labels: map[string]string{RingLabel: s.cfg.Ring}},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: s.leaseName, Namespace: s.namespace,
+				Labels:      map[string]string{RingLabel: s.cfg.Ring},
+				Annotations: map[string]string{InstanceAnnotation: s.instance},
+			},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity: &s.cfg.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
 			},
 		}
 		l, err = s.kube.CoordinationV1().Leases(s.namespace).Create(ctx, l, metav1.CreateOptions{})
 	case err == nil:
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != s.cfg.Identity {
-			return fmt.Errorf("member Lease %s/%s is held by %q: two replicas have the identity", s.namespace, s.leaseName, *l.Spec.HolderIdentity)
+		if other := l.Annotations[InstanceAnnotation]; other != s.instance && l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
+			started.Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second)) {
+			return fmt.Errorf("member Lease %s/%s is held by another process (instance %q): is identity %q used by two replicas?", s.namespace, s.leaseName, other, s.cfg.Identity)
 		}
 		l.Labels = map[string]string{RingLabel: s.cfg.Ring}
+		l.Annotations = map[string]string{InstanceAnnotation: s.instance}
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &s.cfg.Identity, &secs, &now
 		if l.Spec.AcquireTime == nil {
 			l.Spec.AcquireTime = &now
@@ -559,7 +589,7 @@ func (o *Operator) electAssigner(ctx context.Context, wg *sync.WaitGroup, st *st
 				Lock: &resourcelock.LeaseLock{
 					LeaseMeta:  metav1.ObjectMeta{Name: o.config.LeaderElectionID, Namespace: o.config.LeaderElectionNamespace},
 					Client:     o.kube.CoordinationV1(),
-					LockConfig: resourcelock.ResourceLockConfig{Identity: s.cfg.Identity},
+					LockConfig: resourcelock.ResourceLockConfig{Identity: s.cfg.Identity + "_" + s.instance},
 				},
 				LeaseDuration:   o.config.LeaseDuration,
 				RenewDeadline:   o.config.RenewDeadline,

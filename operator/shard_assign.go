@@ -86,7 +86,7 @@ func (s *sharder) assign(ctx context.Context) {
 		}
 		seen[k] = true
 		labels, fields := si.userLabels, k.fieldsSel
-		inf := metadatainformer.NewFilteredMetadataInformer(s.md, k.gvr, k.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		inf := metadatainformer.NewFilteredMetadataInformer(s.assignMD, k.gvr, k.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 			o.LabelSelector, o.FieldSelector = labels, fields
 		}).Informer()
 		src := len(a.sources)
@@ -300,7 +300,22 @@ func (a *assigner) assignOne(ctx context.Context, ref assignRef) error {
 	drainStart, drained := a.drains[ref]
 	a.mu.Unlock()
 	switch {
-	case desired == "", owner == desired:
+	case desired == "":
+		return nil
+	case owner == desired:
+		if !draining {
+			return nil
+		}
+		// The ring changed back before the owner handed the object over:
+		// take the drain back (the owner's hand-over then fails its test
+		// and it keeps the object).
+		if err := a.patch(ctx, src.gvr, m, map[string]any{a.s.drainLabel: nil}); err != nil {
+			return err
+		}
+		a.mu.Lock()
+		delete(a.drains, ref)
+		a.mu.Unlock()
+		level.Debug(a.s.logger).Log("msg", "drain taken back", "object", ref.key, "resource", src.gvr.Resource, "owner", owner)
 		return nil
 	case !alive:
 		// Free (new, or handed over), or its owner's Lease expired: the
@@ -340,7 +355,7 @@ func (a *assigner) patch(ctx context.Context, gvr schema.GroupVersionResource, m
 	if err != nil {
 		return err
 	}
-	_, err = a.s.md.Resource(gvr).Namespace(m.Namespace).Patch(ctx, m.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = a.s.assignMD.Resource(gvr).Namespace(m.Namespace).Patch(ctx, m.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

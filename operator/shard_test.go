@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operatorkit/operatorkit/informer"
@@ -25,6 +26,7 @@ func TestShardingConfigErrorsNameTheField(t *testing.T) {
 		{"identity not a DNS label", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Identity: "Pod_1"}, "Sharding.Identity \"Pod_1\""},
 		{"negative virtual nodes", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, VirtualNodes: -1}, "Sharding.VirtualNodes"},
 		{"negative workers", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignWorkers: -1}, "Sharding.AssignWorkers"},
+		{"negative QPS", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignQPS: -1}, "Sharding.AssignQPS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,8 +49,11 @@ func TestShardingDefaultsAndSelector(t *testing.T) {
 		t.Errorf("New changed the caller's Sharding: %+v", sh)
 	}
 	cfg := o.shard.cfg
-	if cfg.Ring != "op" || cfg.VirtualNodes != DefaultVirtualNodes || cfg.AssignWorkers != DefaultShardAssignWorkers {
-		t.Errorf("defaults: Ring %q, VirtualNodes %d, AssignWorkers %d; want op, %d, %d", cfg.Ring, cfg.VirtualNodes, cfg.AssignWorkers, DefaultVirtualNodes, DefaultShardAssignWorkers)
+	if cfg.Ring != "op" || cfg.VirtualNodes != DefaultVirtualNodes || cfg.AssignWorkers != DefaultShardAssignWorkers || cfg.AssignQPS != DefaultShardAssignQPS {
+		t.Errorf("defaults: Ring %q, VirtualNodes %d, AssignWorkers %d, AssignQPS %v; want op, %d, %d, %d", cfg.Ring, cfg.VirtualNodes, cfg.AssignWorkers, cfg.AssignQPS, DefaultVirtualNodes, DefaultShardAssignWorkers, DefaultShardAssignQPS)
+	}
+	if o.shard.assignMD == o.metadata || o.shard.instance == "" {
+		t.Error("the assigner needs a metadata client of its own (its own rate limit) and the process an instance token")
 	}
 	if cfg.Identity == "" || o.shard.leaseName != "op-"+cfg.Identity {
 		t.Errorf("identity %q, Lease %q: want a default identity and the Lease op-<identity>", cfg.Identity, o.shard.leaseName)
@@ -91,5 +96,46 @@ func TestDefaultIdentityIsADNSLabel(t *testing.T) {
 func TestJSONPointerEscape(t *testing.T) {
 	if got, want := jsonPointerEscape("shard.operatorkit.io/a~b"), "shard.operatorkit.io~1a~0b"; got != want {
 		t.Errorf("jsonPointerEscape = %q, want %q", got, want)
+	}
+}
+
+// TestShardingIgnoresTheDrainLabel: with sharding, NewFramework's Framework
+// is not woken by the drain label appearing on an object (it is about to
+// be handed over), but is by every other change the predicate passes.
+func TestShardingIgnoresTheDrainLabel(t *testing.T) {
+	sh := &Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Ring: "r"}
+	o, err := New(Config{RESTConfig: restConfig(), Name: "op", Registry: prometheus.NewRegistry(), Sharding: sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := o.frameworkConfig(thingsConfig(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	thing := func(rv string, generation int64, labels map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetName("a")
+		u.SetResourceVersion(rv)
+		u.SetGeneration(generation)
+		u.SetLabels(labels)
+		return u
+	}
+	owned := map[string]string{sh.ShardLabel(): "me"}
+	drained := map[string]string{sh.ShardLabel(): "me", sh.DrainLabel(): "true"}
+	tests := []struct {
+		name     string
+		old, new *unstructured.Unstructured
+		want     bool
+	}{
+		{"drain label added", thing("1", 1, owned), thing("2", 1, drained), false},
+		{"spec changed while draining", thing("2", 1, drained), thing("3", 2, drained), true},
+		{"drain label taken back", thing("2", 1, drained), thing("3", 1, owned), true},
+		{"other label added", thing("1", 1, owned), thing("2", 1, map[string]string{sh.ShardLabel(): "me", "x": "y"}), true},
+		{"status only", thing("1", 1, owned), thing("2", 1, owned), false},
+	}
+	for _, tt := range tests {
+		if got := config.UpdatePredicate(tt.old, tt.new); got != tt.want {
+			t.Errorf("%s: UpdatePredicate = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
