@@ -55,6 +55,20 @@ func newRing(members []string, virtualNodes int) ring {
 	return r
 }
 
+// ShardOwner returns the member among members that the assigner of a ring
+// with virtualNodes points per member (Sharding.VirtualNodes) gives the
+// object key ("namespace/name", or the namespace with ByNamespace), or ""
+// without members: for tools and tests that check or predict where objects
+// go. It builds the ring on each call; to map many keys, pass them all.
+func ShardOwner(members []string, virtualNodes int, keys ...string) map[string]string {
+	r := newRing(members, virtualNodes)
+	owners := make(map[string]string, len(keys))
+	for _, k := range keys {
+		owners[k] = r.get(k)
+	}
+	return owners
+}
+
 // get returns the member that owns key, or "" when the ring is empty.
 func (r ring) get(key string) string {
 	if len(r.points) == 0 {
