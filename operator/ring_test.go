@@ -62,3 +62,18 @@ func TestRingMovesOnlyTheShareOfTheChangedMember(t *testing.T) {
 		t.Errorf("adding a 4th member moved %.1f%% of the keys, want about 25%%", share*100)
 	}
 }
+
+func TestShardOwnerIsTheAssignersRing(t *testing.T) {
+	keys := ringKeys(1000)
+	members := []string{"a", "b", "c"}
+	r := newRing(members, DefaultVirtualNodes)
+	got := ShardOwner(members, DefaultVirtualNodes, keys...)
+	for _, k := range keys {
+		if got[k] != r.get(k) {
+			t.Fatalf("ShardOwner(%s) = %q, the assigner's ring says %q", k, got[k], r.get(k))
+		}
+	}
+	if got := ShardOwner(nil, DefaultVirtualNodes, "ns/a"); got["ns/a"] != "" {
+		t.Errorf("ShardOwner without members = %q, want \"\"", got["ns/a"])
+	}
+}
