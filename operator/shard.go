@@ -109,7 +109,8 @@ type Sharding struct {
 	AssignWorkers int
 	// AssignQPS is the client-side rate limit of the assigner's label
 	// writes, on a metadata client of its own (bursts of twice as many).
-	// Defaults to DefaultShardAssignQPS.
+	// Defaults to DefaultShardAssignQPS or Config.RESTConfig.QPS, whichever
+	// is larger.
 	AssignQPS float32
 }
 
@@ -171,6 +172,9 @@ func (s *Sharding) validate(config Config) error {
 		return fmt.Errorf("%w: %T.Sharding.AssignQPS must be positive", ErrInvalidConfig, config)
 	case s.AssignQPS == 0:
 		s.AssignQPS = DefaultShardAssignQPS
+		if config.RESTConfig != nil {
+			s.AssignQPS = max(s.AssignQPS, config.RESTConfig.QPS)
+		}
 	}
 	return nil
 }

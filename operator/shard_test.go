@@ -139,3 +139,17 @@ func TestShardingIgnoresTheDrainLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestShardingAssignQPSFollowsTheRESTConfig(t *testing.T) {
+	for _, tt := range []struct{ restQPS, want float32 }{{0, DefaultShardAssignQPS}, {50, DefaultShardAssignQPS}, {1000, 1000}} {
+		rc := restConfig()
+		rc.QPS, rc.Burst = tt.restQPS, 1
+		o, err := New(Config{RESTConfig: rc, Name: "op", Registry: prometheus.NewRegistry(), Sharding: &Sharding{Resources: []schema.GroupVersionResource{thingsGVR}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.shard.cfg.AssignQPS; got != tt.want {
+			t.Errorf("RESTConfig.QPS %v: AssignQPS = %v, want %v", tt.restQPS, got, tt.want)
+		}
+	}
+}
