@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -373,29 +372,11 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05")+" "+format+"\n", args...)
 }
 
-// machineInfo describes the machine in one line.
+// machineInfo describes the machine in one line, with the CPU pinning.
 func machineInfo(o options) string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	mem := "unknown memory"
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-				mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
-			}
-		}
-	}
 	pin := "unpinned"
 	if o.pin {
 		pin = fmt.Sprintf("API server+driver pinned to CPU %d, contender to CPU %d", o.driverCPU, o.contenderCPU)
 	}
-	return fmt.Sprintf("%d CPUs (%s), %s, %s %s/%s, %s", runtime.NumCPU(), model, mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, pin)
+	return proc.Machine() + ", " + pin
 }

@@ -118,3 +118,28 @@ func NumCPU() int {
 	}
 	return set.Count()
 }
+
+// Machine describes this machine in one line for benchmark reports: its
+// CPUs and their model, its memory, and the Go version, as in "2 CPUs (AMD
+// EPYC 7B13), 23.5 GiB, go1.26.8 linux/amd64".
+func Machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := "unknown memory"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s, %s %s/%s", runtime.NumCPU(), model, mem, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +28,12 @@ func TestReadSelf(t *testing.T) {
 func TestReadMissing(t *testing.T) {
 	if _, err := Read(1 << 30); err == nil {
 		t.Fatal("Read of a missing pid succeeded")
+	}
+}
+
+func TestMachine(t *testing.T) {
+	m := Machine()
+	if !strings.Contains(m, "CPUs (") || !strings.Contains(m, "GiB") || !strings.Contains(m, runtime.Version()) {
+		t.Errorf("Machine() = %q, want CPUs, model, memory and Go version", m)
 	}
 }
