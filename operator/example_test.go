@@ -158,3 +158,37 @@ func ExampleOwnWrites_Filter() {
 	// a delete:
 	// enqueue apps/web
 }
+
+// Sharding spreads the objects of the Widget operator over its replicas:
+// the Operator's informer of widgets selects this replica's share by the
+// shard label, which the elected replica's assigner writes on each widget
+// for its owner on the hash ring. ShardOwner tells where a widget goes.
+func ExampleSharding() {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	sharding := &operator.Sharding{Resources: []schema.GroupVersionResource{widgets}, Ring: "widget-operator", Identity: "widget-operator-0"}
+	op, err := operator.New(operator.Config{
+		RESTConfig: &rest.Config{Host: "https://cluster.example"},
+		Name:       "widget-operator",
+		Sharding:   sharding,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := op.Informer(informer.Config{GVR: widgets}); err != nil { // selects shard.operatorkit.io/widget-operator=widget-operator-0
+		fmt.Println(err)
+		return
+	}
+	// ... op.NewFramework(framework.Config{Informer: inf, ...}); op.Run(ctx)
+	fmt.Println("label:", sharding.ShardLabel())
+	members := []string{"widget-operator-0", "widget-operator-1", "widget-operator-2"}
+	owners := operator.ShardOwner(members, operator.DefaultVirtualNodes, "team-a/web", "team-a/db", "team-b/web")
+	for _, key := range []string{"team-a/web", "team-a/db", "team-b/web"} {
+		fmt.Println(key, "->", owners[key])
+	}
+	// Output:
+	// label: shard.operatorkit.io/widget-operator
+	// team-a/web -> widget-operator-2
+	// team-a/db -> widget-operator-2
+	// team-b/web -> widget-operator-1
+}

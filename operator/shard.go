@@ -183,11 +183,13 @@ func (s *Sharding) shards(gvr schema.GroupVersionResource) bool {
 	return slices.Contains(s.Resources, gvr)
 }
 
-// ShardLabel returns the key of the label that names an object's owner.
+// ShardLabel returns the key of the label that names an object's owner,
+// ShardLabelPrefix+Ring. Ring must be set: New defaults it to Config.Name
+// on its own copy, not on the caller's Sharding.
 func (s *Sharding) ShardLabel() string { return ShardLabelPrefix + s.Ring }
 
 // DrainLabel returns the key of the label that asks an object's owner to
-// hand it over.
+// hand it over, DrainLabelPrefix+Ring. Ring must be set, as for ShardLabel.
 func (s *Sharding) DrainLabel() string { return DrainLabelPrefix + s.Ring }
 
 // shardMetrics are the sharding metrics, registered by New.
