@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,17 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/operatorkit/operatorkit/bench/internal/proc"
 	"github.com/operatorkit/operatorkit/bench/internal/stats"
 )
 
 // child is a running contender process.
 type child struct {
-	cmd     *exec.Cmd
-	addr    string
-	logPath string
-	done    chan struct{}
-	waitErr error
-	http    *http.Client
+	*proc.Child
+	http *http.Client
 }
 
 // startChild starts the contender binary with args, its stderr (and any
@@ -33,100 +29,25 @@ type child struct {
 // line. The process gets SIGTERM when ctx ends (SIGKILL 10 s later) and
 // SIGKILL if the driver dies.
 func startChild(ctx context.Context, bin string, args []string, logPath string) (*child, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
+	pc, err := proc.StartChild(cmd, logPath, fmt.Sprintf("contender %v", args))
 	if err != nil {
-		logFile.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	c := &child{cmd: cmd, logPath: logPath, done: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}
-	lines := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		lines <- line
-		_, _ = io.Copy(logFile, r)
-	}()
-	go func() {
-		c.waitErr = cmd.Wait()
-		logFile.Close()
-		close(c.done)
-	}()
-	select {
-	case line := <-lines:
-		addr, ok := strings.CutPrefix(strings.TrimSpace(line), "LISTEN ")
-		if !ok {
-			c.stop()
-			return nil, fmt.Errorf("contender %v did not announce its listener (got %q); log: %s", args, line, c.tail())
-		}
-		c.addr = addr
-		return c, nil
-	case <-time.After(time.Minute):
-		c.stop()
-		return nil, fmt.Errorf("contender %v: no LISTEN line within a minute; log: %s", args, c.tail())
-	}
+	return &child{Child: pc, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
-
-// pid returns the process id.
-func (c *child) pid() int { return c.cmd.Process.Pid }
 
 // stop sends SIGTERM, waits up to 10 s, then kills.
-func (c *child) stop() {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-}
+func (c *child) stop() { _ = c.Stop(10 * time.Second) }
 
-// exited returns an error when the process is no longer running.
-func (c *child) exited() error {
-	select {
-	case <-c.done:
-		return fmt.Errorf("contender exited: %v; log: %s", c.waitErr, c.tail())
-	default:
-		return nil
-	}
-}
-
-// tail returns the last lines of the contender's log.
-func (c *child) tail() string {
-	b, err := os.ReadFile(c.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return c.logPath + ":\n  " + strings.Join(lines, "\n  ")
-}
-
-func (c *child) url(path string) string { return "http://" + c.addr + path }
+func (c *child) url(path string) string { return "http://" + c.Addr + path }
 
 // waitReady polls /readyz until it answers 200.
 func (c *child) waitReady(ctx context.Context, timeout time.Duration) error {
 	return poll(ctx, timeout, 20*time.Millisecond, func() (bool, error) {
-		if err := c.exited(); err != nil {
+		if err := c.Exited(); err != nil {
 			return false, err
 		}
 		resp, err := c.http.Get(c.url("/readyz"))
@@ -143,7 +64,7 @@ func (c *child) stats() (stats.Stats, error) {
 	var s stats.Stats
 	resp, err := c.http.Get(c.url("/stats"))
 	if err != nil {
-		return s, fmt.Errorf("get stats: %w", errors.Join(err, c.exited()))
+		return s, fmt.Errorf("get stats: %w", errors.Join(err, c.Exited()))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -120,7 +120,7 @@ func (r *runner) snapshot(ctx context.Context, c *child) (snapshot, error) {
 	if s.contender, err = c.stats(); err != nil {
 		return s, err
 	}
-	if s.proc, err = proc.Read(c.pid()); err != nil {
+	if s.proc, err = proc.Read(c.Pid()); err != nil {
 		return s, fmt.Errorf("read /proc of contender: %w", err)
 	}
 	if s.server, err = scrapeServer(ctx, r.metricsClient); err != nil {

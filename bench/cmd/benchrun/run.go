@@ -237,7 +237,7 @@ func (r *runner) phase(ctx context.Context, c *child, spec runSpec, w *world, ph
 		return res, err
 	}
 	if err := poll(ctx, r.opts.phaseTimeout, 10*time.Millisecond, func() (bool, error) {
-		if err := c.exited(); err != nil {
+		if err := c.Exited(); err != nil {
 			return false, err
 		}
 		return done()
@@ -340,7 +340,7 @@ func (r *runner) measureIdle(ctx context.Context) (int64, error) {
 	var last int64
 	stable := 0
 	err = poll(ctx, 10*time.Second, 100*time.Millisecond, func() (bool, error) {
-		s, err := proc.Read(c.pid())
+		s, err := proc.Read(c.Pid())
 		if err != nil {
 			return false, err
 		}

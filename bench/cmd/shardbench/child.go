@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,24 +11,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/operatorkit/operatorkit/bench/internal/proc"
 )
 
-// replica is a running replica process.
+// replica is a running replica process; Addr is the URL of its metrics
+// endpoint.
 type replica struct {
+	*proc.Child
 	identity string
-	cmd      *exec.Cmd
-	url      string // of the metrics endpoint
-	logPath  string
 	started  time.Time
-	done     chan struct{}
-	waitErr  error
 	http     *http.Client
 }
 
@@ -41,101 +37,26 @@ func startReplica(o replicaOptions, logDir string) (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(logDir, o.namespace+"-"+o.identity+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(exe, o.args()...)
 	cmd.Env = append(os.Environ(), replicaEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
+	started := time.Now()
+	pc, err := proc.StartChild(cmd, filepath.Join(logDir, o.namespace+"-"+o.identity+".log"), "replica "+o.identity)
 	if err != nil {
-		logFile.Close()
 		return nil, err
 	}
-	r := &replica{identity: o.identity, cmd: cmd, logPath: logPath, started: time.Now(), done: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start replica %s: %w", o.identity, err)
-	}
-	lines := make(chan string, 1)
-	go func() {
-		br := bufio.NewReader(stdout)
-		line, _ := br.ReadString('\n')
-		lines <- line
-		_, _ = io.Copy(logFile, br)
-	}()
-	go func() {
-		r.waitErr = cmd.Wait()
-		logFile.Close()
-		close(r.done)
-	}()
-	select {
-	case line := <-lines:
-		url, ok := strings.CutPrefix(strings.TrimSpace(line), "LISTEN ")
-		if !ok {
-			r.stop()
-			return nil, fmt.Errorf("replica %s did not announce its metrics endpoint (got %q); %s", o.identity, line, r.tail())
-		}
-		r.url = url
-		return r, nil
-	case <-time.After(time.Minute):
-		r.stop()
-		return nil, fmt.Errorf("replica %s: no LISTEN line within a minute; %s", o.identity, r.tail())
-	}
+	return &replica{Child: pc, identity: o.identity, started: started, http: &http.Client{Timeout: 30 * time.Second}}, nil
 }
-
-func (r *replica) pid() int { return r.cmd.Process.Pid }
 
 // stop sends SIGTERM and waits for the exit, killing the process after
 // 30 s. It returns the exit error of a replica that did not exit cleanly.
-func (r *replica) stop() error {
-	select {
-	case <-r.done:
-		return r.waitErr
-	default:
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(30 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-r.done
-	}
-	return r.waitErr
-}
-
-// exited returns an error when the process is no longer running.
-func (r *replica) exited() error {
-	select {
-	case <-r.done:
-		return fmt.Errorf("replica %s exited: %v; %s", r.identity, r.waitErr, r.tail())
-	default:
-		return nil
-	}
-}
-
-// tail returns the last lines of the replica's log.
-func (r *replica) tail() string {
-	b, err := os.ReadFile(r.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 15 {
-		lines = lines[len(lines)-15:]
-	}
-	return "log " + r.logPath + ":\n  " + strings.Join(lines, "\n  ")
-}
+func (r *replica) stop() error { return r.Stop(30 * time.Second) }
 
 // ready reports whether /readyz answers 200.
 func (r *replica) ready() (bool, error) {
-	if err := r.exited(); err != nil {
+	if err := r.Exited(); err != nil {
 		return false, err
 	}
-	resp, err := r.http.Get(r.url + "/readyz")
+	resp, err := r.http.Get(r.Addr + "/readyz")
 	if err != nil {
 		return false, nil
 	}
@@ -145,9 +66,9 @@ func (r *replica) ready() (bool, error) {
 
 // scrape reads the replica's /metrics.
 func (r *replica) scrape() (metricSet, error) {
-	resp, err := r.http.Get(r.url + "/metrics")
+	resp, err := r.http.Get(r.Addr + "/metrics")
 	if err != nil {
-		return nil, fmt.Errorf("scrape replica %s: %w", r.identity, errors.Join(err, r.exited()))
+		return nil, fmt.Errorf("scrape replica %s: %w", r.identity, errors.Join(err, r.Exited()))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -401,7 +401,7 @@ func (b *bench) scale(ctx context.Context, ns string, store cache.Store, res *re
 	}
 	in.writes = patches1 - patches0
 	if err := <-stopped; err != nil {
-		return fmt.Errorf("replica %s did not stop cleanly: %w; %s", id, err, nr.tail())
+		return fmt.Errorf("replica %s did not stop cleanly: %w; %s", id, err, nr.Tail())
 	}
 	*reps = old
 	after, err = leader.scrape()
@@ -424,7 +424,7 @@ func (b *bench) waitSettled(ctx context.Context, store cache.Store, live []strin
 	var since time.Time
 	err := poll(ctx, b.o.timeout, 50*time.Millisecond, "the shard labels to settle", func() (bool, error) {
 		for _, r := range reps {
-			if err := r.exited(); err != nil {
+			if err := r.Exited(); err != nil {
 				return false, err
 			}
 		}
@@ -553,12 +553,12 @@ type memory struct {
 func readMemory(reps []*replica) (memory, error) {
 	var mem memory
 	for _, r := range reps {
-		s, err := proc.Read(r.pid())
+		s, err := proc.Read(r.Pid())
 		if err != nil {
 			return mem, err
 		}
 		mem.rss = append(mem.rss, s.RSSBytes)
-		_ = r.cmd.Process.Signal(syscall.SIGUSR1)
+		_ = r.Cmd.Process.Signal(syscall.SIGUSR1)
 	}
 	time.Sleep(time.Second)
 	var err error
@@ -652,7 +652,7 @@ func stopAll(reps []*replica) error {
 	for i, r := range reps {
 		wg.Go(func() {
 			if err := r.stop(); err != nil {
-				errs[i] = fmt.Errorf("replica %s: %w; %s", r.identity, err, r.tail())
+				errs[i] = fmt.Errorf("replica %s: %w; %s", r.identity, err, r.Tail())
 			}
 		})
 	}
@@ -737,7 +737,7 @@ func (b *bench) cpuTimes(reps []*replica) (cpuUse, error) {
 		return c, err
 	}
 	for _, r := range reps {
-		if s, err = proc.Read(r.pid()); err != nil {
+		if s, err = proc.Read(r.Pid()); err != nil {
 			return c, err
 		}
 		c.replicas += s.CPUSeconds
