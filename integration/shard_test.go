@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/operatorkit/operatorkit/framework"
@@ -78,6 +79,23 @@ func init() {
 	}
 }
 
+// shardConfig is the Config of a replica id of the sharded widget operator
+// whose Leases live in ns, with the tests' Lease timings: no endpoints, no
+// logs.
+func shardConfig(rc *rest.Config, ns, id string) operatorpkg.Config {
+	return operatorpkg.Config{
+		RESTConfig:              rc,
+		Name:                    shardRing,
+		Logger:                  log.NewNopLogger(),
+		Registry:                prometheus.NewRegistry(),
+		LeaderElectionNamespace: ns,
+		LeaseDuration:           shardLease,
+		RenewDeadline:           shardRenew,
+		RetryPeriod:             shardRetry,
+		Sharding:                &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: id},
+	}
+}
+
 // shardReplicaMain runs one replica until SIGTERM and returns the exit code.
 func shardReplicaMain(id string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -98,17 +116,9 @@ func shardReplicaMain(id string) int {
 	}
 	defer records.Close()
 	ns := os.Getenv(shardNamespaceEnv)
-	op, err := operatorpkg.New(operatorpkg.Config{
-		RESTConfig:              cfg,
-		Name:                    shardRing,
-		Logger:                  logger,
-		Registry:                prometheus.NewRegistry(),
-		LeaderElectionNamespace: ns,
-		LeaseDuration:           shardLease,
-		RenewDeadline:           shardRenew,
-		RetryPeriod:             shardRetry,
-		Sharding:                &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: id},
-	})
+	config := shardConfig(cfg, ns, id)
+	config.Logger = logger
+	op, err := operatorpkg.New(config)
 	if err != nil {
 		return fail(err)
 	}
@@ -716,17 +726,9 @@ func TestShardingInProcess(t *testing.T) {
 	ensureWidgetCRD(t)
 	checkLeaks := testenv.LeakCheck(t)
 	replica := func(id string) (*operatorpkg.Operator, *ownedConfigMapOps) {
-		op, err := operatorpkg.New(operatorpkg.Config{
-			RESTConfig:              env.Config(),
-			Name:                    shardRing,
-			MetricsAddress:          "127.0.0.1:0",
-			Logger:                  log.NewNopLogger(),
-			LeaderElectionNamespace: ns,
-			LeaseDuration:           shardLease,
-			RenewDeadline:           shardRenew,
-			RetryPeriod:             shardRetry,
-			Sharding:                &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: id},
-		})
+		config := shardConfig(env.Config(), ns, id)
+		config.MetricsAddress = "127.0.0.1:0"
+		op, err := operatorpkg.New(config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -813,16 +815,9 @@ func TestShardingByNamespace(t *testing.T) {
 	}
 	selector := "shard-test=" + leaseNS
 	replica := func(id string) *ownedConfigMapOps {
-		op, err := operatorpkg.New(operatorpkg.Config{
-			RESTConfig:              env.Config(),
-			Name:                    shardRing,
-			Logger:                  log.NewNopLogger(),
-			LeaderElectionNamespace: leaseNS,
-			LeaseDuration:           shardLease,
-			RenewDeadline:           shardRenew,
-			RetryPeriod:             shardRetry,
-			Sharding:                &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: id, ByNamespace: true},
-		})
+		config := shardConfig(env.Config(), leaseNS, id)
+		config.Sharding.ByNamespace = true
+		op, err := operatorpkg.New(config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -901,17 +896,9 @@ func TestShardingDuplicateIdentity(t *testing.T) {
 	ns := newNamespace(t)
 	ensureWidgetCRD(t)
 	replica := func() (*operatorpkg.Operator, *ownedConfigMapOps) {
-		op, err := operatorpkg.New(operatorpkg.Config{
-			RESTConfig:              env.Config(),
-			Name:                    shardRing,
-			MetricsAddress:          "127.0.0.1:0",
-			Logger:                  log.NewNopLogger(),
-			LeaderElectionNamespace: ns,
-			LeaseDuration:           shardLease,
-			RenewDeadline:           shardRenew,
-			RetryPeriod:             shardRetry,
-			Sharding:                &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: "same"},
-		})
+		config := shardConfig(env.Config(), ns, "same")
+		config.MetricsAddress = "127.0.0.1:0"
+		op, err := operatorpkg.New(config)
 		if err != nil {
 			t.Fatal(err)
 		}
