@@ -107,6 +107,13 @@
 //     bounded by the reconcile timeout), stops the informer and returns nil.
 //     Keys still queued are reconciled after the next Boot, since the state
 //     they stand for is in the API server. No goroutine is left behind.
+//     [Framework.Abort] cancels the reconciliations in flight instead, for
+//     a replica that lost its Lease and must stop writing at once.
+//   - Hand-over: [Framework.Release] stops reconciling one object, after
+//     the reconciliation in flight, so that another owner (a shard of the
+//     operator package) takes it; the object leaving the informer is then
+//     forgotten, its delete chain does not run. [Framework.Reclaim] takes
+//     it back.
 //   - Dry run: with Config.DryRun the Framework computes every object's
 //     [Plan] (the read-only half of each crud resource), records it in the
 //     trace store and metrics, and writes nothing, not even its finalizer.
