@@ -2,6 +2,8 @@ package operator
 
 import (
 	"errors"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -150,6 +152,48 @@ func TestShardingAssignQPSFollowsTheRESTConfig(t *testing.T) {
 		}
 		if got := o.shard.cfg.AssignQPS; got != tt.want {
 			t.Errorf("RESTConfig.QPS %v: AssignQPS = %v, want %v", tt.restQPS, got, tt.want)
+		}
+	}
+}
+
+// TestShardMetricsDocumented: every sharding metric is in
+// docs/observability.md and docs/scaling.md, and every operatorkit_shard_
+// name there is one.
+func TestShardMetricsDocumented(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m, err := newShardMetrics(reg, "r", func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.objects.WithLabelValues("a").Set(1) // a vector shows in Gather once it has a series
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	for _, f := range families {
+		registered[f.GetName()] = true
+	}
+	if len(registered) != 5 {
+		t.Fatalf("gathered %d sharding metrics, want 5: %v", len(registered), registered)
+	}
+	name := regexp.MustCompile(`operatorkit_shard_[a-z_]+[a-z]`)
+	for _, file := range []string{"../docs/observability.md", "../docs/scaling.md"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		documented := map[string]bool{}
+		for _, n := range name.FindAllString(string(data), -1) {
+			documented[n] = true
+			if !registered[n] {
+				t.Errorf("%s names %s, which is not a sharding metric", file, n)
+			}
+		}
+		for n := range registered {
+			if !documented[n] {
+				t.Errorf("%s does not document %s", file, n)
+			}
 		}
 	}
 }
