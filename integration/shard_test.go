@@ -779,6 +779,19 @@ func TestShardingInProcess(t *testing.T) {
 		_, body := httpGet(t, metricsURL(t, opA)+"/metrics")
 		return strings.Contains(body, fmt.Sprintf(`operatorkit_shard_owned_objects{ring="%s"} %d`, shardRing, owned["a"])), nil
 	})
+	// The assigner (either replica) counts each share from the member
+	// Leases, and no object waits for an owner.
+	poll(t, "the assigner's objects-per-shard metrics", func(ctx context.Context) (bool, error) {
+		for _, op := range []*operatorpkg.Operator{opA, opB} {
+			_, body := httpGet(t, metricsURL(t, op)+"/metrics")
+			if strings.Contains(body, fmt.Sprintf(`operatorkit_shard_objects{ring="%s",shard="a"} %d`, shardRing, owned["a"])) &&
+				strings.Contains(body, fmt.Sprintf(`operatorkit_shard_objects{ring="%s",shard="b"} %d`, shardRing, owned["b"])) &&
+				strings.Contains(body, fmt.Sprintf(`operatorkit_shard_objects{ring="%s",shard=""} 0`, shardRing)) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 
 	// A stops: B gets every widget without waiting for A's Lease to expire.
 	if err := stopA(); err != nil {

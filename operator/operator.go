@@ -258,6 +258,7 @@ func New(config Config) (*Operator, error) {
 			logger:     log.With(o.logger, "ring", sh.Ring, "identity", sh.Identity),
 			handing:    map[string]bool{},
 		}
+		o.shard.owned = o.ownedObjects
 		if o.shard.metrics, err = newShardMetrics(registry, sh.Ring, o.ownedObjects); err != nil {
 			return nil, fmt.Errorf("%w: %T.Registry: %v", ErrInvalidConfig, config, err)
 		}

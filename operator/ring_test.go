@@ -77,3 +77,49 @@ func TestShardOwnerIsTheAssignersRing(t *testing.T) {
 		t.Errorf("ShardOwner without members = %q, want \"\"", got["ns/a"])
 	}
 }
+
+// TestAssignerDecides: what the assigner does to an object, given its
+// labels and the live members.
+func TestAssignerDecides(t *testing.T) {
+	a := &assigner{s: &sharder{cfg: Sharding{VirtualNodes: DefaultVirtualNodes}}}
+	a.members = []string{"r1", "r2"}
+	a.ring = newRing(a.members, DefaultVirtualNodes)
+	key := "ns/obj"
+	owner := a.ring.get(key)
+	other := "r1"
+	if owner == "r1" {
+		other = "r2"
+	}
+	obj := func(owner string, draining bool) objectState {
+		return objectState{namespace: "ns", name: "obj", resourceVersion: "1", owner: owner, draining: draining}
+	}
+	for _, tc := range []struct {
+		name string
+		st   objectState
+		want action
+	}{
+		{"free", obj("", false), label},
+		{"free with a stale drain label", obj("", true), label},
+		{"with its owner", obj(owner, false), keep},
+		{"owner dead", obj("gone", false), label},
+		{"owner dead while draining", obj("gone", true), label},
+		{"live owner not the ring's", obj(other, false), drain},
+		{"draining from a live owner", obj(other, true), keep},
+		{"drained from the ring's owner", obj(owner, true), takeBack},
+	} {
+		if got := a.decide(tc.st); got != tc.want {
+			t.Errorf("%s: decide = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	a.members, a.ring = nil, ring{}
+	if got := a.decide(obj("", false)); got != keep {
+		t.Errorf("no live member: decide = %d, want keep", got)
+	}
+	a.s.cfg.ByNamespace = true
+	a.members = []string{"r1", "r2"}
+	a.ring = newRing(a.members, DefaultVirtualNodes)
+	nsOwner := a.ring.get("ns")
+	if got, _ := a.decideFor(obj("", false)); got != nsOwner {
+		t.Errorf("ByNamespace: owner = %q, want the namespace's %q", got, nsOwner)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,12 @@ const (
 // process that holds it: a second process with the same Sharding.Identity
 // finds the Lease held by another instance and does not join.
 const InstanceAnnotation = "shard.operatorkit.io/instance"
+
+// OwnedObjectsAnnotation, on a member Lease, holds the number of objects
+// in the replica's sharded informers (its share) at its last renewal: the
+// assigner reports it as operatorkit_shard_objects without caching the
+// assigned objects itself.
+const OwnedObjectsAnnotation = "shard.operatorkit.io/objects"
 
 // Sharding spreads the objects of an operator over its replicas
 // (Config.Sharding): every replica reconciles, each only its share, and no
@@ -210,7 +217,7 @@ func newShardMetrics(reg prometheus.Registerer, ring string, owned func() float6
 		}),
 		objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "operatorkit_shard_objects", ConstLabels: labels,
-			Help: "Sharded objects per owner (shard label; \"\" for not assigned yet), as the assigner (the leader) sees them.",
+			Help: "Sharded objects per owner as each live replica reported it on its member Lease at its last renewal, and (shard=\"\") objects not assigned yet; set by the assigner (the leader).",
 		}, []string{"shard"}),
 		moves: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "operatorkit_shard_moves_total", ConstLabels: labels,
@@ -249,6 +256,7 @@ type sharder struct {
 	md         metadata.Interface // the Operator's: the hand-overs
 	assignMD   metadata.Interface // the assigner's, with its own rate limit
 	instance   string             // random token of this process (InstanceAnnotation)
+	owned      func() float64     // objects in the sharded informers (OwnedObjectsAnnotation)
 	logger     log.Logger
 	metrics    *shardMetrics
 
@@ -285,9 +293,17 @@ func (s *sharder) renew(ctx context.Context) error {
 	if secs < 1 {
 		secs = 1
 	}
+	owned := "0"
+	if s.owned != nil {
+		owned = strconv.FormatFloat(s.owned(), 'f', -1, 64)
+	}
 	if s.lease != nil {
 		l := s.lease.DeepCopy()
 		l.Spec.RenewTime = &now
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		l.Annotations[OwnedObjectsAnnotation] = owned
 		updated, err := s.kube.CoordinationV1().Leases(s.namespace).Update(ctx, l, metav1.UpdateOptions{})
 		if err == nil {
 			s.lease = updated
@@ -306,7 +322,7 @@ func (s *sharder) renew(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: s.leaseName, Namespace: s.namespace,
 				Labels:      map[string]string{RingLabel: s.cfg.Ring},
-				Annotations: map[string]string{InstanceAnnotation: s.instance},
+				Annotations: map[string]string{InstanceAnnotation: s.instance, OwnedObjectsAnnotation: owned},
 			},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity: &s.cfg.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
@@ -319,7 +335,7 @@ func (s *sharder) renew(ctx context.Context) error {
 			return fmt.Errorf("member Lease %s/%s is held by another process (instance %q): is identity %q used by two replicas?", s.namespace, s.leaseName, other, s.cfg.Identity)
 		}
 		l.Labels = map[string]string{RingLabel: s.cfg.Ring}
-		l.Annotations = map[string]string{InstanceAnnotation: s.instance}
+		l.Annotations = map[string]string{InstanceAnnotation: s.instance, OwnedObjectsAnnotation: owned}
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &s.cfg.Identity, &secs, &now
 		if l.Spec.AcquireTime == nil {
 			l.Spec.AcquireTime = &now

@@ -3,7 +3,9 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,29 +20,45 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/workqueue"
 )
 
 // assigner is the leader's part in sharding: it watches the member Leases
-// and the metadata of every sharded object, and labels each object for its
-// owner on the hash ring of the live members (see Sharding).
+// and the sharded objects that have no owner yet, and labels each object
+// for its owner on the hash ring of the live members (see Sharding).
+//
+// It caches no assigned object: its memory is that of the objects waiting
+// for an owner. When the live members change (and every assignResync) it
+// pages through the assigned objects' metadata once (a pass) and queues
+// those whose owner is dead or no longer the ring's; the others it forgets
+// at once.
 type assigner struct {
 	s       *sharder
 	sources []assignSource
 	queue   workqueue.TypedRateLimitingInterface[assignRef]
+	passes  chan struct{} // a pass is wanted (buffered: one is enough)
 
 	mu       sync.Mutex
 	ring     ring
 	members  []string               // live identities, sorted
 	observed map[string]observation // by Lease name
 	drains   map[assignRef]time.Time
+	found    map[assignRef]objectState // assigned objects a pass queued
 }
 
-// assignSource is one metadata informer of sharded objects: the resource,
-// namespace and user selectors of one sharded informer of the replicas.
+// assignResync is how often the assigner checks every assigned object
+// without a change of the members: a safety net for labels changed by
+// hand.
+const assignResync = 10 * time.Minute
+
+// assignSource is one kind of sharded object: the resource, namespace and
+// user selectors of one sharded informer of the replicas, and a metadata
+// informer of those objects that have no shard label.
 type assignSource struct {
-	gvr schema.GroupVersionResource
-	inf cache.SharedIndexInformer
+	gvr                       schema.GroupVersionResource
+	namespace, labels, fields string
+	free                      cache.SharedIndexInformer
 }
 
 type assignRef struct {
@@ -48,15 +66,24 @@ type assignRef struct {
 	key    string
 }
 
+// objectState is what the assigner needs to know of an object to move it.
+type objectState struct {
+	namespace, name, resourceVersion string
+	owner                            string // its shard label, "" for none
+	draining                         bool   // it has the drain label
+}
+
 // observation is what the assigner saw of a member Lease: its holder, the
 // renew time it carried, its duration, and when the assigner saw that
 // renew time first (on its own clock, so that clock skew between replicas
-// does not matter).
+// does not matter); owned is the count of objects the member reported
+// (OwnedObjectsAnnotation).
 type observation struct {
 	holder string
 	renew  time.Time
 	dur    time.Duration
 	at     time.Time
+	owned  float64
 }
 
 // assign runs the assigner until ctx ends (this replica stopped leading).
@@ -64,8 +91,10 @@ func (s *sharder) assign(ctx context.Context) {
 	a := &assigner{
 		s:        s,
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[assignRef]()),
+		passes:   make(chan struct{}, 1),
 		observed: map[string]observation{},
 		drains:   map[assignRef]time.Time{},
+		found:    map[assignRef]objectState{},
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -85,27 +114,31 @@ func (s *sharder) assign(ctx context.Context) {
 			continue
 		}
 		seen[k] = true
-		labels, fields := si.userLabels, k.fieldsSel
-		inf := metadatainformer.NewFilteredMetadataInformer(s.assignMD, k.gvr, k.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-			o.LabelSelector, o.FieldSelector = labels, fields
+		src := assignSource{gvr: k.gvr, namespace: k.namespace, labels: si.userLabels, fields: k.fieldsSel}
+		free := joinSelector(src.labels, "!"+s.shardLabel)
+		src.free = metadatainformer.NewFilteredMetadataInformer(s.assignMD, k.gvr, k.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+			o.LabelSelector, o.FieldSelector = free, src.fields
 		}).Informer()
-		src := len(a.sources)
-		a.sources = append(a.sources, assignSource{gvr: k.gvr, inf: inf})
+		if err := src.free.SetTransform(stripMetadata); err != nil {
+			level.Error(s.logger).Log("msg", "assigner cannot watch", "resource", k.gvr, "err", err)
+			return
+		}
+		i := len(a.sources)
+		a.sources = append(a.sources, src)
 		enqueue := func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				a.queue.Add(assignRef{source: src, key: key})
+			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+				a.queue.Add(assignRef{source: i, key: key})
 			}
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if _, err := src.free.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    enqueue,
 			UpdateFunc: func(_, obj any) { enqueue(obj) },
-			DeleteFunc: enqueue,
 		}); err != nil {
 			level.Error(s.logger).Log("msg", "assigner cannot watch", "resource", k.gvr, "err", err)
 			return
 		}
-		synced = append(synced, inf.HasSynced)
-		wg.Go(func() { inf.Run(ctx.Done()) })
+		synced = append(synced, src.free.HasSynced)
+		wg.Go(func() { src.free.Run(ctx.Done()) })
 	}
 	leases := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -138,6 +171,7 @@ func (s *sharder) assign(ctx context.Context) {
 			}
 		})
 	}
+	wg.Go(func() { a.runPasses(ctx) })
 	t := time.NewTicker(s.retry)
 	defer t.Stop()
 	for {
@@ -151,6 +185,29 @@ func (s *sharder) assign(ctx context.Context) {
 	}
 }
 
+// stripMetadata keeps of a free object's metadata what the assigner reads:
+// a burst of new objects costs it little memory while they wait.
+func stripMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: m.Labels,
+	}}, nil
+}
+
+// joinSelector joins two label selectors.
+func joinSelector(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "," + b
+}
+
 // observe records a member Lease's renew time.
 func (a *assigner) observe(obj any) {
 	l, ok := obj.(*coordinationv1.Lease)
@@ -161,6 +218,7 @@ func (a *assigner) observe(obj any) {
 	if l.Spec.LeaseDurationSeconds != nil {
 		dur = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
+	owned, _ := strconv.ParseFloat(l.Annotations[OwnedObjectsAnnotation], 64)
 	now := time.Now()
 	renew := l.Spec.RenewTime.Time
 	a.mu.Lock()
@@ -168,16 +226,18 @@ func (a *assigner) observe(obj any) {
 	switch {
 	case ok && prev.renew.Equal(renew) && prev.holder == *l.Spec.HolderIdentity:
 		// Not renewed since: keep the time it was first seen.
+		prev.owned = owned
+		a.observed[l.Name] = prev
 	case !ok && renew.Before(now):
 		// First seen (this replica just started assigning): its age is
 		// the renew time's, so that the Lease of a replica that died with
 		// the previous assigner expires on time. Safe while the clocks
 		// of the replicas agree within LeaseDuration - RenewDeadline: the
 		// holder stopped RenewDeadline after that renew, on its own clock.
-		a.observed[l.Name] = observation{holder: *l.Spec.HolderIdentity, renew: renew, dur: dur, at: renew}
+		a.observed[l.Name] = observation{holder: *l.Spec.HolderIdentity, renew: renew, dur: dur, at: renew, owned: owned}
 	default:
 		// Renewed: alive for dur from now, on this replica's clock.
-		a.observed[l.Name] = observation{holder: *l.Spec.HolderIdentity, renew: renew, dur: dur, at: now}
+		a.observed[l.Name] = observation{holder: *l.Spec.HolderIdentity, renew: renew, dur: dur, at: now, owned: owned}
 	}
 	a.mu.Unlock()
 	a.refresh()
@@ -199,7 +259,7 @@ func (a *assigner) forgetLease(obj any) {
 }
 
 // refresh recomputes the live members; when they changed it rebuilds the
-// ring and enqueues every object.
+// ring, queues the free objects and asks for a pass over the assigned ones.
 func (a *assigner) refresh() {
 	now := time.Now()
 	a.mu.Lock()
@@ -222,25 +282,116 @@ func (a *assigner) refresh() {
 	a.s.metrics.members.Set(float64(len(live)))
 	level.Info(a.s.logger).Log("msg", "ring members changed: reassigning", "ring", a.s.cfg.Ring, "members", len(live), "live", joinShort(live))
 	for i, src := range a.sources {
-		for _, key := range src.inf.GetStore().ListKeys() {
+		for _, key := range src.free.GetStore().ListKeys() {
 			a.queue.Add(assignRef{source: i, key: key})
 		}
 	}
+	a.requestPass()
 }
 
-// count sets the objects-per-shard gauge.
-func (a *assigner) count() {
-	counts := map[string]int{}
-	for _, src := range a.sources {
-		for _, obj := range src.inf.GetStore().List() {
-			if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-				counts[m.Labels[a.s.shardLabel]]++
+// requestPass asks runPasses for a pass; one asked for while another runs
+// follows it.
+func (a *assigner) requestPass() {
+	select {
+	case a.passes <- struct{}{}:
+	default:
+	}
+}
+
+// runPasses runs a pass when one is asked for, every assignResync, and
+// again after RetryPeriod when one failed, until ctx ends.
+func (a *assigner) runPasses(ctx context.Context) {
+	t := time.NewTimer(assignResync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.passes:
+		case <-t.C:
+		}
+		if err := a.pass(ctx); err != nil && ctx.Err() == nil {
+			level.Warn(a.s.logger).Log("msg", "cannot check the assigned objects: trying again", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(a.s.retry):
 			}
+			a.requestPass()
+		}
+		t.Reset(assignResync)
+	}
+}
+
+// pass pages through the metadata of every assigned object and queues those
+// that must move (see decide). It returns the first error of a list.
+func (a *assigner) pass(ctx context.Context) error {
+	start := time.Now()
+	draining := map[assignRef]bool{}
+	queued, total := 0, 0
+	for i, src := range a.sources {
+		p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector, o.FieldSelector = joinSelector(src.labels, a.s.shardLabel), src.fields
+			return a.s.assignMD.Resource(src.gvr).Namespace(src.namespace).List(ctx, o)
+		})
+		err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+			m, ok := obj.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return nil
+			}
+			total++
+			ref := assignRef{source: i, key: cache.NewObjectName(m.Namespace, m.Name).String()}
+			st := stateOf(m, a.s.shardLabel, a.s.drainLabel)
+			if st.draining {
+				draining[ref] = true
+			}
+			if st.owner == "" || a.decide(st) == keep {
+				return nil
+			}
+			a.mu.Lock()
+			a.found[ref] = st
+			a.mu.Unlock()
+			a.queue.Add(ref)
+			queued++
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", src.gvr.Resource, err)
 		}
 	}
+	// Drains whose objects are gone (deleted while draining).
+	a.mu.Lock()
+	for ref, t := range a.drains {
+		if !draining[ref] && t.Before(start) {
+			delete(a.drains, ref)
+		}
+	}
+	a.mu.Unlock()
+	level.Debug(a.s.logger).Log("msg", "checked the assigned objects", "objects", total, "to move", queued, "took", time.Since(start))
+	return nil
+}
+
+// stateOf reads what the assigner needs from m.
+func stateOf(m *metav1.PartialObjectMetadata, shardLabel, drainLabel string) objectState {
+	_, draining := m.Labels[drainLabel]
+	return objectState{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion, owner: m.Labels[shardLabel], draining: draining}
+}
+
+// count sets the objects-per-shard gauge: the free objects, and each live
+// member's share as it reports it on its Lease.
+func (a *assigner) count() {
+	free := 0
+	for _, src := range a.sources {
+		free += len(src.free.GetStore().ListKeys())
+	}
 	a.s.metrics.objects.Reset()
-	for shard, n := range counts {
-		a.s.metrics.objects.WithLabelValues(shard).Set(float64(n))
+	a.s.metrics.objects.WithLabelValues("").Set(float64(free))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, o := range a.observed {
+		if slices.Contains(a.members, o.holder) {
+			a.s.metrics.objects.WithLabelValues(o.holder).Set(o.owned)
+		}
 	}
 }
 
@@ -252,13 +403,15 @@ func (a *assigner) next(ctx context.Context) bool {
 	}
 	defer a.queue.Done(ref)
 	err := a.assignOne(ctx, ref)
+	if apierrors.IsConflict(err) {
+		// The object changed since it was read. A free one: the watch
+		// event of that change queues it again. One a pass found: read
+		// it again.
+		a.queue.Forget(ref)
+		err = a.reread(ctx, ref)
+	}
 	switch {
 	case err == nil || ctx.Err() != nil:
-		a.queue.Forget(ref)
-	case apierrors.IsConflict(err):
-		// The object changed since the cache showed it: the watch event
-		// of that change enqueues it again (while it is processed, Add
-		// marks it to be processed once more), without backoff.
 		a.queue.Forget(ref)
 	default:
 		level.Warn(a.s.logger).Log("msg", "cannot assign object", "object", ref.key, "resource", a.sources[ref.source].gvr.Resource, "err", err)
@@ -267,95 +420,170 @@ func (a *assigner) next(ctx context.Context) bool {
 	return true
 }
 
-// assignOne moves the object ref towards its owner on the ring: an object
-// without a live owner is labelled for it; an object whose live owner is
-// not the ring's is drained (its owner hands it over, see handOver). Every
-// write carries the resourceVersion read, so a decision taken on a stale
-// cache fails with a conflict instead of overwriting.
-func (a *assigner) assignOne(ctx context.Context, ref assignRef) error {
-	src := a.sources[ref.source]
-	obj, exists, err := src.inf.GetStore().GetByKey(ref.key)
-	if err != nil {
-		return err
-	}
-	if !exists {
-		a.mu.Lock()
-		delete(a.drains, ref)
-		a.mu.Unlock()
-		return nil
-	}
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+// reread reads an object a pass found again after a conflict, and queues it
+// if it must still move.
+func (a *assigner) reread(ctx context.Context, ref assignRef) error {
+	a.mu.Lock()
+	st, ok := a.found[ref]
+	a.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	owner := m.Labels[a.s.shardLabel]
-	_, draining := m.Labels[a.s.drainLabel]
-	hashKey := ref.key
+	src := a.sources[ref.source]
+	m, err := a.s.assignMD.Resource(src.gvr).Namespace(st.namespace).Get(ctx, st.name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		a.forget(ref, false)
+		return nil
+	case err != nil:
+		return err
+	}
+	st = stateOf(m, a.s.shardLabel, a.s.drainLabel)
+	if st.owner == "" || a.decide(st) == keep {
+		a.forget(ref, false)
+		return nil
+	}
+	a.mu.Lock()
+	a.found[ref] = st
+	a.mu.Unlock()
+	a.queue.Add(ref)
+	return nil
+}
+
+// forget drops what the assigner holds of ref; with drain, its drain too.
+func (a *assigner) forget(ref assignRef, drain bool) {
+	a.mu.Lock()
+	delete(a.found, ref)
+	if drain {
+		delete(a.drains, ref)
+	}
+	a.mu.Unlock()
+}
+
+// action is what the assigner does to an object.
+type action int
+
+const (
+	keep     action = iota // nothing: with its owner, or no live member
+	label                  // free, or its owner is dead: label it for the ring's owner
+	drain                  // its live owner is not the ring's: ask it to hand it over
+	takeBack               // drained from the ring's owner: take the drain back
+)
+
+// decide returns what to do to an object in state st, on the current ring.
+func (a *assigner) decide(st objectState) action {
+	_, act := a.decideFor(st)
+	return act
+}
+
+func (a *assigner) decideFor(st objectState) (string, action) {
+	hashKey := st.namespace + "/" + st.name
+	if st.namespace == "" {
+		hashKey = st.name
+	}
 	if a.s.cfg.ByNamespace {
-		hashKey = m.Namespace
+		hashKey = st.namespace
 	}
 	a.mu.Lock()
 	desired := a.ring.get(hashKey)
-	alive := owner != "" && slices.Contains(a.members, owner)
-	drainStart, drained := a.drains[ref]
+	alive := st.owner != "" && slices.Contains(a.members, st.owner)
 	a.mu.Unlock()
 	switch {
 	case desired == "":
-		return nil
-	case owner == desired:
-		if !draining {
+		return "", keep
+	case st.owner == desired && st.draining:
+		return desired, takeBack
+	case st.owner == desired:
+		return desired, keep
+	case !alive:
+		return desired, label
+	case !st.draining:
+		return desired, drain
+	}
+	return desired, keep // draining: its owner hands it over
+}
+
+// assignOne moves the object ref towards its owner on the ring (decide):
+// a free object, or one whose owner's Lease expired, is labelled for it;
+// one whose live owner is not the ring's is drained (its owner hands it
+// over, see handOver, and it comes back free). Every write carries the
+// resourceVersion read, so a decision taken on a stale read fails with a
+// conflict instead of overwriting.
+func (a *assigner) assignOne(ctx context.Context, ref assignRef) error {
+	src := a.sources[ref.source]
+	var st objectState
+	obj, free, err := src.free.GetStore().GetByKey(ref.key)
+	if err != nil {
+		return err
+	}
+	if free {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
 			return nil
 		}
+		st = stateOf(m, a.s.shardLabel, a.s.drainLabel)
+	} else {
+		a.mu.Lock()
+		found, ok := a.found[ref]
+		a.mu.Unlock()
+		if !ok {
+			return nil // assigned since, or gone
+		}
+		st = found
+	}
+	desired, act := a.decideFor(st)
+	switch act {
+	case keep:
+		a.forget(ref, false)
+	case takeBack:
 		// The ring changed back before the owner handed the object over:
 		// take the drain back (the owner's hand-over then fails its test
 		// and it keeps the object).
-		if err := a.patch(ctx, src.gvr, m, map[string]any{a.s.drainLabel: nil}); err != nil {
+		if err := a.patch(ctx, src.gvr, st, map[string]any{a.s.drainLabel: nil}); err != nil {
+			return err
+		}
+		a.forget(ref, true)
+		level.Debug(a.s.logger).Log("msg", "drain taken back", "object", ref.key, "resource", src.gvr.Resource, "owner", st.owner)
+	case label:
+		// Free (new, or handed over), or its owner's Lease expired: the
+		// owner reconciles it no more.
+		if err := a.patch(ctx, src.gvr, st, map[string]any{a.s.shardLabel: desired, a.s.drainLabel: nil}); err != nil {
 			return err
 		}
 		a.mu.Lock()
-		delete(a.drains, ref)
+		drainStart, drained := a.drains[ref]
 		a.mu.Unlock()
-		level.Debug(a.s.logger).Log("msg", "drain taken back", "object", ref.key, "resource", src.gvr.Resource, "owner", owner)
-		return nil
-	case !alive:
-		// Free (new, or handed over), or its owner's Lease expired: the
-		// owner reconciles it no more.
-		if err := a.patch(ctx, src.gvr, m, map[string]any{a.s.shardLabel: desired, a.s.drainLabel: nil}); err != nil {
-			return err
-		}
-		if owner != "" || drained {
+		if st.owner != "" || drained {
 			a.s.metrics.moves.Inc()
 		}
 		if drained {
 			a.s.metrics.handover.Observe(time.Since(drainStart).Seconds())
 		}
-		a.mu.Lock()
-		delete(a.drains, ref)
-		a.mu.Unlock()
-		level.Debug(a.s.logger).Log("msg", "assigned object", "object", ref.key, "resource", src.gvr.Resource, "shard", desired, "from", owner)
-		return nil
-	case !draining:
-		if err := a.patch(ctx, src.gvr, m, map[string]any{a.s.drainLabel: "true"}); err != nil {
+		a.forget(ref, true)
+		level.Debug(a.s.logger).Log("msg", "assigned object", "object", ref.key, "resource", src.gvr.Resource, "shard", desired, "from", st.owner)
+	case drain:
+		if err := a.patch(ctx, src.gvr, st, map[string]any{a.s.drainLabel: "true"}); err != nil {
 			return err
 		}
 		a.mu.Lock()
+		delete(a.found, ref)
 		if _, ok := a.drains[ref]; !ok {
 			a.drains[ref] = time.Now()
 		}
 		a.mu.Unlock()
-		level.Debug(a.s.logger).Log("msg", "draining object", "object", ref.key, "resource", src.gvr.Resource, "from", owner, "to", desired)
+		level.Debug(a.s.logger).Log("msg", "draining object", "object", ref.key, "resource", src.gvr.Resource, "from", st.owner, "to", desired)
 	}
 	return nil
 }
 
-// patch merge-patches the labels of m, conditional on its resourceVersion.
-// An object that is gone is not an error.
-func (a *assigner) patch(ctx context.Context, gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata, labels map[string]any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": m.ResourceVersion, "labels": labels}})
+// patch merge-patches the labels of the object st, conditional on its
+// resourceVersion. An object that is gone is not an error.
+func (a *assigner) patch(ctx context.Context, gvr schema.GroupVersionResource, st objectState, labels map[string]any) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": st.resourceVersion, "labels": labels}})
 	if err != nil {
 		return err
 	}
-	_, err = a.s.assignMD.Resource(gvr).Namespace(m.Namespace).Patch(ctx, m.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err = a.s.assignMD.Resource(gvr).Namespace(st.namespace).Patch(ctx, st.name, types.MergePatchType, body, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
