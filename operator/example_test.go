@@ -189,6 +189,6 @@ func ExampleSharding() {
 	// Output:
 	// label: shard.operatorkit.io/widget-operator
 	// team-a/web -> widget-operator-2
-	// team-a/db -> widget-operator-2
+	// team-a/db -> widget-operator-0
 	// team-b/web -> widget-operator-1
 }

