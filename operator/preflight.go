@@ -70,15 +70,24 @@ func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, 
 // of the rules of its ClusterRole: every rule's verbs in fopts.Namespace,
 // but not get (the Framework, the child resources and Plan read through
 // informers; a role may still grant get for people and tools), only list
-// and watch with fopts.DryRun; and the rules of the Lease's group
-// (coordination.k8s.io) in opts.LeaderElectionNamespaceOrDefault(), only
-// with opts.LeaderElect.
+// and watch with fopts.DryRun; and, in opts.LeaderElectionNamespaceOrDefault(),
+// what the mode needs of Leases (coordination.k8s.io) whatever the rules
+// say, so that a role that lacks it fails Preflight: get, create and update
+// with opts.LeaderElect (leader election), and list, watch and delete too
+// with opts.Shard (the member Leases: see Sharding).
 func Permissions(rules []rbacv1.PolicyRule, opts Options, fopts FrameworkOptions) []Permission {
 	perms := PermissionsOf(rules, fopts.Namespace, func(verb, group, _ string) bool {
 		return group != leaseGroup && verb != "get" && (!fopts.DryRun || verb == "list" || verb == "watch")
 	})
-	if opts.LeaderElect {
-		perms = append(perms, PermissionsOf(rules, opts.LeaderElectionNamespaceOrDefault(), func(_, group, _ string) bool { return group == leaseGroup })...)
+	var verbs []string
+	switch {
+	case opts.Shard:
+		verbs = []string{"get", "list", "watch", "create", "update", "delete"}
+	case opts.LeaderElect:
+		verbs = []string{"get", "create", "update"}
+	}
+	for _, v := range verbs {
+		perms = append(perms, Permission{Verb: v, Group: leaseGroup, Resource: "leases", Namespace: opts.LeaderElectionNamespaceOrDefault()})
 	}
 	return perms
 }

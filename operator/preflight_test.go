@@ -16,7 +16,7 @@ import (
 var testRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"example.com"}, Resources: []string{"things", "things/status"}, Verbs: []string{"get", "list", "watch", "patch"}},
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "update"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 }
 
 func permissionStrings(ps []Permission) string {
@@ -48,7 +48,12 @@ func TestPermissions(t *testing.T) {
 		{name: "operator with leader election", opts: Options{LeaderElect: true, LeaderElectionNamespace: "ops"}, fopts: FrameworkOptions{Namespace: "apps"},
 			want: `list things.example.com in namespace "apps"|watch things.example.com in namespace "apps"|patch things.example.com in namespace "apps"|` +
 				`list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
-				`create events in namespace "apps"|get leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io in namespace "ops"`},
+				`create events in namespace "apps"|get leases.coordination.k8s.io in namespace "ops"|create leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io in namespace "ops"`},
+		{name: "sharded operator", opts: Options{Shard: true, LeaderElectionNamespace: "ops"}, fopts: FrameworkOptions{Namespace: "apps"},
+			want: `list things.example.com in namespace "apps"|watch things.example.com in namespace "apps"|patch things.example.com in namespace "apps"|` +
+				`list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
+				`create events in namespace "apps"|get leases.coordination.k8s.io in namespace "ops"|list leases.coordination.k8s.io in namespace "ops"|watch leases.coordination.k8s.io in namespace "ops"|` +
+				`create leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io in namespace "ops"|delete leases.coordination.k8s.io in namespace "ops"`},
 		{name: "dry run without leader election", fopts: FrameworkOptions{DryRun: true},
 			want: `list things.example.com in all namespaces|watch things.example.com in all namespaces|list things.example.com/status in all namespaces|watch things.example.com/status in all namespaces`},
 	}
