@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -359,4 +360,90 @@ func TestOperatorRunLeavesNoGoroutines(t *testing.T) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 	)
+}
+
+// TestShardedReplicas runs two webapp-operator processes with --shard under
+// the shipped ClusterRole: every WebApp is labelled for one of them and
+// converges, both get a share, and when one stops (SIGTERM) the other takes
+// its WebApps at once and reconciles a change to them.
+func TestShardedReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	bin := build(t, "webapp-operator")
+	env, c := startCluster(t)
+	ctx := contextFor(t)
+	ns := namespace(t, c, "sharded")
+	grant(t, c, "webapp-sharded")
+	kubeconfig := userKubeconfig(t, env, "webapp-sharded")
+	const n = 12
+	for i := range n {
+		createWebApp(t, c, ns, fmt.Sprintf("site-%d", i), "", "nginx:1.27", "hello")
+	}
+	args := func(identity string) []string {
+		return []string{
+			"--kubeconfig", kubeconfig, "--namespace", ns, "--leader-election-namespace", ns,
+			"--metrics-bind-address", "127.0.0.1:0", "--workers", "2", "--shard", "--shard-identity", identity,
+		}
+	}
+	p1 := start(t, bin, args("r1"), nil)
+	p2 := start(t, bin, args("r2"), nil)
+	shardLabel := operator.ShardLabelPrefix + "webapp-operator"
+
+	// owned waits until every WebApp is ready and labelled for one of ids,
+	// and returns the WebApps by owner.
+	owned := func(what string, ids ...string) map[string][]string {
+		t.Helper()
+		var by map[string][]string
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+			by = map[string][]string{}
+			for i := range n {
+				w, err := getWebApp(ctx, c, ns, fmt.Sprintf("site-%d", i))
+				if err != nil || !ready(w) {
+					return false, nil
+				}
+				owner := w.Labels[shardLabel]
+				if !slices.Contains(ids, owner) {
+					return false, nil
+				}
+				by[owner] = append(by[owner], w.Name)
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v (by owner so far: %v)\n--- r1:\n%s\n--- r2:\n%s", what, err, by, p1.Output(), p2.Output())
+		}
+		return by
+	}
+	by := owned("every WebApp ready with an owner", "r1", "r2")
+	if len(by["r1"]) == 0 || len(by["r2"]) == 0 {
+		t.Errorf("WebApps by owner = %v, want both replicas to have a share", by)
+	}
+
+	p1.Signal(t, syscall.SIGTERM)
+	if code := p1.ExitCode(t, 30*time.Second); code != 0 {
+		t.Fatalf("r1: exit code after SIGTERM = %d, want 0\n%s", code, p1.Output())
+	}
+	owned("r2 to own every WebApp after r1 stopped", "r2")
+	if len(by["r1"]) > 0 {
+		// A change to one of r1's former WebApps is reconciled by r2.
+		name := by["r1"][0]
+		patch := []byte(`{"spec":{"image":"nginx:1.28"}}`)
+		if _, err := c.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		owned("r2 to reconcile a change to "+name, "r2")
+	}
+	p2.Signal(t, syscall.SIGTERM)
+	if code := p2.ExitCode(t, 30*time.Second); code != 0 {
+		t.Fatalf("r2: exit code after SIGTERM = %d, want 0\n%s", code, p2.Output())
+	}
+	for id, out := range map[string]string{"r1": p1.Output(), "r2": p2.Output()} {
+		if strings.Contains(out, "orbidden") {
+			t.Errorf("%s hit a permission error under the shipped role:\n%s", id, out)
+		}
+		if !strings.Contains(out, `msg="left the ring"`) {
+			t.Errorf("%s did not leave the ring cleanly:\n%s", id, out)
+		}
+	}
 }

@@ -62,7 +62,9 @@ type Operator struct {
 // reference blocks the owner's deletion, which clusters with the
 // OwnerReferencesPermissionEnforcement admission plugin allow only with
 // update on webapps/finalizers; Events are created and then patched to
-// count repeats; leader election uses a Lease.
+// count repeats; leader election uses a Lease; with --shard each replica
+// also lists, watches and deletes the member Leases of its ring, and the
+// leader patches the shard labels of webapps (see operator.Sharding).
 //
 // +kubebuilder:rbac:groups=example.operatorkit.io,resources=webapps,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=example.operatorkit.io,resources=webapps/status,verbs=patch
@@ -70,7 +72,7 @@ type Operator struct {
 // +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete
 
 // New adds the WebApp Framework and its child watches to config.Operator,
 // starting nothing: config.Operator.Run runs them (or Operator.Plan plans

@@ -12,7 +12,9 @@
 // its identity has every permission of example/config/rbac/role.yaml it
 // needs; a problem ends it with one line on stderr and exit code 1 (2 for a
 // bad flag). A clean shutdown exits 0. plan --release N plans under release
-// N instead of the one each WebApp's label routes it to.
+// N instead of the one each WebApp's label routes it to. --shard runs it as
+// one of several replicas that share the WebApps (operator.Sharding), each
+// reconciling its share.
 //
 // This command does not link the in-process API server (testenv); the demo
 // command does.
@@ -28,6 +30,7 @@ import (
 	"syscall"
 
 	"github.com/go-kit/log"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
@@ -73,8 +76,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return w.Framework(), nil
 		},
-		SetFlag: "release",
-		Sets:    map[string]string{webapp.Release1: "release-" + webapp.Release1, webapp.Release2: "release-" + webapp.Release2},
+		ShardResources: []schema.GroupVersionResource{v1alpha1.GroupVersionResource},
+		SetFlag:        "release",
+		Sets:           map[string]string{webapp.Release1: "release-" + webapp.Release1, webapp.Release2: "release-" + webapp.Release2},
 	}.Run(ctx, args, stdout, stderr)
 }
 

@@ -100,6 +100,26 @@ func TestOperatorPermissionsFollowTheRole(t *testing.T) {
 	if !pc.Served.Empty() {
 		t.Errorf("with --install-crd the CRD must not be required: %v", pc.Served)
 	}
+	// --shard: the member Leases are also listed, watched and deleted.
+	pc, err = preflightConfig(operator.Options{Shard: true, LeaderElectionNamespace: "ops"}, operator.FrameworkOptions{Namespace: "apps"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = nil
+	for _, p := range pc.Permissions {
+		all = append(all, p.String())
+	}
+	got = strings.Join(all, "\n")
+	for _, want := range []string{
+		`patch webapps.example.operatorkit.io in namespace "apps"`,
+		`list leases.coordination.k8s.io in namespace "ops"`,
+		`watch leases.coordination.k8s.io in namespace "ops"`,
+		`delete leases.coordination.k8s.io in namespace "ops"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("--shard: permissions lack %q:\n%s", want, got)
+		}
+	}
 	pc, err = preflightConfig(operator.Options{}, operator.FrameworkOptions{DryRun: true}, false)
 	if err != nil {
 		t.Fatal(err)
