@@ -85,6 +85,23 @@ func (r *replica) scrape() (metricSet, error) {
 	return ms, nil
 }
 
+// save writes the body of the replica's page path into file.
+func (r *replica) save(path, file string) error {
+	resp, err := r.http.Get(r.Addr + path)
+	if err != nil {
+		return fmt.Errorf("replica %s: %w", r.identity, errors.Join(err, r.Exited()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("replica %s: %s: %s", r.identity, path, resp.Status)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, body, 0o644)
+}
+
 // parseMetrics parses metrics in the Prometheus text format.
 func parseMetrics(raw []byte) (metricSet, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)

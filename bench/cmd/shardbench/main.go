@@ -12,7 +12,8 @@
 //     reconciled once (the latest first reconciliation, timestamped by the
 //     replicas themselves);
 //   - per replica, once the burst is over: RSS (VmRSS), the live heap after
-//     a forced garbage collection, and the objects it owns;
+//     two forced garbage collections (the second empties the sync.Pools),
+//     and the objects it owns (-heap-profiles: and its heap profile);
 //   - for N > 1, scale-out: one more replica starts; the time until the
 //     leader counts it as a member, until the shard labels settle (every
 //     object labelled for a live member, none draining, for 2 s — read
@@ -72,6 +73,7 @@ type options struct {
 	quiet             float64
 	quietWait         time.Duration
 	markdown          string
+	heapProfiles      string
 }
 
 func main() {
@@ -114,6 +116,7 @@ func mainErr() error {
 	flag.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "longest wait for -quiet; then measure anyway")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level of the replicas (debug logs every assignment and hand-over)")
 	flag.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
+	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "write each replica's heap profile (after the collections of each memory reading) into this directory")
 	flag.Parse()
 
 	for _, s := range strings.Split(*replicas, ",") {

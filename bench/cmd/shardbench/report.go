@@ -86,7 +86,7 @@ func report(o options, results []*result, took time.Duration) string {
 	fmt.Fprintf(&w, "Burst convergence is the median of the runs (min–max); the other columns are of the median run. "+
 		"Throughput is compared with the single sharded replica (N=1), memory with %s divided by N; "+
 		"\"others\" is the largest replica that does not lead, the leader also runs the assigner. "+
-		"Cache heap is the live heap after a forced GC once the burst was reconciled, minus the same before the first object was created.\n\n", refName)
+		"Cache heap is the live heap after two forced GCs (the second empties the sync.Pools) once the burst was reconciled, minus the same before the first object was created.\n\n", refName)
 	w.WriteString("| replicas | objects | burst convergence (s) | throughput (objects/s) | vs N=1 | target ≥ 0.8×N | objects per replica | RSS per replica (MiB) | RSS vs RSS₁/N: others / leader | cache heap per replica (MiB) | cache heap vs cache₁/N: others / leader |\n")
 	w.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range gs {

@@ -35,6 +35,7 @@ type bench struct {
 	kube       kubernetes.Interface
 	md         metadata.Interface
 	runs       int // runs started, for the namespace names
+	profiles   int // memory readings with heap profiles, for their names
 }
 
 func newBench(env *testenv.Env, o options) (*bench, error) {
@@ -170,7 +171,7 @@ func (b *bench) run(ctx context.Context, n int, sharded bool, rep int) (_ *resul
 	}
 
 	// Memory with no object, after a garbage collection.
-	idle, err := readMemory(reps)
+	idle, err := b.readMemory(reps, "idle")
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +245,7 @@ func (b *bench) run(ctx context.Context, n int, sharded bool, rep int) (_ *resul
 
 	// Steady state.
 	time.Sleep(b.o.settle)
-	mem, err := readMemory(reps)
+	mem, err := b.readMemory(reps, "after")
 	if err != nil {
 		return nil, err
 	}
@@ -550,7 +551,9 @@ type memory struct {
 
 // readMemory reads each replica's RSS, then makes it collect garbage
 // (SIGUSR1) and scrapes its metrics, for the live heap.
-func readMemory(reps []*replica) (memory, error) {
+// With -heap-profiles it also saves each replica's heap profile, named by
+// the replica count, the replica, when and the reading's sequence number.
+func (b *bench) readMemory(reps []*replica, when string) (memory, error) {
 	var mem memory
 	for _, r := range reps {
 		s, err := proc.Read(r.Pid())
@@ -563,7 +566,17 @@ func readMemory(reps []*replica) (memory, error) {
 	time.Sleep(time.Second)
 	var err error
 	mem.metrics, err = scrapeAll(reps)
-	return mem, err
+	if err != nil || b.o.heapProfiles == "" {
+		return mem, err
+	}
+	b.profiles++
+	for _, r := range reps {
+		path := filepath.Join(b.o.heapProfiles, fmt.Sprintf("n%d-%s-%s-%03d.pb.gz", len(reps), r.identity, when, b.profiles))
+		if err := r.save("/debug/pprof/heap", path); err != nil {
+			return mem, err
+		}
+	}
+	return mem, nil
 }
 
 func (b *bench) replicaOptions(ns, identity string, sharded bool) replicaOptions {
@@ -581,6 +594,7 @@ func (b *bench) replicaOptions(ns, identity string, sharded bool) replicaOptions
 		renewDeadline: b.o.renewDeadline,
 		retryPeriod:   b.o.retryPeriod,
 		logLevel:      b.o.logLevel,
+		pprof:         b.o.heapProfiles != "",
 	}
 }
 
