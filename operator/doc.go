@@ -56,7 +56,8 @@
 // election Lease assigns each object to a live replica by a consistent hash
 // of its key and writes that replica's identity into the object's shard
 // label, which the replicas' informers select on (so a replica's cache
-// holds its share only). An object moves only after its owner agreed: the
+// holds its share only; the assigner's caches only the objects without an
+// owner). An object moves only after its owner agreed: the
 // assigner sets the drain label, the owner stops reconciling the object
 // (framework.Framework.Release waits for the reconciliation in flight) and
 // removes both labels, and only then is the object labelled for its new
