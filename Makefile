@@ -102,7 +102,7 @@ bench-unit:
 	$(LIB) test -run '^$$' -bench . -benchmem ./...
 
 ## bench: the side-by-side benchmark against controller-runtime and plain client-go
-## (about 20 minutes; BENCH_QUICK=1 for N=200 and one repetition).
+## (15-45 minutes on 2 cores; BENCH_QUICK=1 for N=200 and one repetition).
 bench:
 	bash bench/bench.sh
 

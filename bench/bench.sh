@@ -4,8 +4,8 @@
 #
 #   bench/bench.sh                 full mode: N=1000 with 1, 4 and 16 workers,
 #                                  3 repetitions; then N=3000 with 4 workers, 1
-#                                  repetition (about 21 min on 2 cores with the
-#                                  four contenders)
+#                                  repetition (15-45 min on 2 cores with the
+#                                  four contenders, as busy as the machine is)
 #   BENCH_QUICK=1 bench/bench.sh   quick mode (CI): N=200, 4 workers, 1 repetition
 #
 # Extra arguments go to every benchrun invocation (e.g. --pin=false).
