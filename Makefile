@@ -26,13 +26,15 @@ RACE ?= -race
 # background until the next wait): the test API server builds while the unit
 # tests run (race-instrumented: packages of their own); lint follows, when
 # the server's build has compiled the packages its vet reads (a cold machine
-# would otherwise compile them twice at once); then the example's and the
-# guide's tests run beside the integration tests (they all mostly wait for
-# API servers), and the benchmark's quick run follows the integration
-# tests, mostly alone.
-STAGES := bg:apiserver test-unit wait lint bg:test-example bg:test-guide test-integration test-bench wait
+# would otherwise compile them twice at once), beside build-tests, which
+# compiles what the example's and the guide's stages will run; then those
+# run beside the integration tests (they all mostly wait for API servers,
+# and none compiles any more while the timing-sensitive integration tests
+# run), and the benchmark's quick run follows the integration tests,
+# mostly alone.
+STAGES := bg:apiserver test-unit wait bg:build-tests lint wait bg:test-example bg:test-guide test-integration test-bench wait
 
-.PHONY: test apiserver test-unit test-integration test-testenv test-integration-lib test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
+.PHONY: test apiserver build-tests test-unit test-integration test-testenv test-integration-lib test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
 
 test:
 	@bash hack/stages.sh "$(MAKE)" $(STAGES)
@@ -57,6 +59,18 @@ test-testenv:
 
 test-integration-lib:
 	cd integration && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
+
+## build-tests: compile, without running them, the test binaries, the commands and the vet
+## data of the example and the guide, and controller-gen, so that test-example and test-guide
+## only link and run (cold: minutes of compiling; warm: seconds of linking).
+build-tests:
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && set -e && \
+	cd example && $(LIB) vet ./... && \
+	$(LIB) test -race -c -o "$$d/race/" ./api/... ./config/... ./internal/... ./webapp/... ./cmd/webapp-operator/... && \
+	$(LIB) test -c -o "$$d/plain/" $$($(LIB) list ./... | grep -E '/(e2e|reliability)($$|/)') && \
+	$(LIB) build -o "$$d/bin/" ./cmd/... && \
+	cd $(CURDIR)/$(GUIDE) && $(LIB) vet ./... && $(LIB) test $(RACE) -c -o "$$d/guide/" ./... && \
+	$(LIB) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 --version >/dev/null
 
 ## test-example: the example operator: race-tested units, then e2e and reliability against a real API server.
 test-example:

@@ -52,8 +52,11 @@ const (
 	shardNamespaceEnv  = "OPERATORKIT_SHARD_NAMESPACE"
 	shardRecordsEnv    = "OPERATORKIT_SHARD_RECORDS"
 
-	shardLease = 5 * time.Second
-	shardRenew = 4 * time.Second
+	// A replica must renew its member Lease within shardRenew or stop:
+	// long enough that a machine busy compiling other modules' tests
+	// (a cold CI run) does not starve a replica out of the ring.
+	shardLease = 10 * time.Second
+	shardRenew = 8 * time.Second
 	shardRetry = 250 * time.Millisecond
 	shardRing  = "op-shard"
 	shardWork  = 20 * time.Millisecond // each resource call: an external call
