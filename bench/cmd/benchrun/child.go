@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/operatorkit/operatorkit/bench/internal/proc"
 	"github.com/operatorkit/operatorkit/bench/internal/stats"
 )
@@ -90,24 +92,11 @@ func (c *child) enqueueAll() (int, error) {
 // poll calls cond every interval until it returns true or an error, or
 // timeout passes.
 func poll(ctx context.Context, timeout, interval time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not done after %s: %w", timeout, ctx.Err())
-		case <-t.C:
-		}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) { return cond() })
+	if wait.Interrupted(err) {
+		return fmt.Errorf("not done after %s: %w", timeout, err)
 	}
+	return err
 }
 
 // saveMetrics writes the contender's /metrics, when it serves them, to path.

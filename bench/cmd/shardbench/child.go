@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/operatorkit/operatorkit/bench/internal/proc"
 )
@@ -218,22 +219,9 @@ func (h histogram) quantile(q float64) float64 {
 // poll calls cond every interval until it returns true or an error, or ctx
 // ends, or timeout passes.
 func poll(ctx context.Context, timeout, interval time.Duration, what string, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: not done after %s: %w", what, timeout, ctx.Err())
-		case <-t.C:
-		}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) { return cond() })
+	if wait.Interrupted(err) {
+		return fmt.Errorf("%s: not done after %s: %w", what, timeout, err)
 	}
+	return err
 }
