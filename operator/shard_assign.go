@@ -477,10 +477,7 @@ func (a *assigner) decide(st objectState) action {
 }
 
 func (a *assigner) decideFor(st objectState) (string, action) {
-	hashKey := st.namespace + "/" + st.name
-	if st.namespace == "" {
-		hashKey = st.name
-	}
+	hashKey := cache.NewObjectName(st.namespace, st.name).String()
 	if a.s.cfg.ByNamespace {
 		hashKey = st.namespace
 	}
