@@ -1,16 +1,23 @@
 // Package informer provides a client-go shared informer for the objects of
-// one GroupVersionResource, read through a dynamic client, with the
-// settings an operator needs in a Config: namespace, label and field
-// selectors, resync period, a transform (and a switch to drop
-// managedFields), a logger and Prometheus metrics.
+// one GroupVersionResource, with the settings an operator needs in a
+// Config: namespace, label and field selectors, resync period, a transform
+// (and a switch to drop managedFields), a logger and Prometheus metrics.
 //
-// With Config.RESTClient instead of Config.Client the informer lists and
-// watches through a typed REST client (a clientset's, or one from
-// [NewRESTClient] for custom resources), and the cache holds Go types
-// decoded once from the API server's JSON. That is the cheaper choice for an
-// operator that works on Go types: the dynamic client decodes every event
-// into a map, which a Transform then has to convert, and the garbage of both
-// shows in the operator's CPU (see docs/benchmarks.md).
+// Three ways to read the objects, in the order to choose them:
+//
+//   - Config.RESTConfig with Config.ObjectType (what operator.Operator's
+//     Informer does when ObjectType is set): every object is decoded once,
+//     straight from the API server's JSON into its Go type, with no scheme
+//     to register. An object the Go type cannot hold stays unstructured
+//     (with a warning), so it cannot stall the list or the watch.
+//   - Config.RESTClient with Config.ObjectType: the same decoding through a
+//     REST client of your own (a clientset's, or one from [NewRESTClient]
+//     with a scheme); one object the type cannot hold fails the whole list
+//     or watch until it is fixed.
+//   - Config.Client, a dynamic client: every event is decoded into a map,
+//     for code that works on unstructured objects. Converting those to Go
+//     types ([ConvertTo]) costs a second pass over each event, whose garbage
+//     shows in the operator's CPU (see docs/benchmarks.md).
 //
 // An [Informer] lists the objects once, then watches them, and keeps a
 // local cache that [Informer.Get] and [Informer.List] read without any API

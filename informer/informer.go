@@ -33,11 +33,25 @@ import (
 // zero.
 const DefaultResyncPeriod = 5 * time.Minute
 
-// Config configures an Informer. GVR and one of Client and RESTClient are
-// required.
+// Config configures an Informer. GVR and one of RESTConfig (with
+// ObjectType), Client and RESTClient are required.
 type Config struct {
-	// Client lists and watches the objects as *unstructured.Unstructured.
-	// Required unless RESTClient is set; the two exclude each other.
+	// RESTConfig, with ObjectType, is the typed path and the one to choose
+	// first: New builds a client for GVR's group and version that decodes
+	// every object straight into a new value of ObjectType's Go type (one
+	// JSON decode per event, no scheme, no AddToScheme, no conversion from
+	// a map). It works for built-in kinds (&corev1.ConfigMap{}) and custom
+	// resources (the Go type of a kubebuilder API package) alike. An object
+	// that the Go type cannot hold (a value of the wrong type that no schema
+	// stopped) is cached as an *unstructured.Unstructured instead, with a
+	// warning naming it: the other objects, the list and the watch go on,
+	// and the resources can report the bad one. The config is copied, so
+	// its rate limits (QPS, Burst) and transport wrappers apply.
+	// operator.Operator.Informer sets it when ObjectType is set and no
+	// client is. Client, RESTClient and RESTConfig exclude each other.
+	RESTConfig *rest.Config
+	// Client lists and watches the objects as *unstructured.Unstructured:
+	// for code that works on maps, or kinds without a Go type.
 	Client dynamic.Interface
 	// RESTClient, instead of Client, lists and watches the objects with a
 	// typed client whose serializer decodes them straight into Go types
@@ -50,11 +64,11 @@ type Config struct {
 	// The price: one object that the Go type cannot hold (a value of the
 	// wrong type that the CRD's schema let through) fails the whole list or
 	// watch, which client-go retries with backoff while the cache stays as
-	// it was. With Client, a Transform can keep such an object unstructured
-	// and let the resources report it (as the example operator does).
+	// it was. RESTConfig has no such price.
 	RESTClient rest.Interface
-	// ObjectType is an empty object of the Go type RESTClient decodes, such
-	// as &corev1.ConfigMap{}. Required with RESTClient, unused without.
+	// ObjectType is an empty object of the Go type to cache, such as
+	// &corev1.ConfigMap{}: a non-nil pointer to a struct. Required with
+	// RESTConfig and RESTClient, unused with Client.
 	ObjectType runtime.Object
 	// GVR is the resource to inform about. Required: Version and Resource
 	// must not be empty (Group is empty for the core group).
@@ -84,8 +98,9 @@ type Config struct {
 	DropManagedFields bool
 	// Transform, if set, is applied to every object from the API server
 	// before it is cached, after DropManagedFields. It receives an
-	// *unstructured.Unstructured, or an object of ObjectType's type with
-	// RESTClient (already transformed objects are never passed again) and may change it in place or return another object,
+	// *unstructured.Unstructured with Client, an object of ObjectType's type
+	// with RESTClient, and either with RESTConfig (already transformed
+	// objects are never passed again), and may change it in place or return another object,
 	// for instance a typed one converted with
 	// runtime.DefaultUnstructuredConverter. The result must still be a
 	// runtime.Object that satisfies meta.Accessor (the cache keys objects by
@@ -108,7 +123,7 @@ type Config struct {
 }
 
 // Informer is a client-go SharedIndexInformer for the objects of one
-// GroupVersionResource, read through a dynamic client. Create it with New;
+// GroupVersionResource, read through the client its Config names. Create it with New;
 // all methods are safe for concurrent use.
 type Informer struct {
 	gvr      schema.GroupVersionResource
@@ -148,11 +163,13 @@ type Informer struct {
 // call Run. It registers the metrics with config.Registerer, reusing
 // collectors that another Informer registered there before.
 func New(config Config) (*Informer, error) {
-	switch {
-	case config.Client == nil && config.RESTClient == nil:
-		return nil, fmt.Errorf("%w: %T.Client must not be empty (or set RESTClient)", ErrInvalidConfig, config)
-	case config.Client != nil && config.RESTClient != nil:
-		return nil, fmt.Errorf("%w: %T.Client and RESTClient exclude each other: set one", ErrInvalidConfig, config)
+	switch clients := btoi(config.RESTConfig != nil) + btoi(config.Client != nil) + btoi(config.RESTClient != nil); {
+	case clients == 0:
+		return nil, fmt.Errorf("%w: %T needs a client: set RESTConfig and ObjectType (or Client, or RESTClient and ObjectType)", ErrInvalidConfig, config)
+	case clients > 1:
+		return nil, fmt.Errorf("%w: %T.RESTConfig, Client and RESTClient exclude each other: set one", ErrInvalidConfig, config)
+	case config.RESTConfig != nil && config.ObjectType == nil:
+		return nil, fmt.Errorf("%w: %T.ObjectType must not be empty when RESTConfig is set", ErrInvalidConfig, config)
 	case config.RESTClient != nil && config.ObjectType == nil:
 		return nil, fmt.Errorf("%w: %T.ObjectType must not be empty when RESTClient is set", ErrInvalidConfig, config)
 	}
@@ -203,15 +220,26 @@ func New(config Config) (*Informer, error) {
 		mutationCacheSize: config.MutationCacheSize,
 	}
 	var lw cache.ListerWatcher
+	// objType is the type client-go's reflector insists on: none for the
+	// typed path, which may deliver an unstructured object among the typed.
 	var objType runtime.Object = &unstructured.Unstructured{}
-	if config.RESTClient != nil {
+	i.cachedType = reflect.TypeOf(objType)
+	switch {
+	case config.RESTConfig != nil:
+		client, err := newTypedRESTClient(config.RESTConfig, config.GVR.GroupVersion(), config.ObjectType, i.logger)
+		if err != nil {
+			return nil, err
+		}
+		lw = newRESTListWatch(client, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector)
+		objType, i.cachedType = nil, reflect.TypeOf(config.ObjectType)
+	case config.RESTClient != nil:
 		lw = newRESTListWatch(config.RESTClient, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector)
-		objType = config.ObjectType
-	} else {
+		objType, i.cachedType = config.ObjectType, reflect.TypeOf(config.ObjectType)
+	default:
 		lw = newListWatch(config.Client, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector)
 	}
-	if config.Transform == nil {
-		i.cachedType = reflect.TypeOf(objType)
+	if config.Transform != nil {
+		i.cachedType = nil
 	}
 	i.informer = cache.NewSharedIndexInformerWithOptions(
 		lw,
@@ -287,16 +315,21 @@ func NewRESTClient(cfg *rest.Config, gv schema.GroupVersion, addToScheme func(*r
 		return nil, fmt.Errorf("register types of %s: %w", gv.String(), err)
 	}
 	metav1.AddToGroupVersion(scheme, gv)
+	return restClientFor(cfg, gv, serializer.NewCodecFactory(scheme).WithoutConversion())
+}
+
+// restClientFor returns a REST client for gv on a copy of cfg that speaks
+// JSON (custom resources have no other encoding) through codecs.
+func restClientFor(cfg *rest.Config, gv schema.GroupVersion, codecs runtime.NegotiatedSerializer) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
 	if gv.Group == "" {
 		c.APIPath = "/api"
 	}
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if c.ContentType == "" {
-		c.ContentType = runtime.ContentTypeJSON
-	}
+	c.NegotiatedSerializer = codecs
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -305,6 +338,13 @@ func NewRESTClient(cfg *rest.Config, gv schema.GroupVersion, addToScheme func(*r
 		return nil, fmt.Errorf("REST client for %s: %w", gv.String(), err)
 	}
 	return client, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // transform chains the managedFields dropper and the user's transform.

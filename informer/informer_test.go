@@ -98,9 +98,12 @@ func TestNewValidatesConfig(t *testing.T) {
 		config    Config
 		wantField string
 	}{
-		{name: "missing client", config: Config{GVR: widgets}, wantField: "informer.Config.Client"},
-		{name: "client and REST client", config: Config{Client: client, RESTClient: &rest.RESTClient{}, ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.Client and RESTClient"},
-		{name: "REST client without object type", config: Config{RESTClient: &rest.RESTClient{}, GVR: widgets}, wantField: "informer.Config.ObjectType"},
+		{name: "missing client", config: Config{GVR: widgets}, wantField: "informer.Config needs a client: set RESTConfig and ObjectType"},
+		{name: "client and REST client", config: Config{Client: client, RESTClient: &rest.RESTClient{}, ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.RESTConfig, Client and RESTClient exclude each other"},
+		{name: "REST config and client", config: Config{Client: client, RESTConfig: &rest.Config{}, ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.RESTConfig, Client and RESTClient exclude each other"},
+		{name: "REST client without object type", config: Config{RESTClient: &rest.RESTClient{}, GVR: widgets}, wantField: "informer.Config.ObjectType must not be empty when RESTClient"},
+		{name: "REST config without object type", config: Config{RESTConfig: &rest.Config{}, GVR: widgets}, wantField: "informer.Config.ObjectType must not be empty when RESTConfig"},
+		{name: "REST config with a nil object type", config: Config{RESTConfig: &rest.Config{}, ObjectType: (*corev1.ConfigMap)(nil), GVR: widgets}, wantField: "Config.ObjectType must be a non-nil pointer to a struct"},
 		{name: "negative mutation cache size", config: Config{Client: client, GVR: widgets, MutationCacheSize: -1}, wantField: "informer.Config.MutationCacheSize"},
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},

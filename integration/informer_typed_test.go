@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/go-kit/log"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/operatorkit/operatorkit/informer"
@@ -127,4 +131,68 @@ func TestInformerNewRESTClient(t *testing.T) {
 	if tw, typed := obj.(*typedWidget); err != nil || !ok || !typed || tw.Spec.Size != "small" {
 		t.Errorf("Get(%s/listed) = %#v, %v, %v; want the listed *typedWidget of size small", ns, obj, ok, err)
 	}
+}
+
+// TestInformerTypedFromRESTConfig reads Widgets through informer.Config's
+// RESTConfig and ObjectType: from the initial list and from the watch,
+// every Widget is a *typedWidget with its TypeMeta, except one whose
+// spec.size the Go type cannot hold, which stays unstructured (with a
+// warning naming it) without stalling the others, and becomes typed again
+// once it is fixed.
+func TestInformerTypedFromRESTConfig(t *testing.T) {
+	t.Parallel()
+	gvr := createWidgetCRD(t)
+	ns := newNamespace(t)
+	w := newWidgets(t, gvr, ns)
+	w.create("listed", nil)
+	w.create("broken", nil)
+	w.patch("broken", `{"spec":{"size":7}}`)
+
+	var logs syncBuffer
+	inf, err := informer.New(informer.Config{
+		RESTConfig: env.Config(), ObjectType: &typedWidget{}, GVR: gvr, Namespace: ns,
+		ResyncPeriod: -1, DropManagedFields: true, Logger: log.NewLogfmtLogger(&logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runInformer(t, inf)
+
+	typed := func(name, size string) func() bool {
+		return func() bool {
+			obj, exists, err := inf.Get(ns + "/" + name)
+			tw, ok := obj.(*typedWidget)
+			return err == nil && exists && ok && tw.Spec.Size == size && tw.Kind == "Widget" &&
+				tw.APIVersion == gvr.GroupVersion().String() && len(tw.ManagedFields) == 0
+		}
+	}
+	unstructuredWith := func(name string, size int64) func() bool {
+		return func() bool {
+			obj, exists, err := inf.Get(ns + "/" + name)
+			u, ok := obj.(*unstructured.Unstructured)
+			if err != nil || !exists || !ok {
+				return false
+			}
+			got, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
+			return got == size
+		}
+	}
+	eventually(t, "listed typed", typed("listed", "small"))
+	eventually(t, "broken unstructured", unstructuredWith("broken", 7))
+	if !strings.Contains(logs.String(), "object="+ns+"/broken") {
+		t.Errorf("logs = %q, want a warning naming %s/broken", logs.String(), ns)
+	}
+
+	w.create("watched", nil)
+	w.patch("watched", `{"spec":{"size":9}}`)
+	w.patch("broken", `{"spec":{"size":"large"}}`)
+	eventually(t, "watched unstructured after its bad patch", unstructuredWith("watched", 9))
+	eventually(t, "broken typed after its fix", typed("broken", "large"))
+	w.patch("watched", `{"spec":{"size":"medium"}}`)
+	eventually(t, "watched typed after its fix", typed("watched", "medium"))
+	w.delete("listed")
+	eventually(t, "listed deleted", func() bool {
+		_, exists, _ := inf.Get(ns + "/listed")
+		return !exists && len(inf.List()) == 2
+	})
 }

@@ -81,8 +81,9 @@ func orDefaultInt(n, def int) int {
 // answered with the object's metadata only; Registerer to Registry();
 // Logger to the Operator's logger; EventRecorder, unless DryRun, to
 // EventRecorder(client-go's scheme), which can refer to objects of other
-// kinds only when they carry apiVersion and kind (as those of a dynamic
-// informer or informer.ConvertTo do; otherwise pass a recorder made with a
+// kinds only when they carry apiVersion and kind (as those of Informer with
+// ObjectType, of a dynamic informer or of informer.ConvertTo do, but not
+// those of a clientset's RESTClient; otherwise pass a recorder made with a
 // scheme that knows them); CRDClient, when CRD is set, to a crdclient on
 // Config.RESTConfig. The clients are built from Config.RESTConfig with
 // Config.Name as user agent unless it has one; Dynamic() and Metadata()

@@ -79,10 +79,14 @@ var _ informer.Interface = (*SharedInformer)(nil)
 // (framework.Config.Informer), a child watch or a resource's cache reads.
 //
 // The first call's cfg configures the informer; empty fields default to
-// the Operator's: Client to a dynamic client from Config.RESTConfig,
-// ResyncPeriod to Config.ResyncPeriod, Logger and Registerer to the
+// the Operator's. Set ObjectType, the Go type to cache (&corev1.ConfigMap{},
+// &v1alpha1.WebApp{}), and leave the clients empty: cfg.RESTConfig becomes
+// Config.RESTConfig, so every object is decoded once, straight into that
+// type (see informer.Config.RESTConfig). Without ObjectType and clients,
+// Client becomes a dynamic client (unstructured objects). ResyncPeriod
+// defaults to Config.ResyncPeriod, Logger and Registerer to the
 // Operator's, DropManagedFields to true. A later call for the same key must
-// not set Client, RESTClient, ObjectType or Transform (the informer exists
+// not set RESTConfig, Client, RESTClient, ObjectType or Transform (the informer exists
 // already): that is ErrInvalidConfig rather than a silent second meaning.
 // With Config.Sharding, an informer of one of Sharding.Resources selects
 // only this replica's objects: the shard label selector is added to
@@ -97,12 +101,16 @@ func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
 		return nil, ErrAlreadyStarted
 	}
 	if si, ok := o.informers[key]; ok {
-		if cfg.Client != nil || cfg.RESTClient != nil || cfg.ObjectType != nil || cfg.Transform != nil {
-			return nil, fmt.Errorf("%w: informer for %s exists already: a second Informer call must not set Client, RESTClient, ObjectType or Transform", ErrInvalidConfig, key)
+		if cfg.RESTConfig != nil || cfg.Client != nil || cfg.RESTClient != nil || cfg.ObjectType != nil || cfg.Transform != nil {
+			return nil, fmt.Errorf("%w: informer for %s exists already: a second Informer call must not set RESTConfig, Client, RESTClient, ObjectType or Transform", ErrInvalidConfig, key)
 		}
 		return &SharedInformer{Informer: si.inf, gvr: key.gvr}, nil
 	}
-	if cfg.Client == nil && cfg.RESTClient == nil {
+	switch {
+	case cfg.RESTConfig != nil || cfg.Client != nil || cfg.RESTClient != nil:
+	case cfg.ObjectType != nil:
+		cfg.RESTConfig = o.restConfig
+	default:
 		cfg.Client = o.dynamic
 	}
 	if cfg.ResyncPeriod == 0 {

@@ -157,6 +157,31 @@ func TestInformerShared(t *testing.T) {
 	}
 }
 
+// TestInformerTypedByObjectType checks that ObjectType without a client
+// makes Informer take the typed path on the Operator's REST config (whose
+// client checks ObjectType), and that a later call for the same key must
+// not set ObjectType.
+func TestInformerTypedByObjectType(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if _, err := o.Informer(informer.Config{GVR: gvr, Namespace: "bad", ObjectType: (*corev1.ConfigMap)(nil)}); !errors.Is(err, informer.ErrInvalidConfig) || !strings.Contains(err.Error(), "ObjectType must be a non-nil pointer to a struct") {
+		t.Fatalf("Informer with a nil ObjectType: err = %v, want the typed client's ErrInvalidConfig", err)
+	}
+	a, err := o.Informer(informer.Config{GVR: gvr, Namespace: "ns", ObjectType: &corev1.ConfigMap{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Informer.GVR() != gvr {
+		t.Errorf("GVR() = %v, want %v", a.Informer.GVR(), gvr)
+	}
+	if _, err := o.Informer(informer.Config{GVR: gvr, Namespace: "ns", ObjectType: &corev1.ConfigMap{}}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "must not set RESTConfig, Client, RESTClient, ObjectType or Transform") {
+		t.Fatalf("a second Informer with an ObjectType: err = %v, want ErrInvalidConfig", err)
+	}
+}
+
 func restConfig() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:1"} }
 
 // recordingHandler records the events a Filter passes on.

@@ -1,0 +1,179 @@
+package informer
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	kjson "sigs.k8s.io/json"
+)
+
+// newTypedRESTClient returns a REST client for gv that decodes the objects
+// it lists and watches straight into new values of objType's Go type, with
+// no scheme: lists become a *typedList of them, "Status" documents a
+// *metav1.Status. An object the Go type cannot hold (a value of the wrong
+// type that no schema stopped) is decoded as an *unstructured.Unstructured
+// instead, with a warning to logger naming it, so one bad object costs
+// neither the list nor the watch. objType must be a non-nil pointer to a
+// struct.
+func newTypedRESTClient(cfg *rest.Config, gv schema.GroupVersion, objType runtime.Object, logger log.Logger) (rest.Interface, error) {
+	t := reflect.TypeOf(objType)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || reflect.ValueOf(objType).IsNil() {
+		return nil, fmt.Errorf("%w: Config.ObjectType must be a non-nil pointer to a struct, got %T", ErrInvalidConfig, objType)
+	}
+	return restClientFor(cfg, gv, typedNegotiator{newTypedCodec(t.Elem(), logger)})
+}
+
+// typedNegotiator serves typedCodec as the only (JSON) serializer, with
+// no conversion.
+type typedNegotiator struct{ codec *typedCodec }
+
+func (n typedNegotiator) SupportedMediaTypes() []runtime.SerializerInfo {
+	return []runtime.SerializerInfo{{
+		MediaType:        runtime.ContentTypeJSON,
+		MediaTypeType:    "application",
+		MediaTypeSubType: "json",
+		EncodesAsText:    true,
+		Serializer:       n.codec,
+		PrettySerializer: n.codec,
+		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: n.codec, Framer: json.Framer},
+	}}
+}
+
+func (n typedNegotiator) EncoderForVersion(e runtime.Encoder, _ runtime.GroupVersioner) runtime.Encoder {
+	return e
+}
+
+func (n typedNegotiator) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
+	return d
+}
+
+// typedCodec decodes JSON into one Go type and its lists (see
+// newTypedRESTClient); it encodes with the JSON serializer.
+type typedCodec struct {
+	elem    reflect.Type // the struct type of the objects
+	logger  log.Logger
+	encoder runtime.Encoder
+}
+
+func newTypedCodec(elem reflect.Type, logger log.Logger) *typedCodec {
+	return &typedCodec{elem: elem, logger: logger,
+		encoder: json.NewSerializerWithOptions(json.DefaultMetaFactory, nil, nil, json.SerializerOptions{})}
+}
+
+func (c *typedCodec) Encode(obj runtime.Object, w io.Writer) error { return c.encoder.Encode(obj, w) }
+
+func (c *typedCodec) Identifier() runtime.Identifier {
+	return runtime.Identifier("operatorkit-typed-json-" + c.elem.String())
+}
+
+// Decode decodes data into into when it is given (a watch event's
+// envelope, an error's Status), and otherwise by the document's kind: a
+// Status, a list of objects, or one object.
+func (c *typedCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	gvk, err := json.DefaultMetaFactory.Interpret(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if into != nil {
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, into); err != nil {
+			return nil, gvk, err
+		}
+		return into, gvk, nil
+	}
+	switch {
+	case gvk.Kind == "":
+		return nil, gvk, runtime.NewMissingKindErr(string(data))
+	case gvk.Kind == "Status" && gvk.Group == "":
+		s := &metav1.Status{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, s); err != nil {
+			return nil, gvk, err
+		}
+		return s, gvk, nil
+	case strings.HasSuffix(gvk.Kind, "List") && gvk.Kind != c.elem.Name():
+		l, err := c.decodeList(data)
+		return l, gvk, err
+	}
+	return c.decodeObject(data), gvk, nil
+}
+
+// decodeObject decodes one object into a new value of the Go type, or,
+// when the type cannot hold it, into an *unstructured.Unstructured (nil
+// only if data is not a JSON object at all, which a list or watch of the
+// API server never sends).
+func (c *typedCodec) decodeObject(data []byte) runtime.Object {
+	obj := reflect.New(c.elem).Interface().(runtime.Object)
+	err := kjson.UnmarshalCaseSensitivePreserveInts(data, obj)
+	if err == nil {
+		return obj
+	}
+	u := &unstructured.Unstructured{}
+	if uerr := u.UnmarshalJSON(data); uerr != nil {
+		level.Warn(c.logger).Log("msg", "cannot decode object; dropping it", "type", "*"+c.elem.String(), "err", err)
+		return nil
+	}
+	level.Warn(c.logger).Log("msg", "cannot decode object into its Go type; leaving it unstructured",
+		"object", cache.NewObjectName(u.GetNamespace(), u.GetName()).String(), "type", "*"+c.elem.String(), "err", err)
+	return u
+}
+
+// decodeList decodes a list document item by item, so that one item the Go
+// type cannot hold stays unstructured and the others are typed.
+func (c *typedCodec) decodeList(data []byte) (*typedList, error) {
+	var raw struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ListMeta `json:"metadata"`
+		Items           []rawJSON       `json:"items"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &raw); err != nil {
+		return nil, err
+	}
+	l := &typedList{TypeMeta: raw.TypeMeta, ListMeta: raw.Metadata, Items: make([]runtime.Object, 0, len(raw.Items))}
+	for _, item := range raw.Items {
+		if obj := c.decodeObject(item); obj != nil {
+			l.Items = append(l.Items, obj)
+		}
+	}
+	return l, nil
+}
+
+// rawJSON keeps a list item's bytes for decodeObject, sharing the list's
+// buffer where the decoder allows.
+type rawJSON []byte
+
+func (r *rawJSON) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
+// typedList is a list of objects decoded by typedCodec: typed ones and,
+// rarely, unstructured ones. meta.ExtractList and meta.ListAccessor read it
+// as they read a clientset's lists.
+type typedList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []runtime.Object `json:"items"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (l *typedList) DeepCopyObject() runtime.Object {
+	out := &typedList{TypeMeta: l.TypeMeta}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	if l.Items != nil {
+		out.Items = make([]runtime.Object, len(l.Items))
+		for i, item := range l.Items {
+			out.Items[i] = item.DeepCopyObject()
+		}
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package informer
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-kit/log"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	restclientwatch "k8s.io/client-go/rest/watch"
+)
+
+func newTestCodec(logs *bytes.Buffer) *typedCodec {
+	return newTypedCodec(reflect.TypeFor[corev1.ConfigMap](), log.NewLogfmtLogger(logs))
+}
+
+const (
+	goodCM = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"ns","name":"good","resourceVersion":"5"},"data":{"k":"v"}}`
+	badCM  = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"ns","name":"bad"},"data":{"k":42},"binaryData":{"b":"c2VjcmV0LXZhbHVl"}}`
+)
+
+func TestTypedCodecDecodesObjects(t *testing.T) {
+	var logs bytes.Buffer
+	c := newTestCodec(&logs)
+
+	obj, gvk, err := c.Decode([]byte(goodCM), nil, nil)
+	cm, ok := obj.(*corev1.ConfigMap)
+	if err != nil || !ok || cm.Name != "good" || cm.Data["k"] != "v" || cm.Kind != "ConfigMap" || cm.APIVersion != "v1" {
+		t.Fatalf("Decode(good) = %#v, %v; want the typed ConfigMap with its TypeMeta", obj, err)
+	}
+	if gvk == nil || gvk.Kind != "ConfigMap" {
+		t.Errorf("Decode(good) kind = %v, want ConfigMap", gvk)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("logs after a good object: %q", logs.String())
+	}
+
+	obj, _, err = c.Decode([]byte(badCM), nil, nil)
+	u, ok := obj.(*unstructured.Unstructured)
+	if err != nil || !ok || u.GetName() != "bad" {
+		t.Fatalf("Decode(bad) = %#v, %v; want it unstructured and no error", obj, err)
+	}
+	if !strings.Contains(logs.String(), "object=ns/bad") || !strings.Contains(logs.String(), "leaving it unstructured") {
+		t.Errorf("logs = %q, want a warning naming ns/bad", logs.String())
+	}
+	if strings.Contains(logs.String(), "c2VjcmV0LXZhbHVl") {
+		t.Errorf("logs = %q: the object's content leaked into them", logs.String())
+	}
+
+	obj, _, err = c.Decode([]byte(`{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Expired","code":410}`), nil, nil)
+	if s, ok := obj.(*metav1.Status); err != nil || !ok || s.Reason != metav1.StatusReasonExpired || s.Code != 410 {
+		t.Errorf("Decode(Status) = %#v, %v; want a *metav1.Status", obj, err)
+	}
+
+	if _, _, err := c.Decode([]byte(`{"metadata":{"name":"x"}}`), nil, nil); !runtime.IsMissingKind(err) {
+		t.Errorf("Decode(no kind) error = %v, want a missing kind error", err)
+	}
+	if _, _, err := c.Decode([]byte(`not json`), nil, nil); err == nil {
+		t.Error("Decode(not JSON) = nil error")
+	}
+
+	into := &metav1.Status{}
+	obj, _, err = c.Decode([]byte(`{"apiVersion":"v1","kind":"Status","message":"gone"}`), nil, into)
+	if err != nil || obj != into || into.Message != "gone" {
+		t.Errorf("Decode(into) = %v, %v; want into filled", obj, err)
+	}
+}
+
+func TestTypedCodecDecodesLists(t *testing.T) {
+	var logs bytes.Buffer
+	c := newTestCodec(&logs)
+	list := `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"9","continue":"next"},"items":[` +
+		goodCM + `,` + badCM + `,` + strings.Replace(goodCM, `"good"`, `"other"`, 1) + `]}`
+	obj, _, err := c.Decode([]byte(list), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	la, err := meta.ListAccessor(obj)
+	if err != nil || la.GetResourceVersion() != "9" || la.GetContinue() != "next" {
+		t.Fatalf("ListAccessor = %v, %v; want resourceVersion 9 and the continue token", la, err)
+	}
+	items, err := meta.ExtractList(obj)
+	if err != nil || len(items) != 3 {
+		t.Fatalf("ExtractList = %d items, %v; want 3", len(items), err)
+	}
+	var types []string
+	for _, item := range items {
+		types = append(types, reflect.TypeOf(item).String())
+	}
+	want := []string{"*v1.ConfigMap", "*unstructured.Unstructured", "*v1.ConfigMap"}
+	if !reflect.DeepEqual(types, want) {
+		t.Errorf("item types = %v, want %v", types, want)
+	}
+	if items[2].(*corev1.ConfigMap).Name != "other" {
+		t.Errorf("third item = %v, want other", items[2])
+	}
+
+	cp := obj.DeepCopyObject().(*typedList)
+	cp.Items[0].(*corev1.ConfigMap).Data["k"] = "changed"
+	cp.ResourceVersion = "10"
+	if items[0].(*corev1.ConfigMap).Data["k"] != "v" || la.GetResourceVersion() != "9" {
+		t.Error("DeepCopyObject shares the items or the list metadata with the original")
+	}
+
+	if _, _, err := c.Decode([]byte(`{"apiVersion":"v1","kind":"ConfigMapList","items":{}}`), nil, nil); err == nil {
+		t.Error("Decode(list whose items are not an array) = nil error")
+	}
+}
+
+func TestTypedCodecDecodesWatchEvents(t *testing.T) {
+	var logs bytes.Buffer
+	c := newTestCodec(&logs)
+	stream := `{"type":"ADDED","object":` + goodCM + "}\n" +
+		`{"type":"MODIFIED","object":` + badCM + "}\n" +
+		`{"type":"ERROR","object":{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Expired","code":410}}` + "\n"
+	info := typedNegotiator{c}.SupportedMediaTypes()[0].StreamSerializer
+	frames := info.Framer.NewFrameReader(nopCloser{strings.NewReader(stream)})
+	d := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.Serializer), c)
+	defer d.Close()
+	var got []string
+	for range 3 {
+		typ, obj, err := d.Decode()
+		if err != nil {
+			t.Fatalf("Decode after %v: %v", got, err)
+		}
+		got = append(got, string(typ)+" "+reflect.TypeOf(obj).String())
+	}
+	want := []string{string(watch.Added) + " *v1.ConfigMap", string(watch.Modified) + " *unstructured.Unstructured", string(watch.Error) + " *v1.Status"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+}
+
+type nopCloser struct{ *strings.Reader }
+
+func (nopCloser) Close() error { return nil }
