@@ -91,8 +91,8 @@ func New(config Config) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	inf, err := op.Informer(informer.Config{GVR: v1alpha1.GroupVersionResource, Namespace: config.Options.Namespace,
-		ResyncPeriod: config.Options.ResyncPeriod, DropManagedFields: true, Transform: informer.ConvertTo[*v1alpha1.WebApp](logger)})
+	inf, err := op.Informer(informer.Config{GVR: v1alpha1.GroupVersionResource, ObjectType: &v1alpha1.WebApp{},
+		Namespace: config.Options.Namespace, ResyncPeriod: config.Options.ResyncPeriod})
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/informer"
@@ -34,15 +34,15 @@ func resourceSets(config Config, logger log.Logger) ([]*router.ResourceSet, []*o
 	op, kube := config.Operator, config.Operator.Kubernetes()
 	var caches []*operator.SharedInformer
 	var cacheErrs []error
-	cache := func(client rest.Interface, obj runtime.Object, resource string) *operator.SharedInformer {
-		inf, err := op.Informer(informer.Config{RESTClient: client, ObjectType: obj, Namespace: config.Options.Namespace,
-			GVR: client.APIVersion().WithResource(resource), LabelSelector: LabelManagedBy + "=" + ManagedBy, ResyncPeriod: config.Options.ResyncPeriod})
+	cache := func(obj runtime.Object, gvr schema.GroupVersionResource) *operator.SharedInformer {
+		inf, err := op.Informer(informer.Config{ObjectType: obj, GVR: gvr, Namespace: config.Options.Namespace,
+			LabelSelector: LabelManagedBy + "=" + ManagedBy, ResyncPeriod: config.Options.ResyncPeriod})
 		caches, cacheErrs = append(caches, inf), append(cacheErrs, err)
 		return inf
 	}
-	configMaps := cache(kube.CoreV1().RESTClient(), &corev1.ConfigMap{}, "configmaps")
-	deployments := cache(kube.AppsV1().RESTClient(), &appsv1.Deployment{}, "deployments")
-	services := cache(kube.CoreV1().RESTClient(), &corev1.Service{}, "services")
+	configMaps := cache(&corev1.ConfigMap{}, corev1.SchemeGroupVersion.WithResource("configmaps"))
+	deployments := cache(&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"))
+	services := cache(&corev1.Service{}, corev1.SchemeGroupVersion.WithResource("services"))
 	if err := errors.Join(cacheErrs...); err != nil {
 		return nil, nil, err
 	}

@@ -7,8 +7,8 @@
 // ready. Wrappers (retry, metrics), plans and traces work as for any crud
 // resource.
 //
-//	deployments, _ := op.Informer(informer.Config{RESTClient: kube.AppsV1().RESTClient(),
-//		ObjectType: &appsv1.Deployment{}, GVR: appsv1.SchemeGroupVersion.WithResource("deployments"),
+//	deployments, _ := op.Informer(informer.Config{ObjectType: &appsv1.Deployment{},
+//		GVR: appsv1.SchemeGroupVersion.WithResource("deployments"),
 //		LabelSelector: child.LabelManagedBy + "=my-operator"})
 //	r, err := child.New(child.Config[*v1alpha1.WebApp, *appsv1.Deployment]{
 //		Name:         "deployment",

@@ -34,10 +34,10 @@ const readmeName = "bench-readme"
 //     and no HTTP endpoints (as the guide's test runs the operator), the
 //     Operator's own metrics registry (with the Go and process collectors)
 //     and its default nop logger (no contender logs);
-//   - the Item informer from Operator.Informer, through the dynamic client
-//     and typed by informer.ConvertTo with DropManagedFields, as
+//   - the Item informer from Operator.Informer with ObjectType &item.Item{}
+//     (each event decoded once into that Go type, no scheme), as
 //     example/webapp and the guide do; the ConfigMap informer from
-//     Operator.Informer with the clientset's REST client and a label
+//     Operator.Informer with ObjectType &corev1.ConfigMap{} and a label
 //     selector on the child resource's managed-by label, as the guide does;
 //     both in the namespace (the example's --namespace) and with the
 //     Operator's default resync period (10 minutes: longer than a run);
@@ -51,8 +51,8 @@ const readmeName = "bench-readme"
 //   - Operator.Owns for the ConfigMap events, and Operator.Run.
 //
 // Compared with the tuned contender (okit) it reads Items through the
-// dynamic client and ConvertTo instead of a typed REST client, resyncs
-// every 10 minutes instead of never, wakes Items through Owns instead of a
+// Operator's typed informer (no scheme) instead of a REST client of its
+// own with a scheme, resyncs every 10 minutes instead of never, wakes Items through Owns instead of a
 // hand-written ConfigMap event filter, and records Events (one per Item
 // when Ready first turns True) because NewFramework gives it a recorder.
 //
@@ -83,18 +83,16 @@ func newOperatorkitReadme(cfg *rest.Config, ns string, workers int) (*okitReadme
 	}
 	o := &okitReadme{op: op, reconciles: prometheus.NewRegistry()}
 
-	// The caches: the Items of the namespace (typed by ConvertTo, as the
-	// example's WebApps), and the ConfigMaps this operator manages.
+	// The caches: the Items of the namespace (typed, as the example's
+	// WebApps), and the ConfigMaps this operator manages.
 	o.items, err = op.Informer(informer.Config{
-		GVR: item.GVR, Namespace: ns, DropManagedFields: true,
-		Transform: informer.ConvertTo[*item.Item](nil),
+		GVR: item.GVR, ObjectType: &item.Item{}, Namespace: ns,
 	})
 	if err != nil {
 		return nil, err
 	}
 	configMaps, err := op.Informer(informer.Config{
 		GVR:           corev1.SchemeGroupVersion.WithResource("configmaps"),
-		RESTClient:    op.Kubernetes().CoreV1().RESTClient(),
 		ObjectType:    &corev1.ConfigMap{},
 		Namespace:     ns,
 		LabelSelector: child.LabelManagedBy + "=" + readmeName,

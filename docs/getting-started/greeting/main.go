@@ -62,16 +62,14 @@ func run(ctx context.Context, config operator.Config) error {
 	// The caches: every Greeting (decoded once into a *v1alpha1.Greeting),
 	// and the ConfigMaps this operator manages.
 	greetingCache, err := op.Informer(informer.Config{
-		GVR:               greetings,
-		Transform:         informer.ConvertTo[*v1alpha1.Greeting](config.Logger),
-		DropManagedFields: true,
+		GVR:        greetings,
+		ObjectType: &v1alpha1.Greeting{},
 	})
 	if err != nil {
 		return err
 	}
 	configMapCache, err := op.Informer(informer.Config{
 		GVR:           corev1.SchemeGroupVersion.WithResource("configmaps"),
-		RESTClient:    op.Kubernetes().CoreV1().RESTClient(),
 		ObjectType:    &corev1.ConfigMap{},
 		LabelSelector: child.LabelManagedBy + "=" + name,
 	})

@@ -6,9 +6,12 @@
 // zz_generated.deepcopy.go (run `make generate` in example/, or
 // `go generate ./...`). Both generated files are committed.
 //
-// Objects from a dynamic client or an informer arrive as
-// *unstructured.Unstructured; [FromUnstructured] turns them into a *WebApp
-// and never panics, whatever the input (see FuzzDecodeWebApp).
+// The operator's informer decodes WebApps straight into *WebApp
+// (operator.Operator.Informer with ObjectType); objects from a dynamic
+// client, or a WebApp that the type cannot hold, arrive as
+// *unstructured.Unstructured, and [FromUnstructured] turns them into a
+// *WebApp or an error, never a panic, whatever the input (see
+// FuzzDecodeWebApp).
 //
 // +kubebuilder:object:generate=true
 // +groupName=example.operatorkit.io
