@@ -4,7 +4,7 @@
 #   make test   everything CI runs: library unit tests, integration tests
 #               against a real kube-apiserver, the example operator's tests,
 #               the getting-started guide's operator;
-#               prints each stage's duration and a table of them at the end
+#               prints each stage's duration and a table of them, with CPU times, at the end
 #   make bench  the side-by-side benchmark (BENCH_QUICK=1 for a short run)
 #
 # Every module is built on its own (GOWORK=off), so each module's go.mod is

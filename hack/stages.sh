@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs make targets in order, prints how long each took as it ends and a
-# table of all of them at the end (also when one fails, which stops the run).
+# table of all of them, with the CPU time each used, at the end (also when
+# one fails, which stops the run).
 # A target written as bg:name starts in the background (its output goes to a
 # log that is printed when it ends); the pseudo-target `wait` waits for the
 # background ones. CPU-light stretches of one stage then overlap another.
@@ -9,15 +10,22 @@
 set -uo pipefail
 make_cmd=$1
 shift
-names=() times=() status=0 failed=""
+names=() times=() cpus=() status=0 failed=""
 bg_names=() bg_pids=() bg_starts=() bg_logs=()
 logdir=$(mktemp -d)
 trap 'for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$logdir"' EXIT
 
+# cpu FILE writes into FILE the CPU seconds (user + system) of the calling
+# shell's finished children: run at the end of a stage's subshell, the
+# stage's. (times runs in this shell: in a pipe it would count nothing.)
+cpu() {
+	times >"$1.times" && awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%d\n", t }' "$1.times" >"$1"
+}
+
 fmt() { local s=$1; if ((s >= 60)); then printf '%dm%02ds' $((s / 60)) $((s % 60)); else printf '%ds' "$s"; fi; }
 
-record() { # name seconds rc
-	names+=("$1") times+=("$2")
+record() { # name seconds rc cpu-seconds
+	names+=("$1") times+=("$2") cpus+=("${4:-0}")
 	if (($3 != 0)); then
 		echo ">> [$1] FAILED after $(fmt "$2")"
 		status=$3 failed=$1
@@ -34,7 +42,7 @@ wait_background() {
 		end=$(cat "${bg_logs[$i]}.end" 2>/dev/null || date +%s)
 		echo ">> [${bg_names[$i]}] output:"
 		sed 's/^/   /' "${bg_logs[$i]}"
-		record "${bg_names[$i]}" $((end - bg_starts[i])) "$rc"
+		record "${bg_names[$i]}" $((end - bg_starts[i])) "$rc" "$(cat "${bg_logs[$i]}.cpu" 2>/dev/null)"
 	done
 	bg_names=() bg_pids=() bg_starts=() bg_logs=()
 }
@@ -54,7 +62,7 @@ for stage in "$@"; do
 			child=$!
 			wait "$child"
 			rc=$?
-			{ date +%s >"$log.end"; } 2>/dev/null # (the run may be over)
+			{ date +%s >"$log.end"; cpu "$log.cpu"; } 2>/dev/null # (the run may be over)
 			exit $rc
 		) &
 		bg_names+=("$name") bg_pids+=($!) bg_starts+=("$(date +%s)") bg_logs+=("$log")
@@ -62,16 +70,23 @@ for stage in "$@"; do
 	else
 		echo ">> [$stage] started at $(date +%H:%M:%S)"
 		start=$(date +%s)
-		$make_cmd --no-print-directory "$stage"
+		(
+			$make_cmd --no-print-directory "$stage"
+			rc=$?
+			cpu "$logdir/$stage.cpu"
+			exit $rc
+		)
 		rc=$?
-		record "$stage" $(($(date +%s) - start)) "$rc"
+		record "$stage" $(($(date +%s) - start)) "$rc" "$(cat "$logdir/$stage.cpu" 2>/dev/null)"
 	fi
 	((status == 0)) || break
 done
 ((status == 0)) && wait_background
-echo ">> stage times"
+echo ">> stage times (wall; CPU user+system of the stage's processes)"
+total_cpu=0
 for i in "${!names[@]}"; do
-	printf '   %-18s %8s\n' "${names[$i]}" "$(fmt "${times[$i]}")"
+	printf '   %-18s %8s %8s\n' "${names[$i]}" "$(fmt "${times[$i]}")" "$(fmt "${cpus[$i]}")"
+	total_cpu=$((total_cpu + cpus[i]))
 done
-printf '   %-18s %8s%s\n' total "$(fmt $(($(date +%s) - all_start)))" "${failed:+  (failed in $failed)}"
+printf '   %-18s %8s %8s%s\n' total "$(fmt $(($(date +%s) - all_start)))" "$(fmt "$total_cpu")" "${failed:+  (failed in $failed)}"
 exit $status
