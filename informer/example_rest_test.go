@@ -57,6 +57,40 @@ func Example_restClient() {
 	// <nil>
 }
 
+// Example_typed caches ConfigMaps decoded straight into *corev1.ConfigMap
+// from a rest.Config alone: no clientset, no scheme (the path that
+// operator.Operator.Informer takes when ObjectType is set). A custom
+// resource's Go type works the same way, with no list type or AddToScheme.
+// The API server is a stand-in holding one ConfigMap.
+func Example_typed() {
+	srv := httptest.NewServer(http.HandlerFunc(fakeConfigMaps))
+	defer srv.Close()
+
+	inf, err := informer.New(informer.Config{
+		RESTConfig: &rest.Config{Host: srv.URL}, ObjectType: &corev1.ConfigMap{},
+		GVR:       corev1.SchemeGroupVersion.WithResource("configmaps"),
+		Namespace: "default", ResyncPeriod: -1, DropManagedFields: true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- inf.Run(ctx) }()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		panic(err)
+	}
+	obj, _, _ := inf.Get("default/c1")
+	cm := obj.(*corev1.ConfigMap)
+	fmt.Println(cm.Kind, cm.Name, cm.Data["k"])
+
+	cancel()
+	fmt.Println(<-done)
+	// Output:
+	// ConfigMap c1 listed
+	// <nil>
+}
+
 const configMapJSON = `{"metadata":{"name":"c1","namespace":"default","resourceVersion":"5"},"data":{"k":"listed"}}`
 
 // fakeConfigMaps answers the list and the watch of the ConfigMaps of

@@ -139,10 +139,19 @@ func (c *typedCodec) decodeList(data []byte) (*typedList, error) {
 		return nil, err
 	}
 	l := &typedList{TypeMeta: raw.TypeMeta, ListMeta: raw.Metadata, Items: make([]runtime.Object, 0, len(raw.Items))}
+	// The items of a built-in kind's list carry no apiVersion and kind; the
+	// cache's objects carry them whether they came from a list or a watch.
+	itemKind := raw.GroupVersionKind()
+	itemKind.Kind = strings.TrimSuffix(itemKind.Kind, "List")
 	for _, item := range raw.Items {
-		if obj := c.decodeObject(item); obj != nil {
-			l.Items = append(l.Items, obj)
+		obj := c.decodeObject(item)
+		if obj == nil {
+			continue
 		}
+		if k := obj.GetObjectKind(); k.GroupVersionKind().Empty() {
+			k.SetGroupVersionKind(itemKind)
+		}
+		l.Items = append(l.Items, obj)
 	}
 	return l, nil
 }

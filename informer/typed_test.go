@@ -102,6 +102,17 @@ func TestTypedCodecDecodesLists(t *testing.T) {
 		t.Errorf("third item = %v, want other", items[2])
 	}
 
+	// A built-in kind's list items carry no apiVersion and kind: the
+	// list's give them theirs.
+	bare := `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{},"items":[{"metadata":{"name":"bare"}}]}`
+	bareList, _, err := c.Decode([]byte(bare), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm := bareList.(*typedList).Items[0].(*corev1.ConfigMap); cm.Kind != "ConfigMap" || cm.APIVersion != "v1" || cm.Name != "bare" {
+		t.Errorf("bare list item = %+v, want ConfigMap v1 bare", cm)
+	}
+
 	cp := obj.DeepCopyObject().(*typedList)
 	cp.Items[0].(*corev1.ConfigMap).Data["k"] = "changed"
 	cp.ResourceVersion = "10"
