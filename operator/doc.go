@@ -36,6 +36,12 @@
 //     finalizer patches, which the API server then answers with the
 //     object's metadata only, not the whole object to decode. A field set
 //     in framework.Config is kept.
+//   - Typed caches: [Operator.Informer] with informer.Config.ObjectType set
+//     (&corev1.ConfigMap{}, or your CRD's Go type) and no client decodes
+//     each event once, straight into that type, on the Operator's
+//     rest.Config: no scheme, no AddToScheme, no conversion from a map.
+//     Without ObjectType it reads *unstructured.Unstructured through the
+//     dynamic client.
 //   - Child watches: [Operator.Owns] and [Operator.Watches] skip resyncs and
 //     the echoes of the operator's own writes (see below); a handler of
 //     your own that calls framework.Framework.Enqueue gets the same from
@@ -43,7 +49,8 @@
 //   - Client-side rate limit: [Options.RESTConfig] sets DefaultKubeAPIQPS
 //     (50) requests per second with bursts of DefaultKubeAPIBurst (100),
 //     or --kube-api-qps and --kube-api-burst, for each client the Operator
-//     builds (dynamic, typed, metadata: one limiter each). A rest.Config
+//     builds (dynamic, typed, metadata, and each typed cache's: one limiter
+//     each). A rest.Config
 //     made otherwise keeps its own QPS and Burst, and client-go's 5 and 10
 //     when they are zero.
 //
