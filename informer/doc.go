@@ -69,6 +69,9 @@
 //	operatorkit_informer_cache_objects{informer}        gauge: objects cached by running informers
 //	operatorkit_informer_events_total{informer,event}   counter: event is add, update or delete (resyncs not counted)
 //	operatorkit_informer_watch_errors_total{informer}   counter: errors that ended a list or watch
+//	operatorkit_informer_undecodable_objects_total{informer}
+//	                                                    counter: objects the typed path (Config.RESTConfig)
+//	                                                    could not decode into ObjectType, cached unstructured
 //
 // The informer label is Config.Name (by default GVR.Resource). Informers
 // that share a name share these series. The label sets of one informer are

@@ -238,6 +238,9 @@ operatorkit_informer_cache_objects{informer="test"} 1
 operatorkit_informer_events_total{event="add",informer="test"} 2
 operatorkit_informer_events_total{event="delete",informer="test"} 1
 operatorkit_informer_events_total{event="update",informer="test"} 1
+# HELP operatorkit_informer_undecodable_objects_total Objects (list items or watch events) that the Go type of a typed informer could not hold, cached unstructured instead.
+# TYPE operatorkit_informer_undecodable_objects_total counter
+operatorkit_informer_undecodable_objects_total{informer="test"} 0
 # HELP operatorkit_informer_watch_errors_total Errors that ended an informer's list or watch (the informer retries by itself).
 # TYPE operatorkit_informer_watch_errors_total counter
 operatorkit_informer_watch_errors_total{informer="test"} 0

@@ -29,6 +29,8 @@ type metrics struct {
 	updates      prometheus.Counter
 	deletes      prometheus.Counter
 	watchErrors  prometheus.Counter
+	// undecodable counts the objects the typed path cached unstructured.
+	undecodable prometheus.Counter
 }
 
 // newMetrics creates the metric vectors, registers them with r (reusing the
@@ -54,6 +56,12 @@ func newMetrics(r prometheus.Registerer, name string) (*metrics, error) {
 		Name:      "watch_errors_total",
 		Help:      "Errors that ended an informer's list or watch (the informer retries by itself).",
 	}, []string{labelInformer})
+	undecodable := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricNamespace,
+		Subsystem: metricSubsystem,
+		Name:      "undecodable_objects_total",
+		Help:      "Objects (list items or watch events) that the Go type of a typed informer could not hold, cached unstructured instead.",
+	}, []string{labelInformer})
 
 	if r != nil {
 		var err error
@@ -66,6 +74,9 @@ func newMetrics(r prometheus.Registerer, name string) (*metrics, error) {
 		if watchErrors, err = register(r, watchErrors); err != nil {
 			return nil, err
 		}
+		if undecodable, err = register(r, undecodable); err != nil {
+			return nil, err
+		}
 	}
 
 	m := &metrics{
@@ -74,12 +85,14 @@ func newMetrics(r prometheus.Registerer, name string) (*metrics, error) {
 		updates:      events.WithLabelValues(name, EventUpdate),
 		deletes:      events.WithLabelValues(name, EventDelete),
 		watchErrors:  watchErrors.WithLabelValues(name),
+		undecodable:  undecodable.WithLabelValues(name),
 	}
 	m.cacheObjects.Add(0)
 	m.adds.Add(0)
 	m.updates.Add(0)
 	m.deletes.Add(0)
 	m.watchErrors.Add(0)
+	m.undecodable.Add(0)
 	return m, nil
 }
 

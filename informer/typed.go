@@ -26,12 +26,12 @@ import (
 // instead, with a warning to logger naming it, so one bad object costs
 // neither the list nor the watch. objType must be a non-nil pointer to a
 // struct.
-func newTypedRESTClient(cfg *rest.Config, gv schema.GroupVersion, objType runtime.Object, logger log.Logger) (rest.Interface, error) {
+func newTypedRESTClient(cfg *rest.Config, gv schema.GroupVersion, objType runtime.Object, logger log.Logger, undecodable func()) (rest.Interface, error) {
 	t := reflect.TypeOf(objType)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || reflect.ValueOf(objType).IsNil() {
 		return nil, fmt.Errorf("%w: Config.ObjectType must be a non-nil pointer to a struct, got %T", ErrInvalidConfig, objType)
 	}
-	return restClientFor(cfg, gv, typedNegotiator{newTypedCodec(t.Elem(), logger)})
+	return restClientFor(cfg, gv, typedNegotiator{newTypedCodec(t.Elem(), logger, undecodable)})
 }
 
 // typedNegotiator serves typedCodec as the only (JSON) serializer, with
@@ -64,10 +64,12 @@ type typedCodec struct {
 	elem    reflect.Type // the struct type of the objects
 	logger  log.Logger
 	encoder runtime.Encoder
+	// undecodable is called for each object cached unstructured or dropped.
+	undecodable func()
 }
 
-func newTypedCodec(elem reflect.Type, logger log.Logger) *typedCodec {
-	return &typedCodec{elem: elem, logger: logger,
+func newTypedCodec(elem reflect.Type, logger log.Logger, undecodable func()) *typedCodec {
+	return &typedCodec{elem: elem, logger: logger, undecodable: undecodable,
 		encoder: json.NewSerializerWithOptions(json.DefaultMetaFactory, nil, nil, json.SerializerOptions{})}
 }
 
@@ -104,19 +106,24 @@ func (c *typedCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtim
 		l, err := c.decodeList(data)
 		return l, gvk, err
 	}
-	return c.decodeObject(data), gvk, nil
+	obj := c.decodeObject(data)
+	if obj == nil {
+		return nil, gvk, fmt.Errorf("decode %s as %s: neither the Go type nor unstructured can hold it", gvk.Kind, c.elem)
+	}
+	return obj, gvk, nil
 }
 
 // decodeObject decodes one object into a new value of the Go type, or,
-// when the type cannot hold it, into an *unstructured.Unstructured (nil
-// only if data is not a JSON object at all, which a list or watch of the
-// API server never sends).
+// when the type cannot hold it, into an *unstructured.Unstructured; nil
+// (logged) when not even that can, which a list or watch of the API server
+// never sends: Decode makes that an error, a list drops the item.
 func (c *typedCodec) decodeObject(data []byte) runtime.Object {
 	obj := reflect.New(c.elem).Interface().(runtime.Object)
 	err := kjson.UnmarshalCaseSensitivePreserveInts(data, obj)
 	if err == nil {
 		return obj
 	}
+	c.undecodable()
 	u := &unstructured.Unstructured{}
 	if uerr := u.UnmarshalJSON(data); uerr != nil {
 		level.Warn(c.logger).Log("msg", "cannot decode object; dropping it", "type", "*"+c.elem.String(), "err", err)

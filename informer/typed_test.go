@@ -17,8 +17,13 @@ import (
 	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
-func newTestCodec(logs *bytes.Buffer) *typedCodec {
-	return newTypedCodec(reflect.TypeFor[corev1.ConfigMap](), log.NewLogfmtLogger(logs))
+// newTestCodec returns a codec of ConfigMaps that logs to logs and counts
+// the objects it could not type in undecodable (nil: not counted).
+func newTestCodec(logs *bytes.Buffer, undecodable *int) *typedCodec {
+	if undecodable == nil {
+		undecodable = new(int)
+	}
+	return newTypedCodec(reflect.TypeFor[corev1.ConfigMap](), log.NewLogfmtLogger(logs), func() { *undecodable++ })
 }
 
 const (
@@ -28,7 +33,8 @@ const (
 
 func TestTypedCodecDecodesObjects(t *testing.T) {
 	var logs bytes.Buffer
-	c := newTestCodec(&logs)
+	var undecodable int
+	c := newTestCodec(&logs, &undecodable)
 
 	obj, gvk, err := c.Decode([]byte(goodCM), nil, nil)
 	cm, ok := obj.(*corev1.ConfigMap)
@@ -49,6 +55,9 @@ func TestTypedCodecDecodesObjects(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "object=ns/bad") || !strings.Contains(logs.String(), "leaving it unstructured") {
 		t.Errorf("logs = %q, want a warning naming ns/bad", logs.String())
+	}
+	if undecodable != 1 {
+		t.Errorf("undecodable objects = %d after one bad object, want 1", undecodable)
 	}
 	if strings.Contains(logs.String(), "c2VjcmV0LXZhbHVl") {
 		t.Errorf("logs = %q: the object's content leaked into them", logs.String())
@@ -75,7 +84,8 @@ func TestTypedCodecDecodesObjects(t *testing.T) {
 
 func TestTypedCodecDecodesLists(t *testing.T) {
 	var logs bytes.Buffer
-	c := newTestCodec(&logs)
+	var undecodable int
+	c := newTestCodec(&logs, &undecodable)
 	list := `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{"resourceVersion":"9","continue":"next"},"items":[` +
 		goodCM + `,` + badCM + `,` + strings.Replace(goodCM, `"good"`, `"other"`, 1) + `]}`
 	obj, _, err := c.Decode([]byte(list), nil, nil)
@@ -120,6 +130,23 @@ func TestTypedCodecDecodesLists(t *testing.T) {
 		t.Error("DeepCopyObject shares the items or the list metadata with the original")
 	}
 
+	// An item that is not an object at all (no API server sends one) is
+	// dropped, with a warning; the others stay.
+	withJunk := `{"apiVersion":"v1","kind":"ConfigMapList","metadata":{},"items":[[1,2],` + goodCM + `]}`
+	junkList, _, err := c.Decode([]byte(withJunk), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items := junkList.(*typedList).Items; len(items) != 1 || items[0].(*corev1.ConfigMap).Name != "good" {
+		t.Errorf("list with a junk item = %v, want only good", items)
+	}
+	if undecodable != 2 {
+		t.Errorf("undecodable objects = %d after a bad item and a junk one, want 2", undecodable)
+	}
+	if !strings.Contains(logs.String(), "dropping it") {
+		t.Errorf("logs = %q, want a warning about the dropped item", logs.String())
+	}
+
 	if _, _, err := c.Decode([]byte(`{"apiVersion":"v1","kind":"ConfigMapList","items":{}}`), nil, nil); err == nil {
 		t.Error("Decode(list whose items are not an array) = nil error")
 	}
@@ -127,7 +154,7 @@ func TestTypedCodecDecodesLists(t *testing.T) {
 
 func TestTypedCodecDecodesWatchEvents(t *testing.T) {
 	var logs bytes.Buffer
-	c := newTestCodec(&logs)
+	c := newTestCodec(&logs, nil)
 	stream := `{"type":"ADDED","object":` + goodCM + "}\n" +
 		`{"type":"MODIFIED","object":` + badCM + "}\n" +
 		`{"type":"ERROR","object":{"apiVersion":"v1","kind":"Status","status":"Failure","reason":"Expired","code":410}}` + "\n"

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,9 +150,10 @@ func TestInformerTypedFromRESTConfig(t *testing.T) {
 	w.patch("broken", `{"spec":{"size":7}}`)
 
 	var logs syncBuffer
+	reg := prometheus.NewRegistry()
 	inf, err := informer.New(informer.Config{
 		RESTConfig: env.Config(), ObjectType: &typedWidget{}, GVR: gvr, Namespace: ns,
-		ResyncPeriod: -1, DropManagedFields: true, Logger: log.NewLogfmtLogger(&logs),
+		ResyncPeriod: -1, DropManagedFields: true, Logger: log.NewLogfmtLogger(&logs), Registerer: reg,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +192,11 @@ func TestInformerTypedFromRESTConfig(t *testing.T) {
 	eventually(t, "broken typed after its fix", typed("broken", "large"))
 	w.patch("watched", `{"spec":{"size":"medium"}}`)
 	eventually(t, "watched typed after its fix", typed("watched", "medium"))
+	// broken from the list, watched from the watch (a relist would count
+	// broken again, hence at least).
+	if n := metricSum(t, reg, "operatorkit_informer_undecodable_objects_total", nil); n < 2 {
+		t.Errorf("undecodable_objects_total = %v, want at least 2", n)
+	}
 	w.delete("listed")
 	eventually(t, "listed deleted", func() bool {
 		_, exists, _ := inf.Get(ns + "/listed")
