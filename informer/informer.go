@@ -226,7 +226,7 @@ func New(config Config) (*Informer, error) {
 	i.cachedType = reflect.TypeOf(objType)
 	switch {
 	case config.RESTConfig != nil:
-		client, err := newTypedRESTClient(config.RESTConfig, config.GVR.GroupVersion(), config.ObjectType, i.logger, m.undecodable.Inc)
+		client, err := newTypedRESTClient(config.RESTConfig, config.GVR.GroupVersion(), config.ObjectType, config.DropManagedFields, i.logger, m.undecodable.Inc)
 		if err != nil {
 			return nil, err
 		}

@@ -24,14 +24,17 @@ import (
 // *metav1.Status. An object the Go type cannot hold (a value of the wrong
 // type that no schema stopped) is decoded as an *unstructured.Unstructured
 // instead, with a warning to logger naming it, so one bad object costs
-// neither the list nor the watch. objType must be a non-nil pointer to a
-// struct.
-func newTypedRESTClient(cfg *rest.Config, gv schema.GroupVersion, objType runtime.Object, logger log.Logger, undecodable func()) (rest.Interface, error) {
+// neither the list nor the watch. With dropManagedFields, each object's
+// metadata.managedFields is cut from its JSON before it is decoded.
+// objType must be a non-nil pointer to a struct.
+func newTypedRESTClient(cfg *rest.Config, gv schema.GroupVersion, objType runtime.Object, dropManagedFields bool, logger log.Logger, undecodable func()) (rest.Interface, error) {
 	t := reflect.TypeOf(objType)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || reflect.ValueOf(objType).IsNil() {
 		return nil, fmt.Errorf("%w: Config.ObjectType must be a non-nil pointer to a struct, got %T", ErrInvalidConfig, objType)
 	}
-	return restClientFor(cfg, gv, typedNegotiator{newTypedCodec(t.Elem(), logger, undecodable)})
+	codec := newTypedCodec(t.Elem(), logger, undecodable)
+	codec.dropManagedFields = dropManagedFields
+	return restClientFor(cfg, gv, typedNegotiator{codec})
 }
 
 // typedNegotiator serves typedCodec as the only (JSON) serializer, with
@@ -66,6 +69,9 @@ type typedCodec struct {
 	encoder runtime.Encoder
 	// undecodable is called for each object cached unstructured or dropped.
 	undecodable func()
+	// dropManagedFields cuts metadata.managedFields out of each object's
+	// JSON before decoding it (Config.DropManagedFields).
+	dropManagedFields bool
 }
 
 func newTypedCodec(elem reflect.Type, logger log.Logger, undecodable func()) *typedCodec {
@@ -81,17 +87,22 @@ func (c *typedCodec) Identifier() runtime.Identifier {
 
 // Decode decodes data into into when it is given (a watch event's
 // envelope, an error's Status), and otherwise by the document's kind: a
-// Status, a list of objects, or one object.
+// Status, a list of objects, or one object, without its managedFields when
+// the codec drops them.
 func (c *typedCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if into != nil {
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, into); err != nil {
+			return nil, nil, err
+		}
+		gvk := into.GetObjectKind().GroupVersionKind()
+		return into, &gvk, nil
+	}
+	if c.dropManagedFields {
+		data = withoutManagedFields(data)
+	}
 	gvk, err := json.DefaultMetaFactory.Interpret(data)
 	if err != nil {
 		return nil, nil, err
-	}
-	if into != nil {
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, into); err != nil {
-			return nil, gvk, err
-		}
-		return into, gvk, nil
 	}
 	switch {
 	case gvk.Kind == "":
@@ -151,6 +162,9 @@ func (c *typedCodec) decodeList(data []byte) (*typedList, error) {
 	itemKind := raw.GroupVersionKind()
 	itemKind.Kind = strings.TrimSuffix(itemKind.Kind, "List")
 	for _, item := range raw.Items {
+		if c.dropManagedFields {
+			item = withoutManagedFields(item)
+		}
 		obj := c.decodeObject(item)
 		if obj == nil {
 			continue
