@@ -9,82 +9,85 @@ package informer
 // sees the original bytes, and the informer's transform drops the field.
 // It never modifies data.
 func withoutManagedFields(data []byte) []byte {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return data
-	}
-	i++
-	for {
-		i = skipSpace(data, i)
-		key, next, ok := readString(data, i)
-		if !ok {
-			return data
+	out := data
+	objectMembers(data, skipSpace(data, 0), func(m member) bool {
+		if string(m.key) != "metadata" {
+			return true
 		}
-		i = skipSpace(data, next)
-		if i >= len(data) || data[i] != ':' {
-			return data
-		}
-		i = skipSpace(data, i+1)
-		if string(key) == "metadata" {
-			return cutMember(data, i, "managedFields")
-		}
-		end, ok := skipValue(data, i)
-		if !ok {
-			return data
-		}
-		i = skipSpace(data, end)
-		if i >= len(data) || data[i] != ',' {
-			return data
-		}
-		i++
-	}
+		out = cutMember(data, m.value, "managedFields")
+		return false
+	})
+	return out
 }
 
 // cutMember returns data without the member name of the object that starts
 // at data[obj], or data itself when the object has no such member or is
 // not well formed.
 func cutMember(data []byte, obj int, name string) []byte {
+	out := data
+	objectMembers(data, obj, func(m member) bool {
+		if string(m.key) != name {
+			return true
+		}
+		end, ok := skipValue(data, m.value)
+		after := skipSpace(data, end)
+		if !ok || after >= len(data) {
+			return false
+		}
+		from, to := m.start, end // the only member
+		switch {
+		case data[after] == ',': // a member follows: cut up to it
+			to = after + 1
+		case m.comma >= 0: // the last member: cut from the comma before it
+			from = m.comma
+		}
+		out = append(append(make([]byte, 0, len(data)-(to-from)), data[:from]...), data[to:]...)
+		return false
+	})
+	return out
+}
+
+// member is one member of a JSON object, as objectMembers finds it: its
+// raw key, the index of the key's opening quote (start), of the value's
+// first byte (value), and of the comma before the member (comma; -1 for the
+// first member).
+type member struct {
+	key                 []byte
+	start, value, comma int
+}
+
+// objectMembers calls f for each member of the JSON object that starts at
+// data[obj], in order, until f returns false, the object ends, or it turns
+// out not to be well formed. A member's value is skipped only after f
+// returned true, so that f may read it instead.
+func objectMembers(data []byte, obj int, f func(m member) bool) {
 	if obj >= len(data) || data[obj] != '{' {
-		return data
+		return
 	}
-	i := obj + 1
-	prevComma := -1 // the comma before the current member, if any
+	i, comma := obj+1, -1
 	for {
-		i = skipSpace(data, i)
-		start := i
-		key, next, ok := readString(data, i)
+		start := skipSpace(data, i)
+		key, next, ok := readString(data, start)
 		if !ok {
-			return data
+			return
 		}
 		i = skipSpace(data, next)
 		if i >= len(data) || data[i] != ':' {
-			return data
+			return
 		}
-		end, ok := skipValue(data, skipSpace(data, i+1))
+		m := member{key: key, start: start, value: skipSpace(data, i+1), comma: comma}
+		if !f(m) {
+			return
+		}
+		end, ok := skipValue(data, m.value)
 		if !ok {
-			return data
+			return
 		}
-		after := skipSpace(data, end)
-		if after >= len(data) {
-			return data
+		i = skipSpace(data, end)
+		if i >= len(data) || data[i] != ',' {
+			return
 		}
-		if string(key) == name {
-			var from, to int
-			switch {
-			case data[after] == ',': // a member follows: cut up to it
-				from, to = start, after+1
-			case prevComma >= 0: // the last member: cut from the comma before it
-				from, to = prevComma, end
-			default: // the only member
-				from, to = start, end
-			}
-			out := make([]byte, 0, len(data)-(to-from))
-			return append(append(out, data[:from]...), data[to:]...)
-		}
-		if data[after] != ',' {
-			return data // the end of the object (or bad JSON): no such member
-		}
-		prevComma, i = after, after+1
+		comma, i = i, i+1
 	}
 }
 
