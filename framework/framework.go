@@ -146,7 +146,9 @@ type Config struct {
 	// negative disables tracing.
 	TraceObjects int
 	// TracesPerObject caps the traces kept per object. Defaults to
-	// DefaultTracesPerObject.
+	// DefaultTracesPerObject. Reconciliations in a row that go the same
+	// way (the same result, error and steps, a run of no-op resyncs say)
+	// keep one trace between them, with a count (trace.Trace.Repeats).
 	TracesPerObject int
 }
 

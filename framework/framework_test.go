@@ -254,10 +254,10 @@ func TestNoResourceSetIsNotRetriedHot(t *testing.T) {
 	}
 	boot(t, f)
 	pollUntil(t, "ok reconciled", func() bool { return r.calls.Load() >= 1 })
-	pollUntil(t, "stray reconciled", func() bool { return len(f.Traces("ns/stray")) >= 1 })
+	pollUntil(t, "stray reconciled", func() bool { return trace.Reconciliations(f.Traces("ns/stray")) >= 1 })
 	// Give a hot loop every chance to show: the queue must stay empty.
 	pollUntil(t, "queue empty", func() bool { return f.queue.Len() == 0 })
-	if n := len(f.Traces("ns/stray")); n != 1 {
+	if n := trace.Reconciliations(f.Traces("ns/stray")); n != 1 {
 		t.Fatalf("reconciliations of stray = %d, want 1", n)
 	}
 	if got := f.Traces("ns/stray")[0]; got.Result != ResultNoResourceSet || !IsNoResourceSet(errors.New(got.Error)) && !strings.Contains(got.Error, "no resource set") {
@@ -329,7 +329,7 @@ func TestTimeoutEndsHungReconciliation(t *testing.T) {
 	var timeouts int
 	for _, tr := range f.Traces("ns/stuck") {
 		if tr.Result == ResultError && strings.Contains(tr.Error, "deadline exceeded") {
-			timeouts++
+			timeouts += 1 + tr.Repeats // two in a row are one trace (Fold)
 		}
 	}
 	if timeouts != 2 {
@@ -348,6 +348,7 @@ func TestTraceStoreStaysWithinCap(t *testing.T) {
 			for k := 0; k < MaxStepsPerTrace+10; k++ {
 				trace.Record(ctx, "r", "step", time.Now(), trace.OutcomeDone, nil)
 			}
+			tr.Finish(fmt.Sprint("result-", j), 0, nil) // not folded into the one before
 			s.add(fmt.Sprint(i), tr)
 		}
 	}
@@ -363,6 +364,61 @@ func TestTraceStoreStaysWithinCap(t *testing.T) {
 	}
 	if n := len(traces[0].Steps); n != MaxStepsPerTrace {
 		t.Fatalf("steps kept in one trace = %d, want %d", n, MaxStepsPerTrace)
+	}
+}
+
+// TestTraceStoreFoldsRepeats: traces that went the way the object's last
+// one went are folded into it, so that a run of no-ops keeps one place and
+// the different traces before it stay.
+func TestTraceStoreFoldsRepeats(t *testing.T) {
+	s := newTraceStore(10, 3)
+	start := time.Unix(1000, 0)
+	add := func(result, step string, err error) *trace.Trace {
+		start = start.Add(time.Second)
+		tr := trace.New("ns/a", start)
+		ctx := trace.NewContext(context.Background(), tr)
+		trace.Record(ctx, "r", step, start, trace.OutcomeDone, nil)
+		tr.Finish(result, 0, err)
+		s.add("ns/a", tr)
+		return tr
+	}
+	results := func() (out []string) {
+		traces, _ := s.get("ns/a")
+		for _, tr := range traces {
+			out = append(out, fmt.Sprintf("%s/%s/%d", tr.Result, tr.Steps[0].Step, tr.Repeats))
+		}
+		return out
+	}
+	add(ResultSuccess, "create", nil)
+	add(ResultError, "update", errors.New("conflict"))
+	firstStart := add(ResultSuccess, "no-op", nil).Start
+	for range 9 {
+		add(ResultSuccess, "no-op", nil)
+	}
+	want := []string{"success/create/0", "error/update/0", "success/no-op/9"}
+	if got := results(); !slices.Equal(got, want) {
+		t.Fatalf("traces after 10 no-ops = %v, want %v", got, want)
+	}
+	traces, _ := s.get("ns/a")
+	last := traces[2]
+	if !last.FirstStart.Equal(firstStart) || !last.Start.Equal(start) {
+		t.Errorf("folded trace: FirstStart %v Start %v, want %v and %v (the first and the last no-op)", last.FirstStart, last.Start, firstStart, start)
+	}
+	if sums := s.summaries(); len(sums) != 1 || sums[0].Repeats != 9 || !sums[0].Start.Equal(start) {
+		t.Errorf("summaries = %+v, want one with Repeats 9 and the last no-op's Start", sums)
+	}
+	var b strings.Builder
+	formatTrace(&b, last)
+	if !strings.Contains(b.String(), "repeated=9 since=") {
+		t.Errorf("text form of the folded trace has no repeat count:\n%s", b.String())
+	}
+
+	// An error with another message is another trace; the oldest goes.
+	add(ResultError, "update", errors.New("conflict"))
+	add(ResultError, "update", errors.New("timeout"))
+	want = []string{"success/no-op/9", "error/update/0", "error/update/0"}
+	if got := results(); !slices.Equal(got, want) {
+		t.Fatalf("traces after two different errors = %v, want %v", got, want)
 	}
 }
 
@@ -621,8 +677,8 @@ func TestConflictWithNewerCacheRetriesAtOnce(t *testing.T) {
 	if got := f.Traces("ns/a")[0].Result; got != ResultConflict {
 		t.Errorf("first reconciliation of a = %q, want %q", got, ResultConflict)
 	}
-	if tr := f.Traces("ns/b"); len(tr) != 1 || tr[0].Result != ResultConflict {
-		t.Errorf("b (cache not moved on) = %d traces, want only its conflict, waiting for the backoff", len(tr))
+	if tr := f.Traces("ns/b"); trace.Reconciliations(tr) != 1 || tr[0].Result != ResultConflict {
+		t.Errorf("b (cache not moved on) = %d reconciliations, want only its conflict, waiting for the backoff", trace.Reconciliations(tr))
 	}
 }
 

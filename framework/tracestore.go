@@ -17,9 +17,11 @@ const MaxStepsPerTrace = 64
 // traceStore keeps the last traces of recently reconciled objects: at most
 // maxObjects objects (least recently reconciled dropped first), at most
 // perObject traces each (oldest dropped first), each trace at most
-// MaxStepsPerTrace steps. A stored trace costs about 300 bytes plus 150 per
-// step, so the defaults (256 objects x 4 traces, ~10 steps) stay under
-// about 2 MB.
+// MaxStepsPerTrace steps. A trace that went the way the object's last one
+// went is folded into it (trace.Trace.Fold) instead of taking a place of
+// its own: a run of no-op reconciliations is one trace. A stored trace
+// costs about 300 bytes plus 150 per step, so the defaults (256 objects x 4
+// traces, ~10 steps) stay under about 2 MB.
 type traceStore struct {
 	mu         sync.Mutex
 	maxObjects int
@@ -69,6 +71,11 @@ func (s *traceStore) add(key string, tr *trace.Trace) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ot := s.entry(key)
+	if n := len(ot.traces); n > 0 && ot.traces[n-1].Fold(tr) {
+		// The same as the last one (a no-op resync, say): one place for
+		// both, so that repeats do not push the different traces out.
+		return
+	}
 	if len(ot.traces) >= s.perObject {
 		copy(ot.traces, ot.traces[1:])
 		ot.traces = ot.traces[:len(ot.traces)-1]
@@ -108,6 +115,9 @@ type ObjectSummary struct {
 	Start       time.Time     `json:"start"`
 	Duration    time.Duration `json:"duration"`
 	Error       string        `json:"error,omitempty"`
+	// Repeats is how many reconciliations before the last one went the
+	// same way, one after the other (trace.Trace.Repeats).
+	Repeats int `json:"repeats,omitempty"`
 }
 
 // summaries lists the stored objects, most recently reconciled first.
@@ -120,8 +130,8 @@ func (s *traceStore) summaries() []ObjectSummary {
 		if len(ot.traces) == 0 {
 			continue
 		}
-		t := ot.traces[len(ot.traces)-1]
-		out = append(out, ObjectSummary{Object: ot.key, ResourceSet: t.ResourceSet, Result: t.Result, Start: t.Start, Duration: t.Duration, Error: t.Error})
+		t := ot.traces[len(ot.traces)-1].Snapshot()
+		out = append(out, ObjectSummary{Object: ot.key, ResourceSet: t.ResourceSet, Result: t.Result, Start: t.Start, Duration: t.Duration, Error: t.Error, Repeats: t.Repeats})
 	}
 	return out
 }
@@ -166,6 +176,9 @@ func formatTrace(b *strings.Builder, t trace.Trace) {
 	fmt.Fprintf(b, "%s  %s  set=%s  result=%s  duration=%s", t.Start.Format(time.RFC3339Nano), t.Object, t.ResourceSet, t.Result, t.Duration)
 	if t.RequeueAfter > 0 {
 		fmt.Fprintf(b, "  requeueAfter=%s", t.RequeueAfter)
+	}
+	if t.Repeats > 0 {
+		fmt.Fprintf(b, "  repeated=%d since=%s", t.Repeats, t.FirstStart.Format(time.RFC3339Nano))
 	}
 	b.WriteByte('\n')
 	if t.Error != "" {

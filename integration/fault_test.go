@@ -638,7 +638,7 @@ func TestFaultUnroutableDeletionKeepsFinalizer(t *testing.T) {
 			t.Errorf("%s: want it terminating with finalizer %s and its configmap kept; widget %v configmap %v", name, op.Finalizer(), w != nil, s.cms[name] != nil)
 		}
 		// Not retried hot: one reconciliation at boot, one for the delete.
-		if n := len(op.Traces(ns + "/" + name)); n > 2 {
+		if n := trace.Reconciliations(op.Traces(ns + "/" + name)); n > 2 {
 			t.Errorf("%s: %d reconciliations while unroutable, want at most 2", name, n)
 		}
 	}

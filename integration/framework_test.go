@@ -324,7 +324,7 @@ func TestFrameworkRoutesByVersionLabel(t *testing.T) {
 		t.Errorf("traces of a = %+v, want resource set 1", tr)
 	}
 	// Not retried hot: one reconciliation for c (no requeue), whatever the wait.
-	if n := len(f.Traces(ns + "/c")); n != 1 {
+	if n := trace.Reconciliations(f.Traces(ns + "/c")); n != 1 {
 		t.Errorf("reconciliations of the unroutable object = %d, want 1", n)
 	}
 }

@@ -405,7 +405,7 @@ func TestStatusStalledOnPermanentError(t *testing.T) {
 	// "bad" would have run many times meanwhile.
 	createWidget(t, newWidget(ns, "good", "", nil))
 	waitStatus(t, rc, "good", "Ready True", readyAt)
-	if n := len(f.Traces(ns + "/bad")); n != 1 {
+	if n := trace.Reconciliations(f.Traces(ns + "/bad")); n != 1 {
 		t.Errorf("reconciliations of the stalled object = %d, want 1 (not retried)", n)
 	}
 	if n := events.count("bad", "Warning", reason); n != 2 { // Ready False and Stalled True
@@ -666,7 +666,7 @@ func TestStatusNoSubresource(t *testing.T) {
 			t.Fatalf("reconciliation of %s = %s %q, want a permanent error naming the object and the missing subresource", name, tr.Result, tr.Error)
 		}
 	}
-	if n := len(f.Traces(ns + "/g1")); n != 1 {
+	if n := trace.Reconciliations(f.Traces(ns + "/g1")); n != 1 {
 		t.Errorf("reconciliations of g1 = %d, want 1 (a permanent error is not retried)", n)
 	}
 }

@@ -17,4 +17,10 @@
 // and allocate nothing, and recorders skip reading the clock by taking their
 // start time from [Trace.Now], which returns the zero time for a nil trace.
 // With a trace, each step costs one append under a mutex.
+//
+// Keeping traces: a store of the last traces of an object (the framework's)
+// folds a trace into the one before it when both went the same way
+// ([Trace.Fold]): a run of no-op reconciliations takes one place, counted in
+// [Trace.Repeats]. Count reconciliations with [Reconciliations], not with the
+// number of traces.
 package trace

@@ -65,6 +65,13 @@ type Trace struct {
 	RequeueAfter time.Duration `json:"requeueAfter,omitempty"`
 	// Error is the reconciliation's error message, if any; set by Finish.
 	Error string `json:"error,omitempty"`
+	// Repeats is how many earlier reconciliations, one after the other
+	// and each going the same way as this one, a store folded into it
+	// (see [Trace.Fold]); 0 when the Trace stands for itself alone.
+	Repeats int `json:"repeats,omitempty"`
+	// FirstStart is the Start of the first of the reconciliations folded
+	// into this Trace; zero when Repeats is 0.
+	FirstStart time.Time `json:"firstStart,omitzero"`
 
 	// mu guards the fields once the Trace is in a context. It is a pointer,
 	// set by NewContext, so that a Trace value from Snapshot can be copied
@@ -234,7 +241,65 @@ func (t *Trace) Snapshot() Trace {
 		Result:       t.Result,
 		RequeueAfter: t.RequeueAfter,
 		Error:        t.Error,
+		Repeats:      t.Repeats,
+		FirstStart:   t.FirstStart,
 	}
+}
+
+// Reconciliations returns how many reconciliations traces stand for: one
+// for each Trace and one for each of its Repeats. Count reconciliations
+// with it rather than with len(traces), which counts a run of folded
+// repeats (see [Trace.Fold]) once.
+func Reconciliations(traces []Trace) int {
+	n := 0
+	for i := range traces {
+		n += 1 + traces[i].Repeats
+	}
+	return n
+}
+
+// Fold makes t, a finished Trace, stand also for newer, the finished
+// Trace of the next reconciliation of the same object, when newer went the
+// same way: the same resource set, result, requeue delay and error, and
+// the same steps (resource, step, outcome and error) in the same order.
+// Then t takes newer's times (Start, Duration and the steps' times), counts
+// newer and the reconciliations newer stood for in Repeats, keeps the
+// Start of the first of them in FirstStart, and Fold reports true. When
+// newer went another way, or either is nil, Fold changes nothing and
+// reports false.
+//
+// A store of traces calls it before it keeps newer, so that repeated
+// reconciliations that change nothing (resyncs, events that need no work)
+// take one place instead of pushing older, different traces out. It locks
+// t and then newer: callers must not fold two Traces into each other at
+// the same time. It allocates nothing.
+func (t *Trace) Fold(newer *Trace) bool {
+	if t == nil || newer == nil || t == newer {
+		return false
+	}
+	t.lock()
+	defer t.unlock()
+	newer.lock()
+	defer newer.unlock()
+	if t.ResourceSet != newer.ResourceSet || t.Result != newer.Result || t.RequeueAfter != newer.RequeueAfter ||
+		t.Error != newer.Error || len(t.Steps) != len(newer.Steps) {
+		return false
+	}
+	for i := range t.Steps {
+		a, b := &t.Steps[i], &newer.Steps[i]
+		if a.Resource != b.Resource || a.Step != b.Step || a.Outcome != b.Outcome || a.Error != b.Error {
+			return false
+		}
+	}
+	if t.Repeats == 0 {
+		t.FirstStart = t.Start
+	}
+	t.Repeats += 1 + newer.Repeats
+	t.Start, t.Duration = newer.Start, newer.Duration
+	for i := range t.Steps {
+		t.Steps[i].Start, t.Steps[i].Duration = newer.Steps[i].Start, newer.Steps[i].Duration
+	}
+	return true
 }
 
 func (t *Trace) lock() {

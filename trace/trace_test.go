@@ -178,3 +178,125 @@ func TestNowAndRecordNotRun(t *testing.T) {
 		t.Error("Now of a nil trace is not zero")
 	}
 }
+
+// finished returns a finished Trace of one reconciliation that started at
+// start, with the steps named in steps (each "resource/step").
+func finished(start time.Time, result string, err error, steps ...string) *trace.Trace {
+	tr := trace.New("ns/a", start)
+	tr.ResourceSet = "v1"
+	ctx := trace.NewContext(context.Background(), tr)
+	for i, s := range steps {
+		r, st, _ := strings.Cut(s, "/")
+		trace.Record(ctx, r, st, start.Add(time.Duration(i)*time.Millisecond), trace.OutcomeDone, nil)
+	}
+	tr.Finish(result, 0, err)
+	return tr
+}
+
+func TestFold(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	t.Run("same way", func(t *testing.T) {
+		old := finished(t0, "success", nil, "cm/current", "cm/desired")
+		newer := finished(t0.Add(time.Minute), "success", nil, "cm/current", "cm/desired")
+		if !old.Fold(newer) {
+			t.Fatal("Fold of a trace that went the same way = false")
+		}
+		got := old.Snapshot()
+		if got.Repeats != 1 || !got.FirstStart.Equal(t0) || !got.Start.Equal(newer.Start) {
+			t.Fatalf("after one fold: Repeats %d FirstStart %v Start %v, want 1, %v, %v", got.Repeats, got.FirstStart, got.Start, t0, newer.Start)
+		}
+		if !got.Steps[1].Start.Equal(newer.Steps[1].Start) {
+			t.Errorf("step times = %v, want the newer trace's %v", got.Steps[1].Start, newer.Steps[1].Start)
+		}
+		// A newer trace that itself stood for two counts three.
+		third := finished(t0.Add(2*time.Minute), "success", nil, "cm/current", "cm/desired")
+		third.Repeats, third.FirstStart = 2, t0.Add(90*time.Second)
+		if !old.Fold(third) {
+			t.Fatal("second Fold = false")
+		}
+		if got := old.Snapshot(); got.Repeats != 4 || !got.FirstStart.Equal(t0) {
+			t.Errorf("after folding a trace with 2 repeats: Repeats %d FirstStart %v, want 4 and %v", got.Repeats, got.FirstStart, t0)
+		}
+		b, err := json.Marshal(old.Snapshot())
+		if err != nil || !strings.Contains(string(b), `"repeats":4`) || !strings.Contains(string(b), `"firstStart":`) {
+			t.Errorf("JSON of a folded trace = %s, %v; want repeats and firstStart", b, err)
+		}
+		b, _ = json.Marshal(newer.Snapshot())
+		if strings.Contains(string(b), "repeats") || strings.Contains(string(b), "firstStart") {
+			t.Errorf("JSON of a trace standing alone = %s, want no repeats nor firstStart", b)
+		}
+	})
+
+	other := map[string]func(*trace.Trace){
+		"resource set": func(tr *trace.Trace) { tr.ResourceSet = "v2" },
+		"result":       func(tr *trace.Trace) { tr.Finish("error", 0, nil) },
+		"requeue":      func(tr *trace.Trace) { tr.Finish("success", time.Second, nil) },
+		"error":        func(tr *trace.Trace) { tr.Finish("success", 0, errors.New("boom")) },
+		"one step more": func(tr *trace.Trace) {
+			tr.Record("cm", "apply", time.Now(), trace.OutcomeDone, nil)
+		},
+		"step resource": func(tr *trace.Trace) { tr.Steps[0].Resource = "secret" },
+		"step name":     func(tr *trace.Trace) { tr.Steps[1].Step = "apply" },
+		"step outcome":  func(tr *trace.Trace) { tr.Steps[1].Outcome = trace.OutcomeSkipped },
+		"step error":    func(tr *trace.Trace) { tr.Steps[1].Error = "boom" },
+	}
+	for name, change := range other {
+		t.Run("another "+name, func(t *testing.T) {
+			old := finished(t0, "success", nil, "cm/current", "cm/desired")
+			newer := finished(t0.Add(time.Minute), "success", nil, "cm/current", "cm/desired")
+			change(newer)
+			before := old.Snapshot()
+			if old.Fold(newer) {
+				t.Fatal("Fold of a trace that went another way = true")
+			}
+			if after := old.Snapshot(); after.Repeats != 0 || !after.Start.Equal(before.Start) || !after.FirstStart.IsZero() {
+				t.Errorf("Fold that reported false changed the trace: %+v", after)
+			}
+		})
+	}
+
+	t.Run("nil and itself", func(t *testing.T) {
+		tr := finished(t0, "success", nil, "cm/current")
+		var none *trace.Trace
+		if tr.Fold(nil) || none.Fold(tr) || tr.Fold(tr) {
+			t.Fatal("Fold with nil or with itself = true")
+		}
+	})
+
+	t.Run("no allocation", func(t *testing.T) {
+		old := finished(t0, "success", nil, "cm/current", "cm/desired", "cm/update")
+		newer := finished(t0.Add(time.Minute), "success", nil, "cm/current", "cm/desired", "cm/update")
+		if allocs := testing.AllocsPerRun(100, func() { old.Fold(newer) }); allocs != 0 {
+			t.Fatalf("Fold allocated %v times", allocs)
+		}
+	})
+
+	t.Run("while a step is recorded", func(t *testing.T) {
+		// A resource that ignored the end of its reconciliation may still
+		// record into the kept trace; the race detector checks the locks.
+		old := finished(t0, "success", nil, "cm/current")
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for range 100 {
+				old.Record("late", "step", time.Now(), trace.OutcomeDone, nil)
+			}
+		})
+		for range 100 {
+			old.Fold(finished(t0, "success", nil, "cm/current"))
+		}
+		wg.Wait()
+		if n := len(old.Snapshot().Steps); n != 101 {
+			t.Fatalf("steps = %d, want 101", n)
+		}
+	})
+}
+
+func TestReconciliations(t *testing.T) {
+	if n := trace.Reconciliations(nil); n != 0 {
+		t.Errorf("Reconciliations(nil) = %d, want 0", n)
+	}
+	traces := []trace.Trace{{Result: "success"}, {Result: "error", Repeats: 3}, {Result: "success"}}
+	if n := trace.Reconciliations(traces); n != 6 {
+		t.Errorf("Reconciliations of 3 traces, one with 3 repeats = %d, want 6", n)
+	}
+}
