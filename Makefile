@@ -120,7 +120,8 @@ bench-unit:
 bench:
 	bash bench/bench.sh
 
-## test-bench: the benchmark's unit tests and its quick mode, so that its code never rots.
+## test-bench: the benchmark's unit tests and its smoke mode (every contender and phase end to
+## end at N=100, about 30 s), so that its code never rots.
 test-bench:
 	cd bench && $(LIB) vet ./... && $(LIB) test -count=1 ./...
-	BENCH_QUICK=1 bash bench/bench.sh
+	BENCH_SMOKE=1 bash bench/bench.sh

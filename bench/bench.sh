@@ -6,7 +6,11 @@
 #                                  3 repetitions; then N=3000 with 4 workers, 1
 #                                  repetition (15-45 min on 2 cores with the
 #                                  four contenders, as busy as the machine is)
-#   BENCH_QUICK=1 bench/bench.sh   quick mode (CI): N=200, 4 workers, 1 repetition
+#   BENCH_QUICK=1 bench/bench.sh   quick mode: N=200, 4 workers, 1 repetition
+#   BENCH_SMOKE=1 bench/bench.sh   smoke mode (make test): N=100, 4 workers, 1
+#                                  repetition, no warm-up run; it checks that
+#                                  every contender and phase still runs end to
+#                                  end, its figures are not for reading
 #
 # Extra arguments go to every benchrun invocation (e.g. --pin=false).
 # BENCH_OUT (default bench/out) receives the binaries, the markdown tables,
@@ -28,7 +32,9 @@ run() {
 		--markdown "$out/$name.md" --json "$out/$name.json" "$@"
 }
 
-if [[ "${BENCH_QUICK:-}" == "1" ]]; then
+if [[ "${BENCH_SMOKE:-}" == "1" ]]; then
+	run smoke --runs 100x4 --repeat 1 --warmup 0 "$@"
+elif [[ "${BENCH_QUICK:-}" == "1" ]]; then
 	run quick --runs 200x4 --repeat 1 "$@"
 else
 	run n1000 --runs 1000x1,1000x4,1000x16 --repeat 3 "$@"

@@ -62,6 +62,7 @@ type options struct {
 	driverConcurrency int
 	logDir            string
 	profileDir        string
+	memProfileDir     string
 	markdown          string
 	dumpMetrics       bool
 	steadyRounds      int
@@ -98,6 +99,7 @@ func mainErr() error {
 	flag.IntVar(&o.driverConcurrency, "driver-concurrency", 8, "concurrent requests of the driver when it creates and updates Items")
 	flag.StringVar(&o.logDir, "logdir", "", "directory for contender logs (default: a temporary directory)")
 	flag.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of every contender run into this directory")
+	flag.StringVar(&o.memProfileDir, "memprofile-dir", "", "write a heap profile of every contender run, taken when its last phase ended, into this directory")
 	flag.IntVar(&o.steadyRounds, "steady-rounds", 5, "rounds of the steady phase: each re-enqueues every Item once")
 	flag.IntVar(&o.warmup, "warmup", 200, "Items of an unmeasured run of the first contender before the measured ones, so that no contender meets a cold API server (0: none)")
 	flag.BoolVar(&o.dumpMetrics, "dump-metrics", false, "save the contender's /metrics after every phase into --logdir")
@@ -152,7 +154,7 @@ func mainErr() error {
 			return err
 		}
 	}
-	for _, d := range []string{o.logDir, o.profileDir} {
+	for _, d := range []string{o.logDir, o.profileDir, o.memProfileDir} {
 		if d != "" {
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return err

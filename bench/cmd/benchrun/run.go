@@ -118,6 +118,9 @@ func (r *runner) run(ctx context.Context, spec runSpec) ([]phaseResult, error) {
 	if r.opts.profileDir != "" {
 		args = append(args, "--cpuprofile", filepath.Join(r.opts.profileDir, ns+".pprof"))
 	}
+	if r.opts.memProfileDir != "" {
+		args = append(args, "--memprofile", filepath.Join(r.opts.memProfileDir, ns+".heap"))
+	}
 	cctx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
 	c, err := startChild(cctx, r.opts.contenderBin, args, filepath.Join(r.opts.logDir, ns+".log"))
