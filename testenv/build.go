@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +38,12 @@ const DefaultBuildTimeout = 30 * time.Minute
 // k8s.io/kubernetes needs; no module that imports testenv needs it.
 //
 //go:embed apiserver/main.go apiserver/go.mod.txt apiserver/go.sum.txt
-var source embed.FS
+var embedded embed.FS
+
+// source is where build reads the program's files (sourceFiles) from:
+// embedded, except in this package's tests of the build itself, which
+// build a tiny program instead of linking the server again.
+var source fs.FS = embedded
 
 // sourceFiles maps each embedded file to its name in the build module.
 var sourceFiles = map[string]string{
@@ -162,7 +168,7 @@ func goCommand() (string, error) {
 func cacheKey(ctx context.Context, goBin string) (string, error) {
 	h := sha256.New()
 	for _, name := range []string{"apiserver/main.go", "apiserver/go.mod.txt", "apiserver/go.sum.txt"} {
-		data, err := source.ReadFile(name)
+		data, err := fs.ReadFile(source, name)
 		if err != nil {
 			return "", fmt.Errorf("testenv: %w", err)
 		}
@@ -200,7 +206,7 @@ func writeSource(dir string) error {
 		return fmt.Errorf("testenv: %w", err)
 	}
 	for from, to := range sourceFiles {
-		data, err := source.ReadFile(from)
+		data, err := fs.ReadFile(source, from)
 		if err != nil {
 			return fmt.Errorf("testenv: %w", err)
 		}
