@@ -27,7 +27,8 @@ RACE ?= -race
 # tests run (race-instrumented: packages of their own); lint follows, when
 # the server's build has compiled the packages its vet reads (a cold machine
 # would otherwise compile them twice at once), beside build-tests, which
-# compiles what the example's and the guide's stages will run; then those
+# compiles what the example's, the guide's and the benchmark's stages will
+# run; then those
 # run beside the integration tests (they all mostly wait for API servers,
 # and none compiles any more while the timing-sensitive integration tests
 # run), and the benchmark's quick run follows the integration tests,
@@ -61,16 +62,20 @@ test-integration-lib:
 	cd integration && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
 
 ## build-tests: compile, without linking or running them, the tests, the commands and the vet
-## data of the example and the guide (go list -export compiles what go test and go build would),
-## and controller-gen, so that test-example and test-guide only link and run (cold: minutes of
-## compiling; warm: seconds).
+## data of the example, the guide and the benchmark (go list -export compiles what go test and
+## go build would), controller-gen, and the benchmark's two programs (go build links them once;
+## bench.sh finds them up to date), so that test-example, test-guide and test-bench only link and
+## run (cold: minutes of compiling; warm: seconds).
 build-tests:
 	@set -e && \
 	cd example && $(LIB) vet ./... && \
 	$(LIB) list -export -test -deps -race ./api/... ./config/... ./internal/... ./webapp/... ./cmd/webapp-operator/... >/dev/null && \
 	$(LIB) list -export -test -deps $$($(LIB) list ./... | grep -E '/(e2e|reliability)($$|/)') ./cmd/... >/dev/null && \
 	cd $(CURDIR)/$(GUIDE) && $(LIB) vet ./... && $(LIB) list -export -test -deps $(RACE) ./... >/dev/null && \
-	$(LIB) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 --version >/dev/null
+	$(LIB) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 --version >/dev/null && \
+	cd $(CURDIR)/bench && $(LIB) vet ./... && $(LIB) list -export -test -deps ./... >/dev/null && \
+	$(LIB) build -o $${BENCH_OUT:-$(CURDIR)/bench/out}/contender ./cmd/contender && \
+	$(LIB) build -o $${BENCH_OUT:-$(CURDIR)/bench/out}/benchrun ./cmd/benchrun
 
 ## test-example: the example operator: race-tested units, then e2e and reliability against a real API server.
 test-example:
