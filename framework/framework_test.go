@@ -619,6 +619,61 @@ func TestStaleCacheWaitsForOwnWrite(t *testing.T) {
 	}
 }
 
+// stepBackOff waits 10 ms after a first failure and an hour after any
+// later one.
+type stepBackOff struct{ n int }
+
+func (b *stepBackOff) NextBackOff() time.Duration {
+	b.n++
+	if b.n == 1 {
+		return 10 * time.Millisecond
+	}
+	return time.Hour
+}
+
+func (b *stepBackOff) Reset() { b.n = 0 }
+
+// TestStaleKeepsBackoff: a failed reconciliation that wrote the object is
+// retried, the retry finds the cache behind that write (ResultStale), and
+// the next failure continues the object's backoff instead of starting it
+// over: a stale result is not a success.
+func TestStaleKeepsBackoff(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var calls atomic.Int64
+	r := &funcResource{name: "status", create: func(ctx context.Context, obj any) error {
+		switch calls.Add(1) {
+		case 1:
+			resourceversioncontext.SetResourceVersion(ctx, "7") // written, then failed
+			return errors.New("first failure")
+		case 2:
+			return errors.New("second failure")
+		}
+		return nil
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, TracesPerObject: 16,
+		BackOffFactory: func() backoff.BackOff { return &stepBackOff{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "the retry deferred as stale", func() bool {
+		return slices.ContainsFunc(f.Traces("ns/a"), func(tr trace.Trace) bool { return tr.Result == ResultStale })
+	})
+	caughtUp := object("a", 1, nil)
+	caughtUp.SetResourceVersion("7")
+	if err := inf.Update(caughtUp); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the second failure", func() bool { return calls.Load() == 2 })
+	// Its backoff is the second step (an hour), not the first again (10 ms,
+	// then a third call).
+	pollUntil(t, "two failures counted", func() bool { return f.queue.NumRequeues("ns/a") == 2 })
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("resource calls = %d, want 2 (the second failure waits an hour)", n)
+	}
+}
+
 // TestDeletionEventBeforePatchAnswer: the object's deletion event can reach
 // DeleteFunc before the finalizer patch returns; it must find the UID marked
 // finalized, so no tombstone runs the delete chain again.

@@ -46,7 +46,9 @@ const (
 	ResultConflict = "conflict"
 	// ResultStale is a reconciliation deferred because the cache does not
 	// show the operator's own last write to the object yet; it runs when it
-	// does (see resourceversioncontext).
+	// does (see resourceversioncontext), at the latest when the write's
+	// expectation ends. Neither a success nor a failure: the object's
+	// backoff stays as it was.
 	ResultStale = "stale"
 	// ResultSuperseded is a reconciliation stopped before its next resource
 	// because the cache already held a newer generation of the object,
@@ -100,6 +102,12 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 		f.queue.AddRateLimited(key)
 	case o.rateLimited:
 		f.queue.AddRateLimited(key)
+	case o.result == ResultStale:
+		// Deferred until the cache shows the object's last write: neither a
+		// success nor a failure, so the object's backoff stays as it is (a
+		// failing object whose retries find the cache behind must not start
+		// its backoff over each time).
+		f.queue.AddAfter(key, o.requeueAfter)
 	default:
 		f.queue.Forget(key)
 		if o.requeueAfter > 0 {
