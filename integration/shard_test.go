@@ -710,8 +710,11 @@ func TestShardingReplicaKilled(t *testing.T) {
 	t.Logf("the %d widgets of the killed replica were being reconciled by the others %s after the kill (lease %s, retry period %s); by owner now %v", len(victims), took.Round(time.Millisecond), shardLease, shardRetry, countOwners(owners))
 	// The bound of the issue is lease + retry period; the margin is for
 	// the new assigner's start, the 20 ms per reconciliation and a loaded
-	// machine.
-	if bound := shardLease + shardRetry + 5*time.Second; took > bound {
+	// machine. On a 2-core machine that also compiles and runs the
+	// example's tests (a cold make test), the API server answered the
+	// candidates' lease requests seconds late and a takeover took 17.4 s:
+	// the margin is one more lease.
+	if bound := 2*shardLease + shardRetry; took > bound {
 		t.Errorf("takeover took %s, want at most %s", took, bound)
 	}
 	if o := overlaps(recs); len(o) > 0 {
