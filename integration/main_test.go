@@ -42,8 +42,8 @@ func TestMain(m *testing.M) {
 // server of its own. They wait for API servers far more than they compute,
 // so go test's default, GOMAXPROCS, would leave a 2-core machine idle.
 // Tests that must run alone (a leak check sees every goroutine of the
-// process; a backoff's or a lease's timing) are not parallel: they run
-// first, before any parallel test starts.
+// process; a lease's timing) are not parallel: they run first, before any
+// parallel test starts.
 const defaultParallel = 16
 
 func run(m *testing.M) int {
