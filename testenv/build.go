@@ -60,7 +60,9 @@ var sourceFiles = map[string]string{
 // step) and says so on progress (nil: os.Stderr). Processes that call Build
 // at the same time build once: the cache entry is locked while it is built,
 // and the others wait for it. ctx's cancellation stops the build; its
-// deadline does not, DefaultBuildTimeout does. Start calls Build; call it
+// deadline does not, DefaultBuildTimeout does. Of the caller's GOFLAGS the
+// build keeps only -trimpath, so that the packages the server shares with
+// the caller's own builds compile once. Start calls Build; call it
 // yourself to build ahead of tests (make does, before running packages in
 // parallel).
 func Build(ctx context.Context, progress io.Writer) (string, error) {
@@ -117,7 +119,13 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	bctx, cancel := buildContext(ctx)
 	defer cancel()
 	tmp := filepath.Join(entry, fmt.Sprintf("apiserver.tmp-%d", os.Getpid()))
-	cmd := exec.CommandContext(bctx, goBin, "build", "-ldflags=-s -w", "-o", tmp, ".")
+	args := []string{"build", "-ldflags=-s -w"}
+	if trimpath(os.Getenv("GOFLAGS")) {
+		// Compiled as the caller's own builds are, so that the packages
+		// both use (k8s.io/api, apimachinery, client-go) compile once.
+		args = append(args, "-trimpath")
+	}
+	cmd := exec.CommandContext(bctx, goBin, append(args, "-o", tmp, ".")...)
 	cmd.Dir = filepath.Join(entry, "src")
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
 	cmd.SysProcAttr = sysProcAttr()
@@ -135,6 +143,23 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	fmt.Fprintf(progress, "testenv: built the test API server in %s\n", time.Since(start).Round(time.Second))
 	return bin, nil
+}
+
+// trimpath reports whether goflags, the caller's GOFLAGS, asks for
+// -trimpath. The server's build clears GOFLAGS (its other flags, -mod=vendor
+// say, are the caller's module's business) but keeps -trimpath: the build
+// cache keys a package compiled with it apart from one compiled without it.
+func trimpath(goflags string) bool {
+	on := false
+	for _, f := range strings.Fields(goflags) {
+		switch strings.TrimLeft(f, "-") {
+		case "trimpath", "trimpath=true":
+			on = true
+		case "trimpath=false":
+			on = false
+		}
+	}
+	return on
 }
 
 // buildContext is ctx without its deadline (a start timeout must not cut a

@@ -238,3 +238,23 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("tail = %q, want the last 8 bytes %q", got, "456789ab")
 	}
 }
+
+// TestTrimpath: the server's build takes -trimpath from the caller's
+// GOFLAGS, and only that flag.
+func TestTrimpath(t *testing.T) {
+	for goflags, want := range map[string]bool{
+		"":                                false,
+		"-mod=mod":                        false,
+		"-trimpath":                       true,
+		"--trimpath":                      true,
+		"-buildvcs=false -trimpath":       true,
+		"-trimpath=true -mod=vendor":      true,
+		"-trimpath -trimpath=false":       false,
+		"-trimpath=false":                 false,
+		"-trimpathx -gcflags=-trimpath=a": false,
+	} {
+		if got := trimpath(goflags); got != want {
+			t.Errorf("trimpath(%q) = %v, want %v", goflags, got, want)
+		}
+	}
+}
