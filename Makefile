@@ -35,7 +35,7 @@ RACE ?= -race
 # run; then those
 # run beside the integration tests (they all mostly wait for API servers,
 # and none compiles any more while the timing-sensitive integration tests
-# run), and the benchmark's quick run follows the integration tests,
+# run), and the benchmark's smoke run follows the integration tests,
 # mostly alone.
 STAGES := bg:apiserver test-unit wait bg:build-tests lint wait bg:test-example bg:test-guide test-integration test-bench wait
 

@@ -711,7 +711,16 @@ func assertQuiet(t *testing.T, op *operator, h *harness, window time.Duration) {
 	// on a busy 2-core machine can come more than a second late. Let it
 	// settle first: no reconciliation for settle. An operator that spins
 	// never settles and fails here.
-	const settle = 2 * time.Second
+	assertQuietAfter(t, op, h, 2*time.Second, window)
+}
+
+// assertQuietAfter is assertQuiet with a settle time of its own: a test
+// whose objects failed with a long backoff needs it longer than the
+// longest backoff, because a retry the backoff scheduled before the object
+// converged still runs (client-go's delaying queue cannot take it back)
+// and finds nothing to do.
+func assertQuietAfter(t *testing.T, op *operator, h *harness, settle, window time.Duration) {
+	t.Helper()
 	last, since := op.reconciles(t, ""), time.Now()
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		if n := op.reconciles(t, ""); n != last {
