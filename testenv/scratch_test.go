@@ -60,7 +60,9 @@ func TestScratchModule(t *testing.T) {
 		t.Helper()
 		cmd := exec.CommandContext(t.Context(), "go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		// The caller's GOFLAGS stay (make test's -trimpath: the packages
+		// its other builds compiled are found in the build cache).
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
