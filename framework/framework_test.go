@@ -373,13 +373,14 @@ func TestTraceStoreStaysWithinCap(t *testing.T) {
 func TestTraceStoreFoldsRepeats(t *testing.T) {
 	s := newTraceStore(10, 3)
 	start := time.Unix(1000, 0)
+	var kept []bool
 	add := func(result, step string, err error) *trace.Trace {
 		start = start.Add(time.Second)
 		tr := trace.New("ns/a", start)
 		ctx := trace.NewContext(context.Background(), tr)
 		trace.Record(ctx, "r", step, start, trace.OutcomeDone, nil)
 		tr.Finish(result, 0, err)
-		s.add("ns/a", tr)
+		kept = append(kept, s.add("ns/a", tr))
 		return tr
 	}
 	results := func() (out []string) {
@@ -398,6 +399,11 @@ func TestTraceStoreFoldsRepeats(t *testing.T) {
 	want := []string{"success/create/0", "error/update/0", "success/no-op/9"}
 	if got := results(); !slices.Equal(got, want) {
 		t.Fatalf("traces after 10 no-ops = %v, want %v", got, want)
+	}
+	// add reports the ones it keeps (the caller compacts them) and the
+	// folded ones (the caller releases their step buffers).
+	if want := append([]bool{true, true, true}, make([]bool, 9)...); !slices.Equal(kept, want) {
+		t.Fatalf("add reported kept = %v, want %v", kept, want)
 	}
 	traces, _ := s.get("ns/a")
 	last := traces[2]

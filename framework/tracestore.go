@@ -20,8 +20,9 @@ const MaxStepsPerTrace = 64
 // MaxStepsPerTrace steps. A trace that went the way the object's last one
 // went is folded into it (trace.Trace.Fold) instead of taking a place of
 // its own: a run of no-op reconciliations is one trace. A stored trace
-// costs about 300 bytes plus 150 per step, so the defaults (256 objects x 4
-// traces, ~10 steps) stay under about 2 MB.
+// costs about 200 bytes plus 100 per step (its steps are compacted to their
+// own slice when it is kept), so the defaults (256 objects x 4 traces, ~10
+// steps) stay under about 1.2 MB.
 type traceStore struct {
 	mu         sync.Mutex
 	maxObjects int
@@ -58,29 +59,36 @@ func (s *traceStore) entry(key string) *objectTraces {
 	return ot
 }
 
-func (s *traceStore) add(key string, tr *trace.Trace) {
+// add keeps tr, the finished trace of a reconciliation of key, or folds it
+// into key's last trace, and reports whether the store keeps tr itself
+// (rather than folding it, or keeping a shortened copy). The caller then
+// gives tr's step buffer back for reuse (trace.Trace.Compact when kept,
+// Release when not), once it has read what it needs from tr.
+func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	if s.maxObjects <= 0 {
-		return
+		return false
 	}
+	keep := tr
 	if tr.Len() > MaxStepsPerTrace {
 		snap := tr.Snapshot()
 		n := len(snap.Steps)
 		snap.Steps = append(snap.Steps[:MaxStepsPerTrace-1:MaxStepsPerTrace-1], snap.Steps[n-1])
-		tr = &snap
+		keep = &snap
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ot := s.entry(key)
-	if n := len(ot.traces); n > 0 && ot.traces[n-1].Fold(tr) {
+	if n := len(ot.traces); n > 0 && ot.traces[n-1].Fold(keep) {
 		// The same as the last one (a no-op resync, say): one place for
 		// both, so that repeats do not push the different traces out.
-		return
+		return false
 	}
 	if len(ot.traces) >= s.perObject {
 		copy(ot.traces, ot.traces[1:])
 		ot.traces = ot.traces[:len(ot.traces)-1]
 	}
-	ot.traces = append(ot.traces, tr)
+	ot.traces = append(ot.traces, keep)
+	return keep == tr
 }
 
 func (s *traceStore) addPlans(key string, plans []ResourcePlan) {

@@ -22,5 +22,8 @@
 // folds a trace into the one before it when both went the same way
 // ([Trace.Fold]): a run of no-op reconciliations takes one place, counted in
 // [Trace.Repeats]. Count reconciliations with [Reconciliations], not with the
-// number of traces.
+// number of traces. [NewSized] records into a step buffer from a pool: the
+// store gives it back with [Trace.Compact] when it keeps the trace (which
+// then holds exactly its steps) and with [Trace.Release] when it folds it,
+// so that a run of no-op reconciliations allocates only a small Trace each.
 package trace

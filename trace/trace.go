@@ -77,6 +77,9 @@ type Trace struct {
 	// set by NewContext, so that a Trace value from Snapshot can be copied
 	// freely (go vet's copylocks).
 	mu *sync.Mutex
+	// buf is the pooled buffer Steps was made from by NewSized, until
+	// Compact or Release gives it back; nil otherwise.
+	buf *[]Step
 }
 
 type contextKey struct{}
@@ -93,16 +96,80 @@ func New(object string, start time.Time) *Trace {
 
 // NewSized is New with room for steps steps, so that a reconciliation
 // whose number of steps is known (the framework's: about 7 per crud
-// resource) records them without growing the slice. steps of at most 12
-// cost one allocation, more cost two.
+// resource) records them without growing the slice. The room comes from a
+// pool of step buffers that [Trace.Compact] and [Trace.Release] refill: a
+// caller that runs many reconciliations and calls one of them when it is
+// done with each Trace allocates only the small Trace itself per
+// reconciliation. A caller that calls neither leaves the buffer to the
+// garbage collector, which is correct too.
 func NewSized(object string, start time.Time, steps int) *Trace {
-	if steps <= len(traceBlock{}.steps) {
-		return New(object, start)
-	}
 	b := &traceHead{}
 	b.t.Object, b.t.Start, b.t.mu = object, start, &b.mu
-	b.t.Steps = make([]Step, 0, steps)
+	if steps > maxPooledSteps {
+		b.t.Steps = make([]Step, 0, steps)
+		return &b.t
+	}
+	buf, _ := stepBuffers.Get().(*[]Step)
+	if buf == nil || cap(*buf) < steps {
+		s := make([]Step, 0, steps)
+		buf = &s
+	}
+	b.t.Steps, b.t.buf = (*buf)[:0], buf
 	return &b.t
+}
+
+// maxPooledSteps bounds the step buffers kept for reuse, so that one very
+// long chain does not pin a large buffer.
+const maxPooledSteps = 256
+
+// stepBuffers holds *[]Step buffers, cleared and of length 0, for NewSized.
+var stepBuffers sync.Pool
+
+// Compact gives t's steps a slice of their own of exactly their length and
+// returns the buffer they were recorded into (NewSized's) for reuse: call
+// it when the reconciliation is over and t is kept (in a store of traces),
+// so that a kept Trace holds no more than its steps. t stays complete and
+// usable; a step recorded later (by a resource that ignored the end of its
+// reconciliation) is appended to the new slice. It does nothing on a nil t
+// or a t whose steps are not in a NewSized buffer, and is safe for
+// concurrent use.
+func (t *Trace) Compact() {
+	t.detach(true)
+}
+
+// Release returns the buffer t's steps were recorded into (NewSized's) for
+// reuse and leaves t with no steps: call it when the reconciliation is
+// over and nothing keeps t (a store folded it into an earlier Trace, see
+// [Trace.Fold]). A step recorded into t later lands in a slice of its own,
+// never in a buffer another Trace uses. It does nothing on a nil t or a t
+// whose steps are not in a NewSized buffer, and is safe for concurrent
+// use.
+func (t *Trace) Release() {
+	t.detach(false)
+}
+
+func (t *Trace) detach(keep bool) {
+	if t == nil {
+		return
+	}
+	t.lock()
+	buf := t.buf
+	if buf == nil {
+		t.unlock()
+		return
+	}
+	t.buf = nil
+	if keep && len(t.Steps) > 0 {
+		t.Steps = append([]Step(nil), t.Steps...)
+	} else {
+		t.Steps = nil
+	}
+	t.unlock()
+	// The buffer's strings (errors) must not outlive their trace.
+	full := (*buf)[:cap(*buf)]
+	clear(full)
+	*buf = full[:0]
+	stepBuffers.Put(buf)
 }
 
 // traceBlock holds a Trace, its lock and its first steps in one allocation.

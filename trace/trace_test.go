@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -143,6 +144,89 @@ func TestNewSized(t *testing.T) {
 		if tr.Len() != n+1 {
 			t.Fatalf("NewSized(%d): %d steps recorded, want %d", n, tr.Len(), n+1)
 		}
+	}
+}
+
+// TestCompactAndRelease: a compacted trace keeps exactly its steps in a
+// slice of its own, a released one none; steps recorded late into either
+// never land in the buffer the next NewSized trace records into.
+func TestCompactAndRelease(t *testing.T) {
+	record := func(tr *trace.Trace, steps ...string) {
+		for _, s := range steps {
+			tr.Record("r", s, tr.Now(), trace.OutcomeError, errors.New(s+" failed"))
+		}
+	}
+	steps := func(tr *trace.Trace) (out []string) {
+		snap := tr.Snapshot()
+		for _, s := range snap.Steps {
+			out = append(out, s.Step+":"+s.Error)
+		}
+		return out
+	}
+
+	kept := trace.NewSized("ns/kept", time.Now(), 8)
+	record(kept, "a", "b", "c")
+	kept.Compact()
+	if got, want := steps(kept), []string{"a:a failed", "b:b failed", "c:c failed"}; !slices.Equal(got, want) {
+		t.Fatalf("steps after Compact = %v, want %v", got, want)
+	}
+	if len(kept.Steps) != cap(kept.Steps) {
+		t.Fatalf("Compact kept room for %d steps, %d used", cap(kept.Steps), len(kept.Steps))
+	}
+	released := trace.NewSized("ns/released", time.Now(), 8)
+	record(released, "x")
+	released.Release()
+	if released.Len() != 0 {
+		t.Fatalf("steps after Release = %v, want none", steps(released))
+	}
+
+	// The next traces may record into the buffers given back above: late
+	// steps of the old traces must not show up in them, nor theirs in the
+	// old ones.
+	var next []*trace.Trace
+	for range 4 {
+		tr := trace.NewSized("ns/next", time.Now(), 8)
+		record(tr, "n")
+		next = append(next, tr)
+	}
+	record(kept, "late")
+	record(released, "late")
+	for _, tr := range next {
+		if got, want := steps(tr), []string{"n:n failed"}; !slices.Equal(got, want) {
+			t.Fatalf("a new trace's steps = %v, want %v", got, want)
+		}
+	}
+	if got, want := steps(kept), []string{"a:a failed", "b:b failed", "c:c failed", "late:late failed"}; !slices.Equal(got, want) {
+		t.Fatalf("compacted trace after a late step = %v, want %v", got, want)
+	}
+	if got, want := steps(released), []string{"late:late failed"}; !slices.Equal(got, want) {
+		t.Fatalf("released trace after a late step = %v, want %v", got, want)
+	}
+
+	// Compact and Release do nothing on traces without a NewSized buffer.
+	var nilTrace *trace.Trace
+	nilTrace.Compact()
+	nilTrace.Release()
+	plain := trace.New("ns/plain", time.Now())
+	record(plain, "p")
+	plain.Release()
+	if plain.Len() != 1 {
+		t.Fatalf("Release of a New trace dropped its steps: %v", steps(plain))
+	}
+}
+
+// TestReleaseReusesBuffer: a caller that releases each trace allocates
+// about only the Trace itself per NewSized (the race detector's pool drops
+// some buffers, hence the margin).
+func TestReleaseReusesBuffer(t *testing.T) {
+	start := time.Now()
+	allocs := testing.AllocsPerRun(1000, func() {
+		tr := trace.NewSized("ns/o", start, 20)
+		tr.Record("r", "s", start, trace.OutcomeDone, nil)
+		tr.Release()
+	})
+	if allocs >= 1.6 {
+		t.Fatalf("NewSized+Release allocates %.2f times per call, want about 1 (the buffer is not reused)", allocs)
 	}
 }
 
