@@ -347,10 +347,7 @@ func errorOutcome(err error) outcome {
 func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.Trace, o outcome, d time.Duration) {
 	f.metrics.observe(o.result, d)
 	tr.Finish(o.result, o.requeueAfter, o.err)
-	if f.traces.add(key, tr) {
-		// Kept: with a slice of exactly its steps.
-		defer tr.Compact()
-	} else {
+	if !f.traces.add(key, tr) {
 		// Folded into the object's last trace, or not kept: its steps
 		// are the next reconciliation's buffer (about every no-op
 		// reconciliation's trace costs only its small Trace struct).

@@ -61,9 +61,10 @@ func (s *traceStore) entry(key string) *objectTraces {
 
 // add keeps tr, the finished trace of a reconciliation of key, or folds it
 // into key's last trace, and reports whether the store keeps tr itself
-// (rather than folding it, or keeping a shortened copy). The caller then
-// gives tr's step buffer back for reuse (trace.Trace.Compact when kept,
-// Release when not), once it has read what it needs from tr.
+// (rather than folding it, or keeping a shortened copy). A kept tr is
+// compacted (trace.Trace.Compact: it holds a slice of exactly its steps);
+// when add reports false, the caller gives tr's step buffer back with
+// Release once it has read what it needs from tr.
 func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	if s.maxObjects <= 0 {
 		return false
@@ -88,7 +89,11 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 		ot.traces = ot.traces[:len(ot.traces)-1]
 	}
 	ot.traces = append(ot.traces, keep)
-	return keep == tr
+	if keep != tr {
+		return false
+	}
+	tr.Compact()
+	return true
 }
 
 func (s *traceStore) addPlans(key string, plans []ResourcePlan) {
