@@ -428,6 +428,62 @@ func TestTraceStoreFoldsRepeats(t *testing.T) {
 	}
 }
 
+// TestTraceStoreRecyclesDroppedTraces: a store that cycles through more
+// objects than it holds (a resync of 1,000 objects with room for 100)
+// keeps the most recent ones, each trace with exactly its own steps, and
+// allocates no new steps for them: each kept trace moves into the steps of
+// the one it pushes out.
+func TestTraceStoreRecyclesDroppedTraces(t *testing.T) {
+	s := newTraceStore(100, 3)
+	start := time.Unix(1000, 0)
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprint("ns/o", i)
+	}
+	reconcile := func(i int) *trace.Trace {
+		key := keys[i]
+		tr := trace.NewSized(key, start, 16)
+		ctx := trace.NewContext(context.Background(), tr)
+		for _, step := range []string{"current", "desired", "patch"} {
+			trace.Record(ctx, "r", step, start, trace.OutcomeDone, nil)
+		}
+		tr.Finish(ResultSuccess, 0, nil)
+		if !s.add(key, tr) {
+			tr.Release()
+		}
+		return tr
+	}
+	for i := range 1000 {
+		reconcile(i)
+	}
+	var i int
+	allocs := testing.AllocsPerRun(1000, func() {
+		reconcile(i % 1000)
+		i++
+	})
+	// NewSized's Trace and NewContext's context: nothing for the kept
+	// steps (the race detector's pool drops some buffers, hence the
+	// margin).
+	if allocs >= 2.6 {
+		t.Errorf("a reconciliation cycling through the store allocates %.1f times, want about 2 (the kept steps are not recycled)", allocs)
+	}
+	for i := range 1000 {
+		reconcile(i)
+	}
+	if s.len() != 100 {
+		t.Fatalf("objects kept = %d, want 100", s.len())
+	}
+	if _, ok := s.byKey["ns/o899"]; ok {
+		t.Fatal("the least recently reconciled object was not dropped")
+	}
+	for _, key := range []string{"ns/o900", "ns/o999"} {
+		traces, _ := s.get(key)
+		if len(traces) != 1 || len(traces[0].Steps) != 3 || traces[0].Object != key || traces[0].Steps[2].Step != "patch" {
+			t.Fatalf("traces of %s = %+v, want its one trace of 3 steps", key, traces)
+		}
+	}
+}
+
 func TestDebugHandler(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, so it runs after Boot has stopped
 	r := &funcResource{name: "r", create: func(ctx context.Context, obj any) error {

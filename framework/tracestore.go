@@ -44,27 +44,41 @@ func newTraceStore(maxObjects, perObject int) *traceStore {
 	return &traceStore{maxObjects: maxObjects, perObject: perObject, lru: list.New(), byKey: map[string]*list.Element{}}
 }
 
-func (s *traceStore) entry(key string) *objectTraces {
+// entry returns key's entry, made most recent. A new entry in a full store
+// takes over the least recently reconciled object's place; entry returns
+// that object's last trace as dropped, for add to recycle.
+func (s *traceStore) entry(key string) (ot *objectTraces, dropped *trace.Trace) {
 	if e, ok := s.byKey[key]; ok {
 		s.lru.MoveToFront(e)
-		return e.Value.(*objectTraces)
+		return e.Value.(*objectTraces), nil
 	}
-	ot := &objectTraces{key: key}
+	if s.lru.Len() >= s.maxObjects && s.lru.Len() > 0 {
+		e := s.lru.Back()
+		ot = e.Value.(*objectTraces)
+		delete(s.byKey, ot.key)
+		if n := len(ot.traces); n > 0 {
+			dropped = ot.traces[n-1]
+		}
+		clear(ot.traces)
+		ot.key, ot.traces, ot.plans = key, ot.traces[:0], nil
+		s.lru.MoveToFront(e)
+		s.byKey[key] = e
+		return ot, dropped
+	}
+	ot = &objectTraces{key: key}
 	s.byKey[key] = s.lru.PushFront(ot)
-	for s.lru.Len() > s.maxObjects {
-		last := s.lru.Back()
-		s.lru.Remove(last)
-		delete(s.byKey, last.Value.(*objectTraces).key)
-	}
-	return ot
+	return ot, nil
 }
 
 // add keeps tr, the finished trace of a reconciliation of key, or folds it
 // into key's last trace, and reports whether the store keeps tr itself
 // (rather than folding it, or keeping a shortened copy). A kept tr is
-// compacted (trace.Trace.Compact: it holds a slice of exactly its steps);
-// when add reports false, the caller gives tr's step buffer back with
-// Release once it has read what it needs from tr.
+// compacted (trace.Trace.Compact: it holds a slice of exactly its steps),
+// into the steps of the trace it pushes out when there is one
+// (trace.Trace.CompactReusing), so that a store cycling through more
+// objects than it holds does not allocate for each; when add reports
+// false, the caller gives tr's step buffer back with Release once it has
+// read what it needs from tr.
 func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	if s.maxObjects <= 0 {
 		return false
@@ -78,13 +92,14 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ot := s.entry(key)
+	ot, dropped := s.entry(key)
 	if n := len(ot.traces); n > 0 && ot.traces[n-1].Fold(keep) {
 		// The same as the last one (a no-op resync, say): one place for
 		// both, so that repeats do not push the different traces out.
 		return false
 	}
 	if len(ot.traces) >= s.perObject {
+		dropped = ot.traces[0]
 		copy(ot.traces, ot.traces[1:])
 		ot.traces = ot.traces[:len(ot.traces)-1]
 	}
@@ -92,7 +107,7 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	if keep != tr {
 		return false
 	}
-	tr.Compact()
+	tr.CompactReusing(dropped)
 	return true
 }
 
@@ -102,7 +117,8 @@ func (s *traceStore) addPlans(key string, plans []ResourcePlan) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entry(key).plans = plans
+	ot, _ := s.entry(key)
+	ot.plans = plans
 }
 
 func (s *traceStore) get(key string) ([]trace.Trace, []ResourcePlan) {

@@ -26,4 +26,8 @@
 // store gives it back with [Trace.Compact] when it keeps the trace (which
 // then holds exactly its steps) and with [Trace.Release] when it folds it,
 // so that a run of no-op reconciliations allocates only a small Trace each.
+// A store that pushes one object's trace out for each it keeps (a resync of
+// more objects than it has room for) compacts the kept one into the steps
+// of the one it drops ([Trace.CompactReusing]) and allocates no steps
+// either.
 package trace

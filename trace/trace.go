@@ -134,7 +134,7 @@ var stepBuffers sync.Pool
 // or a t whose steps are not in a NewSized buffer, and is safe for
 // concurrent use.
 func (t *Trace) Compact() {
-	t.detach(true)
+	t.detach(true, nil)
 }
 
 // Release returns the buffer t's steps were recorded into (NewSized's) for
@@ -145,10 +145,45 @@ func (t *Trace) Compact() {
 // whose steps are not in a NewSized buffer, and is safe for concurrent
 // use.
 func (t *Trace) Release() {
-	t.detach(false)
+	t.detach(false, nil)
 }
 
-func (t *Trace) detach(keep bool) {
+// CompactReusing is [Trace.Compact] for a store of traces that drops
+// dropped, a Trace it kept (compacted) until now, as it keeps t: t's steps
+// move into dropped's slice when that has room for them and at most twice
+// that, instead of a new one, and dropped is then left with no steps (a
+// step recorded into it later lands in a slice of its own). A store that keeps
+// the traces of more objects than it has room for, and so drops one
+// object's trace for each it keeps, then allocates no steps at all. A nil
+// dropped, dropped == t, or a dropped whose steps are still in a NewSized
+// buffer is not used: CompactReusing is then Compact. It is safe for
+// concurrent use.
+func (t *Trace) CompactReusing(dropped *Trace) {
+	if t == nil {
+		return
+	}
+	var spare []Step
+	if n := t.Len(); dropped != nil && dropped != t {
+		dropped.lock()
+		if c := cap(dropped.Steps); dropped.buf == nil && fits(n, c) {
+			spare = dropped.Steps[:0]
+			dropped.Steps = nil
+		}
+		dropped.unlock()
+	}
+	t.detach(true, spare)
+}
+
+// fits reports whether a slice with room for c steps is used for n: it
+// must hold them and not waste more than their size.
+func fits(n, c int) bool {
+	return n > 0 && n <= c && c <= 2*n
+}
+
+// detach gives t's NewSized buffer back to the pool; with keep, t's steps
+// move to spare when it fits them (at most twice their number), else to a
+// new slice of exactly their length.
+func (t *Trace) detach(keep bool, spare []Step) {
 	if t == nil {
 		return
 	}
@@ -159,10 +194,16 @@ func (t *Trace) detach(keep bool) {
 		return
 	}
 	t.buf = nil
-	if keep && len(t.Steps) > 0 {
-		t.Steps = append([]Step(nil), t.Steps...)
-	} else {
+	switch n := len(t.Steps); {
+	case !keep || n == 0:
 		t.Steps = nil
+	case fits(n, cap(spare)):
+		full := spare[:cap(spare)]
+		copy(full, t.Steps)
+		clear(full[n:])
+		t.Steps = full[:n]
+	default:
+		t.Steps = append([]Step(nil), t.Steps...)
 	}
 	t.unlock()
 	// The buffer's strings (errors) must not outlive their trace.

@@ -215,6 +215,72 @@ func TestCompactAndRelease(t *testing.T) {
 	}
 }
 
+// TestCompactReusing: the kept trace's steps move into the dropped one's
+// slice, which keeps none; a late step of the dropped trace lands in a
+// slice of its own; a slice with too little room, or far too much, is not
+// used.
+func TestCompactReusing(t *testing.T) {
+	record := func(tr *trace.Trace, steps ...string) {
+		for _, s := range steps {
+			tr.Record("r", s, tr.Now(), trace.OutcomeDone, nil)
+		}
+	}
+	stepsOf := func(tr *trace.Trace) (out []string) {
+		for _, s := range tr.Snapshot().Steps {
+			out = append(out, s.Step)
+		}
+		return out
+	}
+	dropped := trace.NewSized("ns/dropped", time.Now(), 8)
+	record(dropped, "a", "b", "c")
+	dropped.Compact()
+	room := &dropped.Steps[:1][0]
+
+	kept := trace.NewSized("ns/kept", time.Now(), 8)
+	record(kept, "x", "y")
+	kept.CompactReusing(dropped)
+	if got, want := stepsOf(kept), []string{"x", "y"}; !slices.Equal(got, want) {
+		t.Fatalf("kept steps = %v, want %v", got, want)
+	}
+	if &kept.Steps[:1][0] != room {
+		t.Error("the kept trace's steps are not in the dropped trace's slice")
+	}
+	if dropped.Len() != 0 {
+		t.Fatalf("dropped trace still has steps %v", stepsOf(dropped))
+	}
+	record(dropped, "late")
+	if got, want := stepsOf(kept), []string{"x", "y"}; !slices.Equal(got, want) {
+		t.Fatalf("kept steps after a late step of the dropped trace = %v, want %v", got, want)
+	}
+	if got, want := stepsOf(dropped), []string{"late"}; !slices.Equal(got, want) {
+		t.Fatalf("dropped trace after a late step = %v, want %v", got, want)
+	}
+
+	// Too small (1 for 2 steps) and too large (8 for 2): a slice of its own.
+	for _, n := range []int{1, 8} {
+		d := trace.NewSized("ns/d", time.Now(), 8)
+		for range n {
+			record(d, "s")
+		}
+		d.Compact()
+		other := &d.Steps[:1][0]
+		k := trace.NewSized("ns/k", time.Now(), 8)
+		record(k, "x", "y")
+		k.CompactReusing(d)
+		if &k.Steps[:1][0] == other || len(k.Steps) != 2 || cap(k.Steps) != 2 || d.Len() != n {
+			t.Errorf("dropped trace of %d steps: kept trace has %d steps with room for %d, dropped %d; want 2, 2 and %d untouched", n, len(k.Steps), cap(k.Steps), d.Len(), n)
+		}
+	}
+	// nil and t itself: Compact.
+	self := trace.NewSized("ns/self", time.Now(), 8)
+	record(self, "s")
+	self.CompactReusing(self)
+	self.CompactReusing(nil)
+	if got := stepsOf(self); !slices.Equal(got, []string{"s"}) || cap(self.Steps) != 1 {
+		t.Fatalf("CompactReusing(self) left steps %v with room for %d", got, cap(self.Steps))
+	}
+}
+
 // TestReleaseReusesBuffer: a caller that releases each trace allocates
 // about only the Trace itself per NewSized (the race detector's pool drops
 // some buffers, hence the margin).
