@@ -66,6 +66,9 @@ type fieldInfo struct {
 	// mergeSet is set for a list of scalars with patchStrategy merge (such
 	// as finalizers): compared as a set.
 	mergeSet bool
+	// ownedMeta and skipTop cache ownedMeta[name] and skipTop[name], which
+	// every comparison asks of every metadata and top-level field.
+	ownedMeta, skipTop bool
 }
 
 type structInfo struct {
@@ -109,6 +112,7 @@ func infoOf(t reflect.Type) *structInfo {
 			fi.mergeKey = f.Tag.Get("patchMergeKey")
 			fi.mergeSet = fi.mergeKey == ""
 		}
+		fi.ownedMeta, fi.skipTop = ownedMeta[fi.name], skipTop[fi.name]
 		si.byName[fi.name] = len(si.fields)
 		si.fields = append(si.fields, fi)
 	}
@@ -551,7 +555,7 @@ func diffObject(desired, current reflect.Value, first bool) (fields []Field, mor
 	si := infoOf(desired.Type())
 	for i := range si.fields {
 		f := &si.fields[i]
-		if f.inline || skipTop[f.name] {
+		if f.inline || f.skipTop {
 			if f.name == "metadata" {
 				d.meta(f, desired, current)
 			}
@@ -580,7 +584,7 @@ func (d *differ) meta(f *fieldInfo, desired, current reflect.Value) {
 	si := infoOf(dm.Type())
 	for i := range si.fields {
 		mf := &si.fields[i]
-		if ownedMeta[mf.name] {
+		if mf.ownedMeta {
 			d.field(mf, dm, cm)
 		}
 	}
@@ -612,13 +616,13 @@ func (d *differ) field(f *fieldInfo, desired, current reflect.Value) {
 // fields, and every other set field but status.
 func objectPayload(desired reflect.Value, apiVersion, kind string) map[string]any {
 	m := map[string]any{"apiVersion": apiVersion, "kind": kind}
-	setPayload(m, desired, func(f *fieldInfo) bool { return !f.inline && !skipTop[f.name] })
+	setPayload(m, desired, func(f *fieldInfo) bool { return !f.inline && !f.skipTop })
 	si := infoOf(desired.Type())
 	for i := range si.fields {
 		if f := &si.fields[i]; f.name == "metadata" {
 			meta := map[string]any{}
 			setPayload(meta, reflect.Indirect(desired.Field(f.index)), func(mf *fieldInfo) bool {
-				return ownedMeta[mf.name] || mf.name == "name" || mf.name == "namespace"
+				return mf.ownedMeta || mf.name == "name" || mf.name == "namespace"
 			})
 			m["metadata"] = meta
 		}

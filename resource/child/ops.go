@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -39,6 +40,27 @@ type ops[O, C Object] struct {
 	// unstructuredCache is set once the cache handed out an
 	// *unstructured.Unstructured: answers are recorded in that form.
 	unstructuredCache atomic.Bool
+	// ownerAPIVersion is the apiVersion string of the owner's
+	// GroupVersion last seen, so that building the owner reference does
+	// not format it again for every reconciliation.
+	ownerAPIVersion atomic.Pointer[apiVersionOf]
+}
+
+// apiVersionOf is a GroupVersion with its string.
+type apiVersionOf struct {
+	gv schema.GroupVersion
+	s  string
+}
+
+// ownerAPIVersionOf returns gv.String(), formatted once for the owners' usual
+// GroupVersion.
+func (o *ops[O, C]) ownerAPIVersionOf(gv schema.GroupVersion) string {
+	if last := o.ownerAPIVersion.Load(); last != nil && last.gv == gv {
+		return last.s
+	}
+	s := gv.String()
+	o.ownerAPIVersion.Store(&apiVersionOf{gv: gv, s: s})
+	return s
 }
 
 var _ crud.Ops = (*ops[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata])(nil)
@@ -251,7 +273,7 @@ func (o *ops[O, C]) ownerReference(w O) (metav1.OwnerReference, error) {
 		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: resource %s: owner %s has no uid", ErrInvalidChild, o.config.Name, ownerName(w)))
 	}
 	return metav1.OwnerReference{
-		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: w.GetName(), UID: w.GetUID(),
+		APIVersion: o.ownerAPIVersionOf(gvk.GroupVersion()), Kind: gvk.Kind, Name: w.GetName(), UID: w.GetUID(),
 		Controller: &yes, BlockOwnerDeletion: &yes,
 	}, nil
 }
