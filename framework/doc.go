@@ -190,11 +190,12 @@
 //     answers with the object's metadata only.
 //   - Status writes use server-side apply on the status subresource under
 //     the Framework's field manager (Config.FieldManager,
-//     "operatorkit-<Name>"), with force, and no resourceVersion
-//     precondition: the Framework owns only the fields it applies, the
-//     conditions it sets and status.observedGeneration, so a concurrent spec
-//     change, or another controller's status field, cannot make the write
-//     fail, and the write cannot undo theirs. When status.conditions is a
+//     "operatorkit-<Name>"; through Config.MetadataClient when it is set,
+//     so that the answer is the object's metadata only), with force, and
+//     no resourceVersion precondition: the Framework owns only the fields
+//     it applies, the conditions it sets and status.observedGeneration, so
+//     a concurrent spec change, or another controller's status field,
+//     cannot make the write fail, and the write cannot undo theirs. When status.conditions is a
 //     map list keyed by type (x-kubernetes-list-type: map, as kubebuilder
 //     generates for []metav1.Condition) the apply holds only the
 //     Framework's conditions, carrying over those it applied before

@@ -70,10 +70,11 @@ type Config struct {
 	// their status with Conditions. Required unless MetadataClient, DryRun
 	// or DisableFinalizers is set, and always with Conditions.
 	Client dynamic.Interface
-	// MetadataClient, when set, writes the finalizer instead of Client: the
-	// API server then answers each finalizer patch with the object's
-	// metadata only, so the Framework does not decode the whole object to
-	// read its new resourceVersion. Build it with metadata.NewForConfig;
+	// MetadataClient, when set, writes the finalizer and (with Conditions)
+	// the status instead of Client: the API server then answers each patch
+	// and apply with the object's metadata only, so the Framework does not
+	// decode the whole object to read its new resourceVersion and
+	// managedFields. Build it with metadata.NewForConfig;
 	// operator.Operator.NewFramework fills in the Operator's. Unused (and
 	// not filled in) with DryRun or DisableFinalizers.
 	MetadataClient metadata.Interface

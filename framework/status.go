@@ -525,8 +525,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		"status":     status,
 	}}
 	start := tr.Now()
-	res, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).ApplyStatus(wctx, s.name, u,
-		metav1.ApplyOptions{FieldManager: s.f.fieldManager, Force: true})
+	res, err := s.applyStatus(wctx, u)
 	if err != nil {
 		gone, err := s.writeError(wctx, "write status", err)
 		if gone {
@@ -544,6 +543,24 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	resourceversioncontext.SetResourceVersion(ctx, s.rv)
 	s.events(ours, decided)
 	return o
+}
+
+// applyStatus sends u, the status apply, and returns the object's metadata
+// from the answer. With a MetadataClient the answer is the object's
+// metadata only (PartialObjectMetadata): all the Framework reads of it,
+// without decoding the whole object into maps as the dynamic client does.
+func (s *statusRun) applyStatus(ctx context.Context, u *unstructured.Unstructured) (metav1.Object, error) {
+	if s.f.metaClient == nil {
+		return s.f.client.Resource(s.f.resource).Namespace(s.ns).ApplyStatus(ctx, s.name, u,
+			metav1.ApplyOptions{FieldManager: s.f.fieldManager, Force: true})
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode the status of %s: %w", s.describe(), err)
+	}
+	force := true
+	return s.f.metaClient.Resource(s.f.resource).Namespace(s.ns).Patch(ctx, s.name, types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: s.f.fieldManager, Force: &force}, "status")
 }
 
 // plan returns the conditions the Framework writes (decided, with their

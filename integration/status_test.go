@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
@@ -45,6 +46,10 @@ type statusOptions struct {
 	resync            time.Duration
 	dropManagedFields bool
 	events            *eventRecorder
+	// dynamicOnly leaves Config.MetadataClient empty: the Framework writes
+	// finalizers and the status through the dynamic client. By default it
+	// has a metadata client, as operator.NewFramework gives it.
+	dynamicOnly bool
 }
 
 // startStatusFramework boots a Framework with Config.Conditions over the
@@ -86,6 +91,11 @@ func startStatusFramework(t *testing.T, ns string, opts statusOptions, sets ...*
 	}
 	if opts.events != nil {
 		config.EventRecorder = opts.events
+	}
+	if !opts.dynamicOnly {
+		if config.MetadataClient, err = metadata.NewForConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f, err := framework.New(config)
 	if err != nil {
@@ -253,9 +263,21 @@ func constantBackOff(d time.Duration) func() backoff.BackOff {
 // Stalled (abnormal-true conditions are absent while they do not hold).
 func TestStatusReadyAfterSuccess(t *testing.T) {
 	t.Parallel()
+	// Through the metadata client (the default of operator.NewFramework,
+	// whose answer is the object's metadata only) and through the dynamic
+	// client alone.
+	for _, dynamicOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dynamicOnly=%v", dynamicOnly), func(t *testing.T) {
+			t.Parallel()
+			testStatusReadyAfterSuccess(t, statusOptions{dynamicOnly: dynamicOnly})
+		})
+	}
+}
+
+func testStatusReadyAfterSuccess(t *testing.T, opts statusOptions) {
 	ns := newNamespace(t)
 	ops := newConfigMapOps("configmap", "cm")
-	startStatusFramework(t, ns, statusOptions{}, resourceSet(t, "", crudResource(t, ops)))
+	startStatusFramework(t, ns, opts, resourceSet(t, "", crudResource(t, ops)))
 	rc := widgetClient(t, ns)
 	createWidget(t, newWidget(ns, "w1", "", map[string]string{"a": "1"}))
 
