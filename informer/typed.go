@@ -100,6 +100,15 @@ func (c *typedCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtim
 	if c.dropManagedFields {
 		data = withoutManagedFields(data)
 	}
+	// The common document, an object of the Go type (every watch event's),
+	// decodes once: its kind is read from the decoded TypeMeta instead of
+	// a first pass over the whole document. A Status, a list, or a
+	// document the Go type cannot hold takes the path below.
+	if obj := reflect.New(c.elem).Interface().(runtime.Object); kjson.UnmarshalCaseSensitivePreserveInts(data, obj) == nil {
+		if gvk := obj.GetObjectKind().GroupVersionKind(); c.ofElemType(gvk) {
+			return obj, &gvk, nil
+		}
+	}
 	gvk, err := json.DefaultMetaFactory.Interpret(data)
 	if err != nil {
 		return nil, nil, err
@@ -122,6 +131,20 @@ func (c *typedCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runtim
 		return nil, gvk, fmt.Errorf("decode %s as %s: neither the Go type nor unstructured can hold it", gvk.Kind, c.elem)
 	}
 	return obj, gvk, nil
+}
+
+// ofElemType reports whether a document of kind gvk decodes into the Go
+// type: it has a kind, and is neither a Status nor a list of another type.
+func (c *typedCodec) ofElemType(gvk schema.GroupVersionKind) bool {
+	switch {
+	case gvk.Kind == "":
+		return false
+	case gvk.Kind == "Status" && gvk.Group == "":
+		return false
+	case strings.HasSuffix(gvk.Kind, "List") && gvk.Kind != c.elem.Name():
+		return false
+	}
+	return true
 }
 
 // decodeObject decodes one object into a new value of the Go type, or,
