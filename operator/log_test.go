@@ -135,6 +135,43 @@ func TestNewLogger(t *testing.T) {
 	}
 }
 
+// TestNewLoggerThroughContexts: a line logged through log.With contexts
+// (the Operator's and a Framework's) names its own call site, with ts and
+// the context's keys; a line the level filter drops costs neither a
+// timestamp nor a stack walk (a Framework logs one debug line per
+// reconciliation).
+func TestNewLoggerThroughContexts(t *testing.T) {
+	var buf bytes.Buffer
+	logger, err := NewLogger(&buf, "info", "logfmt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived := log.With(log.With(logger, "operator", "op"), "controller", "c")
+	_ = level.Info(derived).Log("msg", "through contexts")
+	want := "log_test.go:" + strconv.Itoa(line()-1)
+	recs := parseLines(t, "logfmt", buf.String())
+	if len(recs) != 1 {
+		t.Fatalf("got %d lines, want 1:\n%s", len(recs), buf.String())
+	}
+	r := recs[0]
+	if r.values["caller"] != want || r.values["operator"] != "op" || r.values["controller"] != "c" || r.values["level"] != "info" || r.values["ts"] == "" {
+		t.Errorf("line = %v, want caller %s, operator op, controller c, level info and a ts", r.values, want)
+	}
+	if got := strings.Join(r.keys[:3], ","); got != "level,ts,caller" {
+		t.Errorf("keys start with %s, want level,ts,caller", got)
+	}
+
+	debug := level.Debug(derived)
+	key := "ns/name"
+	allocs := testing.AllocsPerRun(200, func() { _ = debug.Log("object", key, "msg", "reconciled") })
+	if allocs > 3 {
+		t.Errorf("a dropped debug line allocates %.0f times, want at most 3 (the timestamp or the call site is computed before the filter)", allocs)
+	}
+	if buf.Len() != 0 && strings.Count(buf.String(), "\n") != 1 {
+		t.Errorf("debug lines were written at level info:\n%s", buf.String())
+	}
+}
+
 func TestNewLoggerInvalid(t *testing.T) {
 	tests := []struct {
 		name, lvl, format, wantErr string
