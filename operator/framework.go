@@ -79,7 +79,9 @@ func orDefaultInt(n, def int) int {
 // where the Framework writes finalizers (neither DryRun nor
 // DisableFinalizers), to Metadata(), so that each finalizer patch is
 // answered with the object's metadata only; Registerer to Registry();
-// Logger to the Operator's logger; EventRecorder, unless DryRun, to
+// Logger to the Operator's logger (none when Config.Logger was nil, so that
+// the Framework builds no log line for a logger that drops them all);
+// EventRecorder, unless DryRun, to
 // EventRecorder(client-go's scheme), which can refer to objects of other
 // kinds only when they carry apiVersion and kind (as those of Informer with
 // ObjectType, of a dynamic informer or of informer.ConvertTo do, but not
@@ -119,7 +121,7 @@ func (o *Operator) frameworkConfig(config framework.Config) (framework.Config, e
 	if config.Registerer == nil {
 		config.Registerer = o.registry
 	}
-	if config.Logger == nil {
+	if config.Logger == nil && !o.noLogger {
 		config.Logger = o.logger
 	}
 	if config.EventRecorder == nil && !config.DryRun {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-kit/log"
 	"k8s.io/client-go/metadata"
 
 	"github.com/operatorkit/operatorkit/framework"
@@ -133,5 +135,44 @@ func TestNewFrameworkMetadataClient(t *testing.T) {
 	}
 	if len(o.frameworks) != 1 || o.frameworks[0] != f {
 		t.Fatal("NewFramework did not add the Framework")
+	}
+}
+
+// TestNewFrameworkLogger: a Framework gets the Operator's logger when the
+// Operator has one, and none when it has none (so that it builds no log
+// line for a logger that drops them all); a logger given is kept.
+func TestNewFrameworkLogger(t *testing.T) {
+	mine := log.NewLogfmtLogger(io.Discard)
+	for _, tc := range []struct {
+		name      string
+		operator  log.Logger
+		given     log.Logger
+		wantNil   bool
+		wantGiven bool
+	}{
+		{name: "operator without a logger", wantNil: true},
+		{name: "operator with a logger", operator: mine},
+		{name: "logger given", given: mine, wantGiven: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := New(Config{RESTConfig: restConfig(), Name: "x", Logger: tc.operator})
+			if err != nil {
+				t.Fatal(err)
+			}
+			config := thingsConfig(t, o)
+			config.Logger = tc.given
+			got, err := o.frameworkConfig(config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.wantNil && got.Logger != nil:
+				t.Errorf("Logger = %v, want nil", got.Logger)
+			case tc.wantGiven && got.Logger != tc.given:
+				t.Errorf("Logger = %v, want the one given", got.Logger)
+			case !tc.wantNil && !tc.wantGiven && got.Logger != o.logger:
+				t.Errorf("Logger = %v, want the Operator's %v", got.Logger, o.logger)
+			}
+		})
 	}
 }

@@ -142,10 +142,14 @@ type Operator struct {
 	// unless it has one: every client of the Operator's is built from it.
 	restConfig *rest.Config
 	logger     log.Logger
-	registry   *prometheus.Registry
-	dynamic    dynamic.Interface
-	kube       kubernetes.Interface
-	metadata   metadata.Interface
+	// noLogger is set when Config.Logger was nil: NewFramework then gives
+	// the Frameworks none either (a Framework without a logger builds no
+	// per-reconciliation debug line at all).
+	noLogger bool
+	registry *prometheus.Registry
+	dynamic  dynamic.Interface
+	kube     kubernetes.Interface
+	metadata metadata.Interface
 
 	mu         sync.Mutex
 	started    bool
@@ -172,7 +176,8 @@ func New(config Config) (*Operator, error) {
 	case config.ShutdownTimeout < 0:
 		return nil, fmt.Errorf("%w: %T.ShutdownTimeout must not be negative", ErrInvalidConfig, config)
 	}
-	if config.Logger == nil {
+	noLogger := config.Logger == nil
+	if noLogger {
 		config.Logger = log.NewNopLogger()
 	}
 	if config.LeaderElectionID == "" {
@@ -224,6 +229,7 @@ func New(config Config) (*Operator, error) {
 		config:     config,
 		restConfig: rc,
 		logger:     log.With(config.Logger, "operator", config.Name),
+		noLogger:   noLogger,
 		registry:   registry,
 		dynamic:    dyn,
 		kube:       kube,
