@@ -79,12 +79,21 @@ func newCRDClient(t *testing.T) *crdclient.CRDClient {
 }
 
 // deleteCRDOnCleanup deletes crd when the test ends (t.Context is already
-// cancelled then, hence a context of its own).
+// cancelled then, hence a context of its own). A CRD the API server has not
+// removed within crdTimeout is logged, not failed: its deletion was asked
+// for and this server is the package's own; EnsureDeleted's waiting is
+// asserted by TestCRDClientCreateUpdateDelete. (Seen once, in
+// TestCRDClientNamesConflict under the full suite's load: the server's
+// CRD finalizer had not removed customresourcecleanup.apiextensions.k8s.io
+// from a CRD without objects after 60 s.)
 func deleteCRDOnCleanup(t *testing.T, c *crdclient.CRDClient, crd *apiextensionsv1.CustomResourceDefinition) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), crdTimeout)
 		defer cancel()
-		if err := c.EnsureDeleted(ctx, crd, nil); err != nil {
+		switch err := c.EnsureDeleted(ctx, crd, nil); {
+		case errors.Is(err, crdclient.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+			t.Logf("cleanup: CRD %s not gone yet: %v", crd.Name, err)
+		case err != nil:
 			t.Errorf("cleanup: delete CRD %s: %v", crd.Name, err)
 		}
 	})
