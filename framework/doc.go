@@ -195,9 +195,10 @@
 //     no resourceVersion precondition: the Framework owns only the fields
 //     it applies, the conditions it sets and status.observedGeneration, so
 //     a concurrent spec change, or another controller's status field,
-//     cannot make the write fail, and the write cannot undo theirs. When status.conditions is a
-//     map list keyed by type (x-kubernetes-list-type: map, as kubebuilder
-//     generates for []metav1.Condition) the apply holds only the
+//     cannot make the write fail, and the write cannot undo theirs. When
+//     status.conditions is a map list keyed by type
+//     (x-kubernetes-list-type: map, as kubebuilder generates for
+//     []metav1.Condition) the apply holds only the
 //     Framework's conditions, carrying over those it applied before
 //     (managedFields tell which); when it is an atomic list (for instance
 //     under x-kubernetes-preserve-unknown-fields) the API server replaces it

@@ -52,7 +52,7 @@ func (s *traceStore) entry(key string) (ot *objectTraces, dropped *trace.Trace) 
 		s.lru.MoveToFront(e)
 		return e.Value.(*objectTraces), nil
 	}
-	if s.lru.Len() >= s.maxObjects && s.lru.Len() > 0 {
+	if s.lru.Len() >= s.maxObjects { // maxObjects > 0: add and addPlans return before
 		e := s.lru.Back()
 		ot = e.Value.(*objectTraces)
 		delete(s.byKey, ot.key)

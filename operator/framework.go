@@ -121,7 +121,7 @@ func (o *Operator) frameworkConfig(config framework.Config) (framework.Config, e
 	if config.Registerer == nil {
 		config.Registerer = o.registry
 	}
-	if config.Logger == nil && !o.noLogger {
+	if config.Logger == nil && o.config.Logger != nil {
 		config.Logger = o.logger
 	}
 	if config.EventRecorder == nil && !config.DryRun {

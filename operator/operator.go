@@ -142,14 +142,10 @@ type Operator struct {
 	// unless it has one: every client of the Operator's is built from it.
 	restConfig *rest.Config
 	logger     log.Logger
-	// noLogger is set when Config.Logger was nil: NewFramework then gives
-	// the Frameworks none either (a Framework without a logger builds no
-	// per-reconciliation debug line at all).
-	noLogger bool
-	registry *prometheus.Registry
-	dynamic  dynamic.Interface
-	kube     kubernetes.Interface
-	metadata metadata.Interface
+	registry   *prometheus.Registry
+	dynamic    dynamic.Interface
+	kube       kubernetes.Interface
+	metadata   metadata.Interface
 
 	mu         sync.Mutex
 	started    bool
@@ -176,9 +172,11 @@ func New(config Config) (*Operator, error) {
 	case config.ShutdownTimeout < 0:
 		return nil, fmt.Errorf("%w: %T.ShutdownTimeout must not be negative", ErrInvalidConfig, config)
 	}
-	noLogger := config.Logger == nil
-	if noLogger {
-		config.Logger = log.NewNopLogger()
+	// config.Logger stays nil when none is given: NewFramework then gives
+	// the Frameworks none either.
+	logger := config.Logger
+	if logger == nil {
+		logger = log.NewNopLogger()
 	}
 	if config.LeaderElectionID == "" {
 		config.LeaderElectionID = config.Name
@@ -228,8 +226,7 @@ func New(config Config) (*Operator, error) {
 	o := &Operator{
 		config:     config,
 		restConfig: rc,
-		logger:     log.With(config.Logger, "operator", config.Name),
-		noLogger:   noLogger,
+		logger:     log.With(logger, "operator", config.Name),
 		registry:   registry,
 		dynamic:    dyn,
 		kube:       kube,

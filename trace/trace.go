@@ -152,8 +152,8 @@ func (t *Trace) Release() {
 // dropped, a Trace it kept (compacted) until now, as it keeps t: t's steps
 // move into dropped's slice when that has room for them and at most twice
 // that, instead of a new one, and dropped is then left with no steps (a
-// step recorded into it later lands in a slice of its own). A store that keeps
-// the traces of more objects than it has room for, and so drops one
+// step recorded into it later lands in a slice of its own). A store that
+// keeps the traces of more objects than it has room for, and so drops one
 // object's trace for each it keeps, then allocates no steps at all. A nil
 // dropped, dropped == t, or a dropped whose steps are still in a NewSized
 // buffer is not used: CompactReusing is then Compact. It is safe for
