@@ -86,6 +86,11 @@ type Config struct {
 	// CRDClient ensures CRD. Required when CRD is set.
 	CRDClient *crdclient.CRDClient
 	// Logger receives the Framework's logs. Defaults to a nop logger.
+	// The Framework logs one debug line per reconciliation (its trace); a
+	// Logger with a method DebugEnabled() bool that returns false, as
+	// operator.NewLogger's at levels above "debug", spares it building
+	// that line. Wrapped in log.With, a logger loses that method: the line
+	// is then built and dropped by the logger's own filter.
 	Logger log.Logger
 	// Registerer registers the Framework's and the work queue's metrics.
 	// Nil registers nothing (the metrics still work in memory).
@@ -272,6 +277,9 @@ func New(config Config) (*Framework, error) {
 		config.UpdatePredicate = DefaultUpdatePredicate
 	}
 	logDebug := config.Logger != nil
+	if d, ok := config.Logger.(interface{ DebugEnabled() bool }); ok && !d.DebugEnabled() {
+		logDebug = false
+	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
 	}

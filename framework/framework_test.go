@@ -855,3 +855,67 @@ func TestSupersededReconciliationStops(t *testing.T) {
 		})
 	}
 }
+
+// recordingLogger keeps every line it is given, whatever its level;
+// debugEnabled answers DebugEnabled.
+type recordingLogger struct {
+	mu           sync.Mutex
+	lines        [][]any
+	debugEnabled bool
+}
+
+func (l *recordingLogger) Log(keyvals ...any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, keyvals)
+	return nil
+}
+
+func (l *recordingLogger) DebugEnabled() bool { return l.debugEnabled }
+
+// reconciledLines counts the per-reconciliation debug lines l was given.
+func (l *recordingLogger) reconciledLines() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, kv := range l.lines {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == "msg" && kv[i+1] == "reconciled" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestDebugLineOnlyWhenLoggerKeepsDebug: a Logger whose DebugEnabled says
+// false is not given the per-reconciliation debug line at all (the Framework
+// does not build it); one that says true gets it, with the trace.
+func TestDebugLineOnlyWhenLoggerKeepsDebug(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("DebugEnabled=%v", enabled), func(t *testing.T) {
+			logger := &recordingLogger{debugEnabled: enabled}
+			inf := informertest.New(object("a", 1, nil))
+			f, err := New(Config{
+				Name: "op", Informer: inf, Logger: logger, DisableFinalizers: true,
+				ResourceRouter: testRouter(t, func(any) bool { return true }, &funcResource{name: "r"}),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx := newReconcileContext(context.Background(), time.Now().Add(time.Minute))
+			o := f.reconcile(rctx, rctx, "ns/a")
+			rctx.stop()
+			if o.result != ResultSuccess {
+				t.Fatalf("reconciliation: %s %v", o.result, o.err)
+			}
+			want := 0
+			if enabled {
+				want = 1
+			}
+			if got := logger.reconciledLines(); got != want {
+				t.Errorf("debug lines %q = %d, want %d (lines: %v)", "reconciled", got, want, logger.lines)
+			}
+		})
+	}
+}

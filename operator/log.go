@@ -25,7 +25,10 @@ const callerKey = "caller"
 // RedirectKlog's do, shows that one). Concurrent Log calls are safe: each
 // line is one Write to w. A line below lvl is dropped before its "ts" and
 // "caller" are computed, so a debug line at level info costs about 250 ns
-// (a Framework logs one per reconciliation). The error names the bad value.
+// (a Framework logs one per reconciliation). The logger also has a method
+// DebugEnabled() bool, true only at level "debug": a framework.Framework
+// given it (not wrapped in log.With) builds no debug line at all when it is
+// false. The error names the bad value.
 func NewLogger(w io.Writer, lvl, format string) (log.Logger, error) {
 	opt, err := levelOption(lvl)
 	if err != nil {
@@ -38,8 +41,21 @@ func NewLogger(w io.Writer, lvl, format string) (log.Logger, error) {
 	// The filter comes first, so that a line it drops costs no timestamp
 	// and no stack walk (a debug line per reconciliation, at level info,
 	// would otherwise cost about 2 µs).
-	return level.NewFilter(stamp{next: lastCaller{next: logger}}, opt), nil
+	return leveled{next: level.NewFilter(stamp{next: lastCaller{next: logger}}, opt), debug: lvl == "debug"}, nil
 }
+
+// leveled is NewLogger's logger: next, which filters by level, and whether
+// that level keeps debug lines.
+type leveled struct {
+	next  log.Logger
+	debug bool
+}
+
+func (l leveled) Log(keyvals ...any) error { return l.next.Log(keyvals...) }
+
+// DebugEnabled reports whether debug lines are written; framework.New reads
+// it (see framework.Config.Logger).
+func (l leveled) DebugEnabled() bool { return l.debug }
 
 // stamp adds "ts" and "caller" to each line, after its level when the line
 // starts with one: the keys log.With(logger, "ts", log.DefaultTimestampUTC,
@@ -80,9 +96,10 @@ func callSite() string {
 }
 
 // isLogger reports whether fn, a function's full name, is part of the
-// logging path: go-kit's loggers, and stamp and lastCaller.
+// logging path: go-kit's loggers, and leveled, stamp and lastCaller.
 func isLogger(fn string) bool {
 	return strings.HasPrefix(fn, "github.com/go-kit/log.") || strings.HasPrefix(fn, "github.com/go-kit/log/") ||
+		fn == "github.com/operatorkit/operatorkit/operator.leveled.Log" ||
 		fn == "github.com/operatorkit/operatorkit/operator.stamp.Log" ||
 		fn == "github.com/operatorkit/operatorkit/operator.lastCaller.Log"
 }

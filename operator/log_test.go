@@ -472,3 +472,29 @@ func TestRedirectKlogAnyLogger(t *testing.T) {
 		t.Errorf("Log calls = %v, want [%v]", rec.calls, want)
 	}
 }
+
+// TestNewLoggerDebugEnabled: NewLogger's logger tells a Framework whether
+// it keeps debug lines (framework.Config.Logger), true only at level debug,
+// and the lines it writes still name their own call site.
+func TestNewLoggerDebugEnabled(t *testing.T) {
+	for _, lvl := range []string{"debug", "info", "warn", "error"} {
+		var buf bytes.Buffer
+		logger, err := NewLogger(&buf, lvl, "logfmt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := logger.(interface{ DebugEnabled() bool })
+		if !ok {
+			t.Fatalf("level %s: NewLogger's logger %T has no DebugEnabled method", lvl, logger)
+		}
+		if got, want := d.DebugEnabled(), lvl == "debug"; got != want {
+			t.Errorf("level %s: DebugEnabled() = %v, want %v", lvl, got, want)
+		}
+		_ = level.Error(logger).Log("msg", "direct")
+		want := "log_test.go:" + strconv.Itoa(line()-1)
+		recs := parseLines(t, "logfmt", buf.String())
+		if len(recs) != 1 || recs[0].values["caller"] != want {
+			t.Errorf("level %s: lines %v, want one with caller %s", lvl, recs, want)
+		}
+	}
+}
