@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // This file holds the comparison of a desired typed object with the current
@@ -305,6 +306,12 @@ func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
 	}
 	elem := desired.Type().Elem()
 	structElem := elem.Kind() == reflect.Struct || (elem.Kind() == reflect.Pointer && elem.Elem().Kind() == reflect.Struct)
+	if f != nil && f.mergeKey == "uid" && elem == ownerReferenceType && ownerReferencesMatch(desired, current) {
+		// Every child's metadata.ownerReferences: no difference, found
+		// without reflection. A difference takes the walk below, which
+		// names it.
+		return
+	}
 	switch {
 	case f != nil && f.mergeKey != "" && structElem:
 		st := elem
@@ -373,6 +380,47 @@ func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
 			return
 		}
 	}
+}
+
+var ownerReferenceType = reflect.TypeFor[metav1.OwnerReference]()
+
+// ownerReferencesMatch reports whether the walk of the owner references
+// desired (a []metav1.OwnerReference, merged by uid) would find no
+// difference with current (invalid when absent): each desired reference has
+// a current one with its uid, equal in apiVersion, kind and name, and in
+// controller and blockOwnerDeletion where the desired one sets them. It is
+// the walk's rule for this one type, without reflection; false when either
+// list is not addressable (the walk decides then).
+func ownerReferencesMatch(desired, current reflect.Value) bool {
+	if !desired.CanAddr() || (current.IsValid() && !current.CanAddr()) {
+		return false
+	}
+	des := *(*[]metav1.OwnerReference)(desired.Addr().UnsafePointer())
+	var cur []metav1.OwnerReference
+	if current.IsValid() {
+		cur = *(*[]metav1.OwnerReference)(current.Addr().UnsafePointer())
+	}
+	for i := range des {
+		d := &des[i]
+		var c *metav1.OwnerReference
+		for j := range cur {
+			if cur[j].UID == d.UID {
+				c = &cur[j]
+				break
+			}
+		}
+		if c == nil || c.APIVersion != d.APIVersion || c.Kind != d.Kind || c.Name != d.Name ||
+			!boolPtrMatches(d.Controller, c.Controller) || !boolPtrMatches(d.BlockOwnerDeletion, c.BlockOwnerDeletion) {
+			return false
+		}
+	}
+	return true
+}
+
+// boolPtrMatches reports whether the optional desired value is unset or
+// equal to current.
+func boolPtrMatches(desired, current *bool) bool {
+	return desired == nil || (current != nil && *current == *desired)
 }
 
 func keyString(v reflect.Value) string {
