@@ -203,7 +203,7 @@ func bench(ctx context.Context, o options) error {
 		}
 	}
 
-	r := &runner{opts: o, driverCounter: requestcount.New()}
+	r := &runner{opts: o, driverCounter: requestcount.New(), serverPID: env.PID()}
 	r.kubeconfig = filepath.Join(o.logDir, "kubeconfig")
 	if err := env.WriteKubeconfig(r.kubeconfig); err != nil {
 		return err

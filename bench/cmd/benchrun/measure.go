@@ -110,8 +110,10 @@ func scrapeServer(ctx context.Context, rc rest.Interface) (serverCounts, error) 
 type snapshot struct {
 	contender stats.Stats
 	proc      proc.Sample
-	server    serverCounts
-	driver    requestcount.Snapshot
+	// serverProc is the API server process's.
+	serverProc proc.Sample
+	server     serverCounts
+	driver     requestcount.Snapshot
 }
 
 func (r *runner) snapshot(ctx context.Context, c *child) (snapshot, error) {
@@ -125,6 +127,9 @@ func (r *runner) snapshot(ctx context.Context, c *child) (snapshot, error) {
 	}
 	if s.server, err = scrapeServer(ctx, r.metricsClient); err != nil {
 		return s, err
+	}
+	if s.serverProc, err = proc.Read(r.serverPID); err != nil {
+		return s, fmt.Errorf("read /proc of the API server: %w", err)
 	}
 	s.driver = r.driverCounter.Snapshot()
 	return s, nil

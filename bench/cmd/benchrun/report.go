@@ -76,6 +76,13 @@ var metrics = []metric{
 	{name: "RSS above idle MiB", get: func(r phaseResult) float64 { return float64(r.RSSAboveIdle) / (1 << 20) }, fmt: "%.1f", target: 1.1},
 	{name: "server writes", get: func(r phaseResult) float64 { return float64(r.ServerWrites) }, fmt: "%.0f"},
 	{name: "server Event writes", get: func(r phaseResult) float64 { return float64(r.ServerEventWrites) }, fmt: "%.0f"},
+	{name: "server CPU s (/proc)", get: func(r phaseResult) float64 { return r.ServerCPUSeconds }, fmt: "%.2f"},
+	{name: "server CPU ms/write", get: func(r phaseResult) float64 {
+		if r.ServerWrites == 0 {
+			return math.NaN()
+		}
+		return r.ServerCPUSeconds / float64(r.ServerWrites) * 1e3
+	}, fmt: "%.2f"},
 }
 
 type groupKey struct {

@@ -44,6 +44,9 @@ type runner struct {
 	driverCounter *requestcount.Counter
 	idleRSS       int64
 	nsSeq         atomic.Int64
+	// serverPID is the API server's process, whose CPU time each phase
+	// reads (it serves the contender's requests and the driver's).
+	serverPID int
 }
 
 // runSpec is one run: one contender, one N, one worker count.
@@ -86,6 +89,11 @@ type phaseResult struct {
 	// driver writes none): the part of Writes that is not items or
 	// configmaps.
 	ServerEventWrites int64
+	// ServerCPUSeconds is the API server process's user+system CPU time
+	// in the phase (10 ms resolution): the cost of the contender's
+	// requests to the server, plus the driver's (the same for every
+	// contender) and the watches of everyone connected.
+	ServerCPUSeconds float64
 }
 
 // run runs every phase for spec in a namespace of its own, with the
@@ -283,6 +291,7 @@ func (r *runner) phase(ctx context.Context, c *child, spec runSpec, w *world, ph
 	res.Writes, res.ClientErrors, res.ByVerb, res.ByCode = d.Writes, d.ClientErrors, d.ByVerb, d.ByCode
 	res.Reconciles = after.contender.Reconciles - before.contender.Reconciles
 	res.CPUSeconds = after.proc.CPUSeconds - before.proc.CPUSeconds
+	res.ServerCPUSeconds = after.serverProc.CPUSeconds - before.serverProc.CPUSeconds
 	res.PreciseCPUSeconds = after.contender.CPUSeconds - before.contender.CPUSeconds
 	res.PeakRSS = after.proc.PeakRSSBytes
 	res.RSSAboveIdle = after.proc.PeakRSSBytes - r.idleRSS
