@@ -126,11 +126,15 @@ type Config struct {
 // GroupVersionResource, read through the client its Config names. Create it with New;
 // all methods are safe for concurrent use.
 type Informer struct {
-	gvr      schema.GroupVersionResource
-	name     string
-	informer cache.SharedIndexInformer
-	logger   log.Logger
-	metrics  *metrics
+	gvr  schema.GroupVersionResource
+	name string
+	// namespace and selector are Config.Namespace and the parsed
+	// Config.LabelSelector, for Selection.
+	namespace string
+	selector  labels.Selector
+	informer  cache.SharedIndexInformer
+	logger    log.Logger
+	metrics   *metrics
 
 	started atomic.Bool
 	// cached counts the objects this informer added to the cache_objects
@@ -179,7 +183,8 @@ func New(config Config) (*Informer, error) {
 	if config.GVR.Version == "" {
 		return nil, fmt.Errorf("%w: %T.GVR.Version must not be empty", ErrInvalidConfig, config)
 	}
-	if _, err := labels.Parse(config.LabelSelector); err != nil {
+	selector, err := labels.Parse(config.LabelSelector)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %T.LabelSelector %q is invalid: %w", ErrInvalidConfig, config, config.LabelSelector, err)
 	}
 	if _, err := fields.ParseSelector(config.FieldSelector); err != nil {
@@ -210,12 +215,14 @@ func New(config Config) (*Informer, error) {
 	}
 
 	i := &Informer{
-		gvr:      config.GVR,
-		name:     config.Name,
-		logger:   log.With(config.Logger, "informer", config.Name),
-		metrics:  m,
-		watchers: make(map[*watcher]struct{}),
-		stopping: make(chan struct{}),
+		gvr:       config.GVR,
+		name:      config.Name,
+		namespace: config.Namespace,
+		selector:  selector,
+		logger:    log.With(config.Logger, "informer", config.Name),
+		metrics:   m,
+		watchers:  make(map[*watcher]struct{}),
+		stopping:  make(chan struct{}),
 
 		mutationCacheSize: config.MutationCacheSize,
 	}
@@ -553,6 +560,16 @@ func (i *Informer) SharedIndexInformer() cache.SharedIndexInformer { return i.in
 
 // GVR returns the resource the informer watches.
 func (i *Informer) GVR() schema.GroupVersionResource { return i.gvr }
+
+// Selection returns the informer's Config.Namespace ("" for all namespaces)
+// and its Config.LabelSelector, parsed (empty, selecting everything, when
+// none was given): the
+// objects its cache can hold. Writers of objects that they later look up in
+// the cache check with it that they will find them (resource/child does,
+// for its children's namespace and managed-by label).
+func (i *Informer) Selection() (namespace string, selector labels.Selector) {
+	return i.namespace, i.selector
+}
 
 // onWatchError is the informer's watch error handler: it counts and logs
 // err and passes it on to the Watch error channels. io.EOF (a watch that

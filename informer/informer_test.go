@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -128,6 +129,16 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 	if inf.GVR() != widgets || inf.name != "widgets" || inf.SharedIndexInformer() == nil {
 		t.Errorf("GVR, name = %v, %q; want %v, widgets", inf.GVR(), inf.name, widgets)
+	}
+	if ns, sel := inf.Selection(); ns != "" || !sel.Matches(labels.Set{"app": "a"}) || sel.Matches(labels.Set{"app": "c"}) || sel.Matches(labels.Set{"app": "a", "legacy": ""}) {
+		t.Errorf("Selection() = %q, %q; want all namespaces and the selector app in (a,b),!legacy", ns, sel)
+	}
+	inf, err = New(Config{Client: client, GVR: widgets, Namespace: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, sel := inf.Selection(); ns != "demo" || !sel.Empty() || !sel.Matches(labels.Set{"any": "thing"}) {
+		t.Errorf("Selection() = %q, %q; want demo and an empty selector", ns, sel)
 	}
 }
 

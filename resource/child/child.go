@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-kit/log"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,7 +117,11 @@ type Config[Owner, Child Object] struct {
 	// Cache holds the current children. Required. Give the operator's
 	// shared informer of the Child kind (operator.Operator.Informer),
 	// ideally label-filtered on LabelManagedBy=ManagedBy and with a typed
-	// RESTClient; the resource never GETs a child.
+	// RESTClient; the resource never GETs a child. When Cache has a method
+	// Selection() (string, labels.Selector), as informer.Informer does, New
+	// fails on a label selector that excludes LabelManagedBy=ManagedBy,
+	// and a child outside the Cache's namespace is a permanent error of
+	// the step: either would be applied in every reconciliation.
 	Cache Cache
 
 	// Desired returns the one child owner should have, or a nil Child for
@@ -253,6 +258,21 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		childType:  childType.Elem(),
 		apiVersion: config.GVK.GroupVersion().String(),
 		logger:     log.With(config.Logger, "resource", config.Name),
+	}
+	if s, ok := config.Cache.(interface {
+		Selection() (string, labels.Selector)
+	}); ok {
+		// A cache that can never hold the children would make the resource
+		// apply them in every reconciliation, and never see them change.
+		ns, sel := s.Selection()
+		if reqs, selectable := sel.Requirements(); selectable {
+			for _, r := range reqs {
+				if r.Key() == LabelManagedBy && !r.Matches(labels.Set{LabelManagedBy: config.ManagedBy}) {
+					return nil, fmt.Errorf("%w: %T.Cache selects %q, which never holds this resource's children: they carry the label %s=%s (ManagedBy, which defaults to FieldManager)", ErrInvalidConfig, config, sel.String(), LabelManagedBy, config.ManagedBy)
+				}
+			}
+		}
+		o.cacheNamespace = ns
 	}
 	o.mutation, _ = config.Cache.(interface{ Mutation(runtime.Object) })
 	if s, ok := config.Cache.(interface {

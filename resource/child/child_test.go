@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -564,5 +565,91 @@ func TestServiceDefaultsAreNoDrift(t *testing.T) {
 	u, _ := patch.UpdateChange()
 	if got := fmt.Sprint(u.(child.Changes).Describe()); !strings.Contains(got, `spec.ports[80].targetPort 8080 → "http"`) {
 		t.Errorf("description = %s", got)
+	}
+}
+
+// selectingCache is a cache that says what it selects, as informer.Informer
+// does.
+type selectingCache struct {
+	*informertest.Informer
+	namespace string
+	selector  labels.Selector
+}
+
+func (c selectingCache) Selection() (string, labels.Selector) { return c.namespace, c.selector }
+
+// newSelecting returns the child.New of a Deployment resource whose Cache
+// holds namespace (all when "") and the objects sel selects.
+func newSelecting(client *fakeClient[appsv1.Deployment, *appsv1.Deployment], namespace string, sel labels.Selector) (*crud.Resource, error) {
+	return child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{
+		Name: "deployment", Client: client.For,
+		Cache:        selectingCache{Informer: informertest.New(), namespace: namespace, selector: sel},
+		FieldManager: "test-operator",
+		Desired: func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
+			return desiredDeployment(1, "nginx"), nil
+		},
+	})
+}
+
+// TestCacheThatNeverHoldsTheChildren: a Cache whose label selector excludes
+// the children's managed-by label fails New (the resource would apply them
+// in every reconciliation and never see them); selectors that allow it, or
+// say nothing about it, pass.
+func TestCacheThatNeverHoldsTheChildren(t *testing.T) {
+	for _, tc := range []struct {
+		selector string
+		wantErr  bool
+	}{
+		{selector: ""},
+		{selector: "app=web"},
+		{selector: "app.kubernetes.io/managed-by=test-operator"},
+		{selector: "app.kubernetes.io/managed-by in (other,test-operator)"},
+		{selector: "app.kubernetes.io/managed-by"},
+		{selector: "app.kubernetes.io/managed-by=test-operatr", wantErr: true},
+		{selector: "app=web,app.kubernetes.io/managed-by!=test-operator", wantErr: true},
+		{selector: "!app.kubernetes.io/managed-by", wantErr: true},
+	} {
+		t.Run(tc.selector, func(t *testing.T) {
+			sel, err := labels.Parse(tc.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = newSelecting(newFakeClient[appsv1.Deployment](), "", sel)
+			switch {
+			case tc.wantErr && (!errors.Is(err, child.ErrInvalidConfig) || !strings.Contains(err.Error(), "Cache selects") || !strings.Contains(err.Error(), "app.kubernetes.io/managed-by=test-operator")):
+				t.Errorf("New() error = %v, want ErrInvalidConfig naming the Cache's selector and the children's label", err)
+			case !tc.wantErr && err != nil:
+				t.Errorf("New() error = %v, want none", err)
+			}
+		})
+	}
+}
+
+// TestChildOutsideCacheNamespace: a child in a namespace the Cache does not
+// hold is a permanent error of the step, and nothing is applied.
+func TestChildOutsideCacheNamespace(t *testing.T) {
+	client := newFakeClient[appsv1.Deployment]()
+	r, err := newSelecting(client, "elsewhere", labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.EnsureCreated(reconcileCtx(), owner()) // the owner, and so the child, is in namespace demo
+	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), `namespace "demo"`) || !strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("EnsureCreated() error = %v, want a permanent ErrInvalidChild naming both namespaces", err)
+	}
+	if len(client.applies) != 0 {
+		t.Errorf("applied %v, want nothing", client.applies)
+	}
+
+	// The Cache's own namespace is fine.
+	r, err = newSelecting(client, "demo", labels.Everything())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.EnsureCreated(reconcileCtx(), owner()); err != nil {
+		t.Fatalf("EnsureCreated() in the Cache's namespace: %v", err)
+	}
+	if len(client.applies) != 1 {
+		t.Errorf("applies = %v, want one", client.applies)
 	}
 }

@@ -37,6 +37,9 @@ type ops[O, C Object] struct {
 	logger     log.Logger
 	mutation   interface{ Mutation(runtime.Object) }
 	indexer    cache.Indexer
+	// cacheNamespace is the only namespace the Cache holds, "" when it
+	// holds all (or does not say).
+	cacheNamespace string
 	// unstructuredCache is set once the cache handed out an
 	// *unstructured.Unstructured: answers are recorded in that form.
 	unstructuredCache atomic.Bool
@@ -233,6 +236,9 @@ func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 		c.SetNamespace(w.GetNamespace())
 	case w.GetNamespace() != "" && ns != w.GetNamespace():
 		return o.invalid(w, ns+"/"+c.GetName(), "is not in the owner's namespace "+w.GetNamespace())
+	}
+	if o.cacheNamespace != "" && c.GetNamespace() != o.cacheNamespace {
+		return o.invalid(w, childName(c), fmt.Sprintf("is in namespace %q, but the resource's Cache holds namespace %s only: it would be applied in every reconciliation", c.GetNamespace(), o.cacheNamespace))
 	}
 	if gvk := c.GetObjectKind().GroupVersionKind(); !gvk.Empty() && gvk != o.config.GVK {
 		return o.invalid(w, childName(c), fmt.Sprintf("is a %s, but the resource writes %s", gvk, o.config.GVK))
