@@ -26,8 +26,9 @@ type serverCounts struct {
 	// ClientErrors counts 4xx answers.
 	ClientErrors int64
 	// EventWrites counts the writes of Events (core/v1 and events.k8s.io):
-	// not part of the cross-check, but the one other kind a contender
-	// writes (operatorkit-readme records an Event when Ready turns True).
+	// not part of the cross-check, but the one other kind a contender may
+	// write (the operatorkit contenders' Frameworks record Events on
+	// failures and condition changes).
 	EventWrites int64
 }
 
