@@ -109,11 +109,12 @@ lint:
 	$(LIB) vet ./...
 
 ## demo: build and run the demo (flags: make demo DEMO_FLAGS="--objects 50 --hold").
-## The test API server program builds (once, and says so) while the demo compiles.
+## The test API server program builds first (once, and says so); the demo binary then
+## finds client-go, apimachinery and k8s.io/api compiled. Building both at once compiled
+## those twice: 9m39s against 8m08s with empty caches on 2 cores (docs/ci.md).
 demo:
-	@(cd testenv && $(LIB) run ./cmd/testenv build >/dev/null) & build=$$!; \
-	(cd example && $(LIB) build -o ../bin/demo ./cmd/demo) || { kill $$build; exit 1; }; \
-	wait $$build
+	@cd testenv && $(LIB) run ./cmd/testenv build >/dev/null
+	cd example && $(LIB) build -o ../bin/demo ./cmd/demo
 	./bin/demo $(DEMO_FLAGS)
 
 ## generate: regenerate the example's deepcopy code and CRD YAML with controller-gen.
