@@ -563,10 +563,9 @@ func (i *Informer) GVR() schema.GroupVersionResource { return i.gvr }
 
 // Selection returns the informer's Config.Namespace ("" for all namespaces)
 // and its Config.LabelSelector, parsed (empty, selecting everything, when
-// none was given): the
-// objects its cache can hold. Writers of objects that they later look up in
-// the cache check with it that they will find them (resource/child does,
-// for its children's namespace and managed-by label).
+// none was given): the objects its cache can hold. Writers of objects that
+// they later look up in the cache check with it that they will find them
+// (resource/child does, for its children's namespace and managed-by label).
 func (i *Informer) Selection() (namespace string, selector labels.Selector) {
 	return i.namespace, i.selector
 }

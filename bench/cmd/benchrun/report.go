@@ -66,23 +66,21 @@ var metrics = []metric{
 	{name: "4xx", get: func(r phaseResult) float64 { return float64(r.ClientErrors) }, fmt: "%.0f", target: 1.00},
 	{name: "CPU s", get: func(r phaseResult) float64 { return r.PreciseCPUSeconds }, fmt: "%.3f", target: 1.2},
 	{name: "CPU s (/proc)", get: func(r phaseResult) float64 { return r.CPUSeconds }, fmt: "%.2f"},
-	{name: "CPU µs/reconcile", get: func(r phaseResult) float64 {
-		if r.Reconciles == 0 {
-			return math.NaN()
-		}
-		return r.PreciseCPUSeconds / float64(r.Reconciles) * 1e6
-	}, fmt: "%.1f"},
+	{name: "CPU µs/reconcile", get: func(r phaseResult) float64 { return per(r.PreciseCPUSeconds*1e6, r.Reconciles) }, fmt: "%.1f"},
 	{name: "peak RSS MiB", get: func(r phaseResult) float64 { return float64(r.PeakRSS) / (1 << 20) }, fmt: "%.1f"},
 	{name: "RSS above idle MiB", get: func(r phaseResult) float64 { return float64(r.RSSAboveIdle) / (1 << 20) }, fmt: "%.1f", target: 1.1},
 	{name: "server writes", get: func(r phaseResult) float64 { return float64(r.ServerWrites) }, fmt: "%.0f"},
 	{name: "server Event writes", get: func(r phaseResult) float64 { return float64(r.ServerEventWrites) }, fmt: "%.0f"},
 	{name: "server CPU s (/proc)", get: func(r phaseResult) float64 { return r.ServerCPUSeconds }, fmt: "%.2f"},
-	{name: "server CPU ms/write", get: func(r phaseResult) float64 {
-		if r.ServerWrites == 0 {
-			return math.NaN()
-		}
-		return r.ServerCPUSeconds / float64(r.ServerWrites) * 1e3
-	}, fmt: "%.2f"},
+	{name: "server CPU ms/write", get: func(r phaseResult) float64 { return per(r.ServerCPUSeconds*1e3, r.ServerWrites) }, fmt: "%.2f"},
+}
+
+// per returns x per n, NaN when n is 0 (shown as "-").
+func per(x float64, n int64) float64 {
+	if n == 0 {
+		return math.NaN()
+	}
+	return x / float64(n)
 }
 
 type groupKey struct {
