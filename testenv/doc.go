@@ -12,9 +12,11 @@
 //	go get github.com/operatorkit/operatorkit/testenv
 //
 //	func TestMyOperator(t *testing.T) {
-//		env := testenv.New(t)                        // stopped in t.Cleanup
+//		// Stopped in t.Cleanup; the CRDs that controller-gen wrote are
+//		// installed and served when New returns.
+//		env := testenv.New(t, testenv.Options{CRDs: []string{"config/crd/bases"}})
 //		client := kubernetes.NewForConfigOrDie(env.Config())
-//		// ... install CRDs, run the operator against env.Config(), assert ...
+//		// ... run the operator against env.Config(), assert ...
 //	}
 //
 // For a whole package, start one server in TestMain with Start and Stop it
@@ -53,6 +55,13 @@
 //     restarts).
 //   - Options.RBAC turns on RBAC authorization; UserConfig hands out client
 //     certificates for named users and groups, for least-privilege tests.
+//   - Options.CRDs (and InstallCRDs, later) take the manifest files or
+//     directories a project already has, as envtest's CRD paths do, and
+//     wait until the API server's discovery lists their resources, so a
+//     test needs no polling before its first object. They go through the
+//     dynamic client with server-side apply (installing again updates), so
+//     testenv needs no apiextensions client. Start reads them before it
+//     builds or starts anything: a wrong path fails at once.
 //   - Quiet by default: the server's logs go nowhere unless Options.LogOutput
 //     is set.
 //   - LeakCheck is goleak over the goroutines started since the call: the

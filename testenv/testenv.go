@@ -58,6 +58,13 @@ type Options struct {
 	// program. Nil means os.Stderr, so that a long first build says what it
 	// is doing.
 	BuildOutput io.Writer
+	// CRDs are paths of CustomResourceDefinition manifests, files or
+	// directories (config/crd/bases, as controller-gen writes it), that
+	// Start installs once the server is ready, and waits for until their
+	// resources are served (see InstallCRDs and ReadCRDs). Start reads and
+	// checks them before it builds or starts anything: a path that is
+	// missing or holds anything but v1 CRDs fails it at once.
+	CRDs []string
 }
 
 // Env is a running kube-apiserver with its own embedded etcd, in a child
@@ -76,10 +83,11 @@ type Env struct {
 
 // Start builds the server program if it is not in the cache yet (see
 // Build), starts it on random loopback ports and returns once /readyz
-// answers ok. ctx bounds the start; its deadline does not bound the first
-// build, its cancellation does. The server runs until Stop, or until this
-// process exits: it never outlives its parent. On error everything started
-// so far is stopped again.
+// answers ok and the CRDs of Options.CRDs are served. ctx bounds the
+// start; its deadline does not bound the first build, its cancellation
+// does. The server runs until Stop, or until this process exits: it never
+// outlives its parent. On error everything started so far is stopped
+// again.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
@@ -89,6 +97,13 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	if opts.BuildOutput == nil {
 		opts.BuildOutput = os.Stderr
+	}
+	var crds []crdManifest
+	if len(opts.CRDs) > 0 {
+		var err error
+		if crds, err = readCRDs(opts.CRDs); err != nil {
+			return nil, fmt.Errorf("testenv: Options.CRDs: %w", err)
+		}
 	}
 	bin, err := build(ctx, opts.BuildOutput)
 	if err != nil {
@@ -102,6 +117,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := e.start(ctx, bin); err != nil {
 		e.Stop()
 		return nil, err
+	}
+	if len(crds) > 0 {
+		if err := e.installCRDs(ctx, crds); err != nil {
+			e.Stop()
+			return nil, err
+		}
 	}
 	return e, nil
 }

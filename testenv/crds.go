@@ -1,0 +1,289 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+)
+
+// crdFieldManager is the field manager of the CRDs InstallCRDs applies.
+const crdFieldManager = "operatorkit-testenv"
+
+// crdGVR is the resource of CustomResourceDefinitions.
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crdManifest is one CRD read from a file: the object and where it came
+// from, for error messages.
+type crdManifest struct {
+	obj    *unstructured.Unstructured
+	source string // "path" or "path (document n)"
+}
+
+// ReadCRDs reads the CustomResourceDefinitions (apiextensions.k8s.io/v1) in
+// paths, the way Options.CRDs and InstallCRDs do, without a server: each
+// path is a YAML or JSON file, or a directory whose .yaml, .yml and .json
+// files are read in name order (not its subdirectories), as controller-gen
+// writes config/crd/bases. A file may hold several YAML documents separated
+// by "---"; empty documents are skipped. Every document must be a v1
+// CustomResourceDefinition with a name, each name at most once.
+//
+// The error names the path (and the document) that is missing, unreadable,
+// not YAML, or not such a CRD. Options.CRDs is checked with it before Start
+// builds or starts anything.
+func ReadCRDs(paths ...string) ([]*unstructured.Unstructured, error) {
+	ms, err := readCRDs(paths)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: read CRDs: %w", err)
+	}
+	out := make([]*unstructured.Unstructured, len(ms))
+	for i, m := range ms {
+		out[i] = m.obj
+	}
+	return out, nil
+}
+
+func readCRDs(paths []string) ([]crdManifest, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("no CRD path given")
+	}
+	var out []crdManifest
+	seen := map[string]string{} // CRD name → its source
+	for _, p := range paths {
+		files, err := crdFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			ms, err := readCRDFile(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range ms {
+				name := m.obj.GetName()
+				if first, ok := seen[name]; ok {
+					return nil, fmt.Errorf("CRD %s is in both %s and %s", name, first, m.source)
+				}
+				seen[name] = m.source
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}
+
+// crdFiles returns path, or the manifest files of directory path.
+func crdFiles(path string) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("CRD path: %w", err)
+	}
+	if !fi.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("CRD directory: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("CRD directory %s holds no .yaml, .yml or .json file", path)
+	}
+	return files, nil // os.ReadDir sorts by name
+}
+
+// readCRDFile returns the CRDs of one file, one per non-empty document.
+func readCRDFile(path string) ([]crdManifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("CRD file: %w", err)
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out []crdManifest
+	for n := 1; ; n++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		source := path
+		if n > 1 {
+			source = fmt.Sprintf("%s (document %d)", path, n)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", source, err)
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s is not YAML or JSON: %w", source, err)
+		}
+		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
+			continue // an empty document: comments, or nothing between two "---"
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("%s is not a Kubernetes object: %w", source, err)
+		}
+		if gvk := obj.GroupVersionKind(); gvk.Group != crdGVR.Group || gvk.Kind != "CustomResourceDefinition" || gvk.Version != crdGVR.Version {
+			return nil, fmt.Errorf("%s is a %s %s, not a CustomResourceDefinition of %s", source, obj.GetAPIVersion(), obj.GetKind(), crdGVR.GroupVersion())
+		}
+		if obj.GetName() == "" {
+			return nil, fmt.Errorf("the CustomResourceDefinition in %s has no metadata.name", source)
+		}
+		out = append(out, crdManifest{obj: obj, source: source})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("CRD file %s holds no object", path)
+	}
+	return out, nil
+}
+
+// InstallCRDs installs the CustomResourceDefinitions in paths (read as
+// ReadCRDs reads them) with server-side apply, so that installing one again
+// updates it, and waits until each is established and the API server's
+// discovery lists every version it serves: a client may use the new
+// resources as soon as InstallCRDs returns. ctx bounds the wait, and so
+// does Options.StartTimeout (DefaultStartTimeout when zero). Start calls it
+// for Options.CRDs.
+//
+// The error names the CRD and its file: one the API server rejects (an
+// invalid schema, say), one whose names conflict with another's
+// (NamesAccepted false), or those not served in time, with their
+// conditions. CRDs stay installed across RestartAPIServer (etcd keeps
+// them).
+func (e *Env) InstallCRDs(ctx context.Context, paths ...string) error {
+	ms, err := readCRDs(paths)
+	if err != nil {
+		return fmt.Errorf("testenv: InstallCRDs: %w", err)
+	}
+	return e.installCRDs(ctx, ms)
+}
+
+func (e *Env) installCRDs(ctx context.Context, ms []crdManifest) error {
+	cfg := e.Config()
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("testenv: install CRDs: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("testenv: install CRDs: %w", err)
+	}
+	crds := client.Resource(crdGVR)
+	for _, m := range ms {
+		if _, err := crds.Apply(ctx, m.obj.GetName(), m.obj, metav1.ApplyOptions{FieldManager: crdFieldManager, Force: true}); err != nil {
+			return fmt.Errorf("testenv: install CRD %s from %s: %w", m.obj.GetName(), m.source, err)
+		}
+	}
+	timeout := e.opts.StartTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartTimeout
+	}
+	pending := slices.Clone(ms)
+	var last map[string]string // CRD name → why it is not served yet
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = map[string]string{}
+		left := pending[:0]
+		for _, m := range pending {
+			why, err := crdServed(ctx, crds, disc, m)
+			if err != nil {
+				return false, err
+			}
+			if why != "" {
+				last[m.obj.GetName()] = why
+				left = append(left, m)
+			}
+		}
+		pending = left
+		return len(pending) == 0, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if len(last) == 0 || !wait.Interrupted(err) {
+		return err
+	}
+	var b strings.Builder
+	for _, m := range pending {
+		fmt.Fprintf(&b, "; %s (from %s): %s", m.obj.GetName(), m.source, last[m.obj.GetName()])
+	}
+	return fmt.Errorf("testenv: CRDs not served after %s%s: %w", timeout, b.String(), err)
+}
+
+// crdServed reports why m is not served yet ("" when it is): not
+// established, or a served version missing from discovery. A CRD whose
+// names are not accepted is an error: waiting does not change that.
+func crdServed(ctx context.Context, crds dynamic.NamespaceableResourceInterface, disc discovery.DiscoveryInterface, m crdManifest) (string, error) {
+	name := m.obj.GetName()
+	u, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return "not found", nil
+		}
+		return "", fmt.Errorf("testenv: read CRD %s: %w", name, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	status := map[string]string{}
+	message := map[string]string{}
+	for _, c := range conds {
+		cm, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, _ := cm["type"].(string)
+		status[t], _ = cm["status"].(string)
+		message[t], _ = cm["message"].(string)
+	}
+	if status["NamesAccepted"] == "False" {
+		return "", fmt.Errorf("testenv: CRD %s from %s: names not accepted: %s", name, m.source, message["NamesAccepted"])
+	}
+	if status["Established"] != "True" {
+		return fmt.Sprintf("not established (Established %q, NamesAccepted %q)", status["Established"], status["NamesAccepted"]), nil
+	}
+	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+	for _, v := range versions {
+		vm, ok := v.(map[string]any)
+		if !ok || vm["served"] != true {
+			continue
+		}
+		version, _ := vm["name"].(string)
+		gv := schema.GroupVersion{Group: group, Version: version}.String()
+		list, err := disc.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return gv + " not in discovery yet", nil
+			}
+			return "", fmt.Errorf("testenv: discovery of %s for CRD %s: %w", gv, name, err)
+		}
+		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == plural }) {
+			return plural + " not in discovery of " + gv + " yet", nil
+		}
+	}
+	return "", nil
+}

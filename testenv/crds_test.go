@@ -1,0 +1,220 @@
+package testenv_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/operatorkit/operatorkit/testenv"
+)
+
+// crdYAML is a namespaced v1 CRD of group crd.testenv.io, as controller-gen
+// writes one, with an extra spec field in its schema when field is set.
+func crdYAML(plural, kind, field string) string {
+	props := "              message:\n                type: string\n"
+	if field != "" {
+		props += "              " + field + ":\n                type: string\n"
+	}
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[1]s.crd.testenv.io
+spec:
+  group: crd.testenv.io
+  names:
+    kind: %[2]s
+    listKind: %[2]sList
+    plural: %[1]s
+    singular: %[3]s
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+%[4]s`, plural, kind, strings.ToLower(kind), props)
+}
+
+// writeFiles writes name → content into a new directory and returns it.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestReadCRDs: the files and directories Options.CRDs takes, and the
+// errors that name what is wrong, without a server.
+func TestReadCRDs(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		// Two documents, a comment-only one and a separator first.
+		"b.yaml": "# generated\n---\n" + crdYAML("widgets", "Widget", "") + "---\n# nothing\n---\n" + crdYAML("gadgets", "Gadget", ""),
+		"a.yml":  crdYAML("gizmos", "Gizmo", ""),
+		"c.json": `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"doodads.crd.testenv.io"}}`,
+		// Not read: another extension, a subdirectory.
+		"README.md":      "# CRDs",
+		"sub/other.yaml": crdYAML("others", "Other", ""),
+	})
+	crds, err := testenv.ReadCRDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range crds {
+		names = append(names, c.GetName())
+	}
+	// Files in name order, documents in file order.
+	want := "gizmos.crd.testenv.io widgets.crd.testenv.io gadgets.crd.testenv.io doodads.crd.testenv.io"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("CRDs read: %s, want %s", got, want)
+	}
+	if v, _, _ := unstructured.NestedSlice(crds[0].Object, "spec", "versions"); len(v) != 1 {
+		t.Errorf("gizmos: spec.versions = %v, want one version", v)
+	}
+
+	// A single file, and several paths.
+	one := filepath.Join(dir, "a.yml")
+	if crds, err := testenv.ReadCRDs(one, filepath.Join(dir, "sub")); err != nil || len(crds) != 2 {
+		t.Errorf("ReadCRDs(file, dir) = %d CRDs, %v; want 2", len(crds), err)
+	}
+
+	bad := writeFiles(t, map[string]string{
+		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+		"second.yaml":    crdYAML("widgets", "Widget", "") + "---\napiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: old.crd.testenv.io\n",
+		"noname.yaml":    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: {}\n",
+		"broken.yaml":    "apiVersion: [unclosed\n",
+		"empty.yaml":     "# only a comment\n",
+		"list.json":      `[1, 2]`,
+		"empty/x.txt":    "",
+		"dup/w.yaml":     crdYAML("widgets", "Widget", ""),
+	})
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		want  []string // substrings of the error
+	}{
+		{"no path", nil, []string{"no CRD path"}},
+		{"missing path", []string{filepath.Join(bad, "nope.yaml")}, []string{"nope.yaml", "no such file"}},
+		{"not a CRD", []string{filepath.Join(bad, "configmap.yaml")}, []string{"configmap.yaml", "v1 ConfigMap", "not a CustomResourceDefinition"}},
+		{"old API version", []string{filepath.Join(bad, "second.yaml")}, []string{"second.yaml (document 2)", "apiextensions.k8s.io/v1beta1"}},
+		{"no name", []string{filepath.Join(bad, "noname.yaml")}, []string{"noname.yaml", "no metadata.name"}},
+		{"not YAML", []string{filepath.Join(bad, "broken.yaml")}, []string{"broken.yaml", "not YAML"}},
+		{"no object", []string{filepath.Join(bad, "empty.yaml")}, []string{"empty.yaml", "holds no object"}},
+		{"not an object", []string{filepath.Join(bad, "list.json")}, []string{"list.json", "not a Kubernetes object"}},
+		{"no manifest in directory", []string{filepath.Join(bad, "empty")}, []string{"empty", "no .yaml, .yml or .json file"}},
+		{"the same CRD twice", []string{dir, filepath.Join(bad, "dup")}, []string{"widgets.crd.testenv.io is in both", "b.yaml (document 2)", "w.yaml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := testenv.ReadCRDs(tc.paths...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+
+	// Start checks Options.CRDs before it builds or starts anything.
+	_, err = testenv.Start(t.Context(), testenv.Options{CRDs: []string{filepath.Join(bad, "configmap.yaml")}})
+	if err == nil || !strings.Contains(err.Error(), "Options.CRDs") || !strings.Contains(err.Error(), "configmap.yaml") {
+		t.Errorf("Start with a ConfigMap in Options.CRDs: %v, want an error naming Options.CRDs and the file", err)
+	}
+}
+
+// TestCRDs: Start installs Options.CRDs and returns when their resources
+// are served; InstallCRDs adds and updates CRDs later, and names the CRD
+// and the file the API server rejects.
+func TestCRDs(t *testing.T) {
+	t.Parallel() // a server of its own
+	dir := writeFiles(t, map[string]string{
+		"crd.testenv.io_widgets.yaml": crdYAML("widgets", "Widget", ""),
+		"crd.testenv.io_gadgets.yaml": crdYAML("gadgets", "Gadget", ""),
+	})
+	env := testenv.New(t, testenv.Options{CRDs: []string{dir}})
+	ctx := t.Context()
+	client, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// create makes an object of plural at once: no polling, Start (or
+	// InstallCRDs) waited until the resource was served.
+	create := func(plural, kind, name string) error {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "crd.testenv.io/v1", "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": "default"},
+			"spec":     map[string]any{"message": "hi"},
+		}}
+		_, err := client.Resource(schema.GroupVersionResource{Group: "crd.testenv.io", Version: "v1", Resource: plural}).
+			Namespace("default").Create(ctx, u, metav1.CreateOptions{})
+		return err
+	}
+	for _, kind := range []string{"Widget", "Gadget"} {
+		if err := create(strings.ToLower(kind)+"s", kind, "one"); err != nil {
+			t.Errorf("create a %s right after Start: %v", kind, err)
+		}
+	}
+
+	// A new CRD, and an update of an installed one (a new schema field).
+	later := writeFiles(t, map[string]string{
+		"gizmos.yaml":  crdYAML("gizmos", "Gizmo", ""),
+		"widgets.yaml": crdYAML("widgets", "Widget", "color"),
+	})
+	if err := env.InstallCRDs(ctx, later); err != nil {
+		t.Fatalf("InstallCRDs: %v", err)
+	}
+	if err := create("gizmos", "Gizmo", "one"); err != nil {
+		t.Errorf("create a Gizmo right after InstallCRDs: %v", err)
+	}
+	crd, err := client.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).
+		Get(ctx, "widgets.crd.testenv.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if _, ok, _ := unstructured.NestedMap(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties", "spec", "properties", "color"); !ok {
+		t.Errorf("InstallCRDs did not update widgets: its spec schema has no color")
+	}
+
+	// The API server rejects a CRD whose name is not <plural>.<group>.
+	invalid := writeFiles(t, map[string]string{
+		"bad.yaml": strings.Replace(crdYAML("things", "Thing", ""), "name: things.crd.testenv.io", "name: stuff.crd.testenv.io", 1),
+	})
+	err = env.InstallCRDs(ctx, invalid)
+	if err == nil || !strings.Contains(err.Error(), "stuff.crd.testenv.io") || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("InstallCRDs of an invalid CRD: %v, want an error naming the CRD and its file", err)
+	}
+
+	// A CRD whose kind another CRD of the group has: NamesAccepted false,
+	// an error at once rather than a wait until the timeout.
+	conflict := writeFiles(t, map[string]string{
+		"clash.yaml": crdYAML("clashes", "Widget", ""),
+	})
+	err = env.InstallCRDs(ctx, conflict)
+	if err == nil || !strings.Contains(err.Error(), "clashes.crd.testenv.io") || !strings.Contains(err.Error(), "names not accepted") {
+		t.Errorf("InstallCRDs of a CRD with a kind in use: %v, want an error naming the CRD and its names", err)
+	}
+}
