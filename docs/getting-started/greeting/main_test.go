@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"example.com/greeting/api/v1alpha1"
-	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/testenv"
 )
@@ -31,8 +28,9 @@ import (
 // when the Greeting is deleted.
 func TestGreeting(t *testing.T) {
 	t.Cleanup(testenv.LeakCheck(t)) // runs last: nothing the test started is left
-	env := testenv.New(t)           // kube-apiserver and etcd, stopped when the test ends
-	installCRD(t, env)
+	// kube-apiserver and etcd, stopped when the test ends, with the CRD that
+	// controller-gen wrote, installed and served.
+	env := testenv.New(t, testenv.Options{CRDs: []string{"config/crd"}})
 
 	// The operator, in this process: no leader election, no HTTP endpoints.
 	config := operator.Config{Name: name, RESTConfig: env.Config(), Logger: log.NewLogfmtLogger(os.Stderr)}
@@ -96,20 +94,6 @@ func TestGreeting(t *testing.T) {
 		_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "hello", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-}
-
-// installCRD installs the Greeting CRD that controller-gen wrote, as
-// `kubectl apply -f config/crd` does, and waits until it is served.
-func installCRD(t *testing.T, env *testenv.Env) {
-	var crd apiextensionsv1.CustomResourceDefinition
-	readYAML(t, "config/crd/greeting.example.com_greetings.yaml", &crd)
-	crds, err := crdclient.New(crdclient.Config{Client: apiextensionsclient.NewForConfigOrDie(env.Config())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := crds.EnsureCreated(t.Context(), &crd, nil); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // readYAML decodes the YAML file path into v.
