@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
@@ -24,15 +25,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// crdFieldManager is the field manager of the CRDs InstallCRDs applies.
-const crdFieldManager = "operatorkit-testenv"
+// fieldManager is the field manager of what InstallCRDs and Apply apply.
+const fieldManager = "operatorkit-testenv"
 
 // crdGVR is the resource of CustomResourceDefinitions.
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// crdManifest is one CRD read from a file: the object and where it came
-// from, for error messages.
-type crdManifest struct {
+// manifest is one object (a CRD, or any object for Apply) read from a
+// file: the object and where it came from, for error messages.
+type manifest struct {
 	obj    *unstructured.Unstructured
 	source string // "path" or "path (document n)"
 }
@@ -42,8 +43,11 @@ type crdManifest struct {
 // path is a YAML or JSON file, or a directory whose .yaml, .yml and .json
 // files are read in name order (not its subdirectories), as controller-gen
 // writes config/crd/bases. A file may hold several YAML documents separated
-// by "---"; empty documents are skipped. Every document must be a v1
-// CustomResourceDefinition with a name, each name at most once.
+// by "---"; empty documents are skipped. In a file named on its own every
+// document must be a v1 CustomResourceDefinition; in a directory's files,
+// documents of other kinds are skipped (a kustomization.yaml beside the
+// CRDs), and the directory must hold at least one CRD. A CRD needs a name,
+// and each name may come at most once.
 //
 // The error names the path (and the document) that is missing, unreadable,
 // not YAML, or not such a CRD. Options.CRDs is checked with it before Start
@@ -60,22 +64,24 @@ func ReadCRDs(paths ...string) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-func readCRDs(paths []string) ([]crdManifest, error) {
+func readCRDs(paths []string) ([]manifest, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no CRD path given")
 	}
-	var out []crdManifest
+	var out []manifest
 	seen := map[string]string{} // CRD name → its source
 	for _, p := range paths {
-		files, err := crdFiles(p)
+		files, dir, err := manifestFiles(p)
 		if err != nil {
 			return nil, err
 		}
+		found := 0
 		for _, f := range files {
-			ms, err := readCRDFile(f)
+			ms, err := readCRDFile(f, dir)
 			if err != nil {
 				return nil, err
 			}
+			found += len(ms)
 			for _, m := range ms {
 				name := m.obj.GetName()
 				if first, ok := seen[name]; ok {
@@ -85,24 +91,27 @@ func readCRDs(paths []string) ([]crdManifest, error) {
 				out = append(out, m)
 			}
 		}
+		if found == 0 {
+			return nil, fmt.Errorf("%s holds no CustomResourceDefinition", p)
+		}
 	}
 	return out, nil
 }
 
-// crdFiles returns path, or the manifest files of directory path.
-func crdFiles(path string) ([]string, error) {
+// manifestFiles returns path, or the manifest files of directory path; dir
+// reports a directory.
+func manifestFiles(path string) (files []string, dir bool, _ error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("CRD path: %w", err)
+		return nil, false, fmt.Errorf("manifest path: %w", err)
 	}
 	if !fi.IsDir() {
-		return []string{path}, nil
+		return []string{path}, false, nil
 	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("CRD directory: %w", err)
+		return nil, true, fmt.Errorf("manifest directory: %w", err)
 	}
-	var files []string
 	for _, e := range entries {
 		switch strings.ToLower(filepath.Ext(e.Name())) {
 		case ".yaml", ".yml", ".json":
@@ -112,23 +121,53 @@ func crdFiles(path string) ([]string, error) {
 		}
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("CRD directory %s holds no .yaml, .yml or .json file", path)
+		return nil, true, fmt.Errorf("directory %s holds no .yaml, .yml or .json file", path)
 	}
-	return files, nil // os.ReadDir sorts by name
+	return files, true, nil // os.ReadDir sorts by name
 }
 
 // readCRDFile returns the CRDs of one file, one per non-empty document.
-func readCRDFile(path string) ([]crdManifest, error) {
+// In a file of a directory (inDir), documents of another kind are skipped
+// (config/crd's kustomization.yaml, say); a file named on its own must
+// hold CRDs only.
+func readCRDFile(path string, inDir bool) ([]manifest, error) {
+	docs, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 && !inDir {
+		return nil, fmt.Errorf("CRD file %s holds no object", path)
+	}
+	var out []manifest
+	for _, m := range docs {
+		obj := m.obj
+		if obj.GetKind() != "CustomResourceDefinition" && inDir {
+			continue
+		}
+		if gvk := obj.GroupVersionKind(); gvk.Group != crdGVR.Group || gvk.Kind != "CustomResourceDefinition" || gvk.Version != crdGVR.Version {
+			return nil, fmt.Errorf("%s is a %s %s, not a CustomResourceDefinition of %s", m.source, obj.GetAPIVersion(), obj.GetKind(), crdGVR.GroupVersion())
+		}
+		if obj.GetName() == "" {
+			return nil, fmt.Errorf("the CustomResourceDefinition in %s has no metadata.name", m.source)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// readObjects returns the objects of one file, one per non-empty YAML or
+// JSON document, as maps: their kind is not checked.
+func readObjects(path string) ([]manifest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("CRD file: %w", err)
+		return nil, fmt.Errorf("manifest file: %w", err)
 	}
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []crdManifest
+	var out []manifest
 	for n := 1; ; n++ {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return out, nil
 		}
 		source := path
 		if n > 1 {
@@ -144,22 +183,12 @@ func readCRDFile(path string) ([]crdManifest, error) {
 		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
 			continue // an empty document: comments, or nothing between two "---"
 		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(js); err != nil {
+		var content map[string]any
+		if err := utiljson.Unmarshal(js, &content); err != nil {
 			return nil, fmt.Errorf("%s is not a Kubernetes object: %w", source, err)
 		}
-		if gvk := obj.GroupVersionKind(); gvk.Group != crdGVR.Group || gvk.Kind != "CustomResourceDefinition" || gvk.Version != crdGVR.Version {
-			return nil, fmt.Errorf("%s is a %s %s, not a CustomResourceDefinition of %s", source, obj.GetAPIVersion(), obj.GetKind(), crdGVR.GroupVersion())
-		}
-		if obj.GetName() == "" {
-			return nil, fmt.Errorf("the CustomResourceDefinition in %s has no metadata.name", source)
-		}
-		out = append(out, crdManifest{obj: obj, source: source})
+		out = append(out, manifest{obj: &unstructured.Unstructured{Object: content}, source: source})
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("CRD file %s holds no object", path)
-	}
-	return out, nil
 }
 
 // InstallCRDs installs the CustomResourceDefinitions in paths (read as
@@ -183,26 +212,18 @@ func (e *Env) InstallCRDs(ctx context.Context, paths ...string) error {
 	return e.installCRDs(ctx, ms)
 }
 
-func (e *Env) installCRDs(ctx context.Context, ms []crdManifest) error {
-	cfg := e.Config()
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("testenv: install CRDs: %w", err)
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+func (e *Env) installCRDs(ctx context.Context, ms []manifest) error {
+	client, disc, err := e.clients()
 	if err != nil {
 		return fmt.Errorf("testenv: install CRDs: %w", err)
 	}
 	crds := client.Resource(crdGVR)
 	for _, m := range ms {
-		if _, err := crds.Apply(ctx, m.obj.GetName(), m.obj, metav1.ApplyOptions{FieldManager: crdFieldManager, Force: true}); err != nil {
+		if _, err := crds.Apply(ctx, m.obj.GetName(), m.obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
 			return fmt.Errorf("testenv: install CRD %s from %s: %w", m.obj.GetName(), m.source, err)
 		}
 	}
-	timeout := e.opts.StartTimeout
-	if timeout <= 0 {
-		timeout = DefaultStartTimeout
-	}
+	timeout := e.waitTimeout()
 	pending := slices.Clone(ms)
 	var last map[string]string // CRD name → why it is not served yet
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -237,7 +258,7 @@ func (e *Env) installCRDs(ctx context.Context, ms []crdManifest) error {
 // crdServed reports why m is not served yet ("" when it is): not
 // established, or a served version missing from discovery. A CRD whose
 // names are not accepted is an error: waiting does not change that.
-func crdServed(ctx context.Context, crds dynamic.NamespaceableResourceInterface, disc discovery.DiscoveryInterface, m crdManifest) (string, error) {
+func crdServed(ctx context.Context, crds dynamic.NamespaceableResourceInterface, disc discovery.DiscoveryInterface, m manifest) (string, error) {
 	name := m.obj.GetName()
 	u, err := crds.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -286,4 +307,26 @@ func crdServed(ctx context.Context, crds dynamic.NamespaceableResourceInterface,
 		}
 	}
 	return "", nil
+}
+
+// clients returns an admin dynamic client and discovery client.
+func (e *Env) clients() (*dynamic.DynamicClient, *discovery.DiscoveryClient, error) {
+	cfg := e.Config()
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, disc, nil
+}
+
+// waitTimeout bounds InstallCRDs' and Apply's waits: Options.StartTimeout.
+func (e *Env) waitTimeout() time.Duration {
+	if e.opts.StartTimeout > 0 {
+		return e.opts.StartTimeout
+	}
+	return DefaultStartTimeout
 }

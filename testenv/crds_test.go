@@ -1,11 +1,13 @@
 package testenv_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,6 +74,10 @@ func TestReadCRDs(t *testing.T) {
 		"b.yaml": "# generated\n---\n" + crdYAML("widgets", "Widget", "") + "---\n# nothing\n---\n" + crdYAML("gadgets", "Gadget", ""),
 		"a.yml":  crdYAML("gizmos", "Gizmo", ""),
 		"c.json": `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"doodads.crd.testenv.io"}}`,
+		// Skipped in a directory: objects of other kinds (kubebuilder's
+		// config/crd has a kustomization.yaml beside the CRDs).
+		"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- b.yaml\n",
+		"patch.yaml":         "resources:\n- a.yml\n",
 		// Not read: another extension, a subdirectory.
 		"README.md":      "# CRDs",
 		"sub/other.yaml": crdYAML("others", "Other", ""),
@@ -100,14 +106,15 @@ func TestReadCRDs(t *testing.T) {
 	}
 
 	bad := writeFiles(t, map[string]string{
-		"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
-		"second.yaml":    crdYAML("widgets", "Widget", "") + "---\napiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: old.crd.testenv.io\n",
-		"noname.yaml":    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: {}\n",
-		"broken.yaml":    "apiVersion: [unclosed\n",
-		"empty.yaml":     "# only a comment\n",
-		"list.json":      `[1, 2]`,
-		"empty/x.txt":    "",
-		"dup/w.yaml":     crdYAML("widgets", "Widget", ""),
+		"configmap.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+		"second.yaml":                  crdYAML("widgets", "Widget", "") + "---\napiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: old.crd.testenv.io\n",
+		"noname.yaml":                  "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec: {}\n",
+		"broken.yaml":                  "apiVersion: [unclosed\n",
+		"empty.yaml":                   "# only a comment\n",
+		"list.json":                    `[1, 2]`,
+		"empty/x.txt":                  "",
+		"dup/w.yaml":                   crdYAML("widgets", "Widget", ""),
+		"kustomize/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
 	})
 	for _, tc := range []struct {
 		name  string
@@ -122,6 +129,7 @@ func TestReadCRDs(t *testing.T) {
 		{"not YAML", []string{filepath.Join(bad, "broken.yaml")}, []string{"broken.yaml", "not YAML"}},
 		{"no object", []string{filepath.Join(bad, "empty.yaml")}, []string{"empty.yaml", "holds no object"}},
 		{"not an object", []string{filepath.Join(bad, "list.json")}, []string{"list.json", "not a Kubernetes object"}},
+		{"no CRD in directory", []string{filepath.Join(bad, "kustomize")}, []string{"kustomize holds no CustomResourceDefinition"}},
 		{"no manifest in directory", []string{filepath.Join(bad, "empty")}, []string{"empty", "no .yaml, .yml or .json file"}},
 		{"the same CRD twice", []string{dir, filepath.Join(bad, "dup")}, []string{"widgets.crd.testenv.io is in both", "b.yaml (document 2)", "w.yaml"}},
 	} {
@@ -216,5 +224,64 @@ func TestCRDs(t *testing.T) {
 	err = env.InstallCRDs(ctx, conflict)
 	if err == nil || !strings.Contains(err.Error(), "clashes.crd.testenv.io") || !strings.Contains(err.Error(), "names not accepted") {
 		t.Errorf("InstallCRDs of a CRD with a kind in use: %v, want an error naming the CRD and its names", err)
+	}
+}
+
+// TestApply: Apply creates and updates objects of built-in and custom
+// kinds from files, namespaced or not, and names the document it cannot
+// apply.
+func TestApply(t *testing.T) {
+	t.Parallel() // a server of its own
+	env := testenv.New(t, testenv.Options{CRDs: []string{writeFiles(t, map[string]string{"w.yaml": crdYAML("widgets", "Widget", "")})}})
+	ctx := t.Context()
+	dir := writeFiles(t, map[string]string{
+		"1-namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n---\n" +
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team\ndata:\n  level: \"1\"\n",
+		"2-widget.json": `{"apiVersion":"crd.testenv.io/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"message":"hi"}}`,
+	})
+	objs, err := env.Apply(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		if o.GetUID() == "" {
+			t.Errorf("%s %s: no UID in the answer", o.GetKind(), o.GetName())
+		}
+		got = append(got, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName())
+	}
+	// Document order; the Widget, namespaced and without a namespace, in default.
+	if want := "Namespace /team, ConfigMap team/settings, Widget default/w"; strings.Join(got, ", ") != want {
+		t.Errorf("applied %s, want %s", strings.Join(got, ", "), want)
+	}
+
+	// Applying again updates: same object, new data.
+	again := writeFiles(t, map[string]string{
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team\ndata:\n  level: \"2\"\n",
+	})
+	objs2, err := env.Apply(ctx, filepath.Join(again, "cm.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs2[0].GetUID() != objs[1].GetUID() {
+		t.Errorf("second Apply made a new ConfigMap (UID %s, was %s)", objs2[0].GetUID(), objs[1].GetUID())
+	}
+	if level, _, _ := unstructured.NestedString(objs2[0].Object, "data", "level"); level != "2" {
+		t.Errorf("second Apply: data.level = %q, want 2", level)
+	}
+
+	bad := writeFiles(t, map[string]string{
+		"noname.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: x-\n",
+		"unknown.yaml": "apiVersion: nope.testenv.io/v1\nkind: Nope\nmetadata:\n  name: nope\n",
+	})
+	if _, err := env.Apply(ctx, filepath.Join(bad, "noname.yaml")); err == nil || !strings.Contains(err.Error(), "noname.yaml needs apiVersion, kind and metadata.name") {
+		t.Errorf("Apply of an object without a name: %v", err)
+	}
+	// A kind nobody serves is waited for (a CRD may be being installed),
+	// up to ctx.
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := env.Apply(short, filepath.Join(bad, "unknown.yaml")); err == nil || !strings.Contains(err.Error(), "unknown.yaml") || !strings.Contains(err.Error(), "no matches for kind") {
+		t.Errorf("Apply of a kind nobody serves: %v, want an error naming the file and the kind", err)
 	}
 }

@@ -15,8 +15,11 @@
 //		// Stopped in t.Cleanup; the CRDs that controller-gen wrote are
 //		// installed and served when New returns.
 //		env := testenv.New(t, testenv.Options{CRDs: []string{"config/crd/bases"}})
-//		client := kubernetes.NewForConfigOrDie(env.Config())
-//		// ... run the operator against env.Config(), assert ...
+//		// ... run the operator against env.Config() ...
+//		if _, err := env.Apply(t.Context(), "config/samples"); err != nil {
+//			t.Fatal(err)
+//		}
+//		// ... poll with a client of env.Config() until they converge ...
 //	}
 //
 // For a whole package, start one server in TestMain with Start and Stop it
@@ -61,7 +64,9 @@
 //     test needs no polling before its first object. They go through the
 //     dynamic client with server-side apply (installing again updates), so
 //     testenv needs no apiextensions client. Start reads them before it
-//     builds or starts anything: a wrong path fails at once.
+//     builds or starts anything: a wrong path fails at once. Apply does
+//     what `kubectl apply --server-side -f` does for any other manifest
+//     (samples, fixtures), with a discovery REST mapper from client-go.
 //   - Quiet by default: the server's logs go nowhere unless Options.LogOutput
 //     is set.
 //   - LeakCheck is goleak over the goroutines started since the call: the

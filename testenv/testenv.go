@@ -98,7 +98,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.BuildOutput == nil {
 		opts.BuildOutput = os.Stderr
 	}
-	var crds []crdManifest
+	var crds []manifest
 	if len(opts.CRDs) > 0 {
 		var err error
 		if crds, err = readCRDs(opts.CRDs); err != nil {
