@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/example/config"
 	"github.com/operatorkit/operatorkit/example/webapp"
@@ -51,26 +49,8 @@ func startCluster(t *testing.T) (*testenv.Env, clients) {
 	cluster.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		cluster.env, cluster.err = testenv.Start(ctx, testenv.Options{RBAC: true})
-		if cluster.err != nil {
-			return
-		}
-		ext, err := apiextensionsclient.NewForConfig(cluster.env.Config())
-		if err != nil {
-			cluster.err = err
-			return
-		}
-		cc, err := crdclient.New(crdclient.Config{Client: ext})
-		if err != nil {
-			cluster.err = err
-			return
-		}
-		crd, err := v1alpha1.CRD()
-		if err != nil {
-			cluster.err = err
-			return
-		}
-		cluster.err = cc.EnsureCreated(ctx, crd, nil)
+		// The WebApp CRD as controller-gen wrote it, served when Start returns.
+		cluster.env, cluster.err = testenv.Start(ctx, testenv.Options{RBAC: true, CRDs: []string{"../config/crd"}})
 	})
 	if cluster.err != nil {
 		t.Fatalf("start API server: %v", cluster.err)

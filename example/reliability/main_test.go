@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -27,7 +26,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/example/config"
 	"github.com/operatorkit/operatorkit/example/webapp"
@@ -74,19 +72,8 @@ func server(t *testing.T) *testenv.Env {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if shared.env, shared.err = testenv.Start(ctx, testenv.Options{RBAC: true}); shared.err != nil {
-			return
-		}
-		crd, err := v1alpha1.CRD()
-		if err == nil {
-			var cc *crdclient.CRDClient
-			if cc, err = crdclient.New(crdclient.Config{Client: apiextensionsclient.NewForConfigOrDie(shared.env.Config())}); err == nil {
-				err = cc.EnsureCreated(ctx, crd, nil)
-			}
-		}
-		if err != nil {
-			shared.err = fmt.Errorf("install the WebApp CRD: %w", err)
-		}
+		// The WebApp CRD as controller-gen wrote it, served when Start returns.
+		shared.env, shared.err = testenv.Start(ctx, testenv.Options{RBAC: true, CRDs: []string{"../config/crd"}})
 	})
 	if shared.err != nil {
 		t.Fatalf("start the API server: %v", shared.err)

@@ -10,13 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"example.com/greeting/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/operator"
@@ -46,9 +44,8 @@ func TestGreeting(t *testing.T) {
 
 	kube := kubernetes.NewForConfigOrDie(env.Config())
 	greetingClient := dynamic.NewForConfigOrDie(env.Config()).Resource(greetings).Namespace("default")
-	var hello unstructured.Unstructured
-	readYAML(t, "config/samples/hello.yaml", &hello.Object)
-	if _, err := greetingClient.Create(t.Context(), &hello, metav1.CreateOptions{}); err != nil {
+	// The sample, as `kubectl apply -f config/samples` creates it.
+	if _, err := env.Apply(t.Context(), "config/samples"); err != nil {
 		t.Fatal(err)
 	}
 	messageIs := func(want string) wait.ConditionWithContextFunc {
@@ -94,17 +91,6 @@ func TestGreeting(t *testing.T) {
 		_, err = kube.CoreV1().ConfigMaps("default").Get(ctx, "hello", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-}
-
-// readYAML decodes the YAML file path into v.
-func readYAML(t *testing.T, path string, v any) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }
 
 // eventually polls cond until it returns true, and fails the test when it
