@@ -4,7 +4,8 @@
 // and an optional InitCtx; an operator usually has one set per version of its
 // custom object (for example "v1" and "v2", chosen by a version label). A
 // [Router] holds the sets and, for every object, returns the one set whose
-// Handles returns true.
+// Handles returns true. [Single] builds the router of an operator with one
+// set, which handles every object.
 //
 // Guarantees:
 //   - [Router.ResourceSet] returns exactly one set or an error: one matching

@@ -66,3 +66,19 @@ func ExampleNew() {
 	// v2 2 resources
 	// no resource set handles *v1.ConfigMap default/demo
 }
+
+func ExampleSingle() {
+	configMap, err := crud.New(crud.Config{Ops: crudtest.Nop("configmap")})
+	if err != nil {
+		panic(err)
+	}
+	// One release: every object is reconciled by the same resources.
+	r, err := router.Single("v1", configMap)
+	if err != nil {
+		panic(err)
+	}
+	set, _ := r.ResourceSet(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"}})
+	fmt.Println(set.Name(), len(set.Resources()), "resource")
+	// Output:
+	// v1 1 resource
+}

@@ -7,6 +7,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/operatorkit/operatorkit/resource"
 )
 
 // Config is the configuration of a [Router].
@@ -53,6 +55,23 @@ func New(config Config) (*Router, error) {
 	}
 	return &Router{logger: logger, sets: append([]*ResourceSet(nil), config.ResourceSets...)}, nil
 }
+
+// Single returns a Router with one ResourceSet, named name, that handles
+// every object and runs resources in order: the router of an operator with
+// one release (several releases, chosen by a label, need NewResourceSet
+// and New). name identifies the set in logs, traces, metrics and the Ready
+// condition's message, for example the version "v1"; it may be empty. It
+// returns the error NewResourceSet returns for resources (empty, a nil
+// entry, two with one name).
+func Single(name string, resources ...resource.Interface) (*Router, error) {
+	set, err := NewResourceSet(ResourceSetConfig{Name: name, Handles: handlesAll, Resources: resources})
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{ResourceSets: []*ResourceSet{set}})
+}
+
+func handlesAll(any) bool { return true }
 
 // ResourceSet returns the one resource set whose Handles returns true for
 // obj. It returns an error matching [ErrNoResourceSet] when there is none and

@@ -196,3 +196,44 @@ func TestResourceSetInitCtx(t *testing.T) {
 		})
 	}
 }
+
+// TestSingle: one set, named as given, that handles every object (typed,
+// unstructured, not an object at all) with the resources in order; the
+// resources' errors are NewResourceSet's.
+func TestSingle(t *testing.T) {
+	a, b := newCrud(t, "a"), newCrud(t, "b")
+	r, err := router.Single("v1", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.ResourceSets()); n != 1 {
+		t.Fatalf("%d resource sets, want 1", n)
+	}
+	for _, obj := range []any{configMap("1"), configMap(""), &corev1.Secret{}, "not an object"} {
+		set, err := r.ResourceSet(obj)
+		if err != nil {
+			t.Fatalf("ResourceSet(%T): %v", obj, err)
+		}
+		if set.Name() != "v1" || len(set.Resources()) != 2 || set.Resources()[0] != a || set.Resources()[1] != b {
+			t.Errorf("ResourceSet(%T) = %s with %v, want v1 with a, b", obj, set.Name(), set.Resources())
+		}
+	}
+	if r, err := router.Single("", a); err != nil || r.ResourceSets()[0].Name() != "" {
+		t.Errorf("Single with no name: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name      string
+		resources []resource.Interface
+		want      string
+	}{
+		{"no resources", nil, "Resources must not be empty"},
+		{"nil resource", []resource.Interface{a, nil}, "Resources[1] must not be nil"},
+		{"same name twice", []resource.Interface{a, newCrud(t, "a")}, `"a"`},
+	} {
+		_, err := router.Single("v1", tc.resources...)
+		if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalidConfig saying %s", tc.name, err, tc.want)
+		}
+	}
+}
