@@ -8,7 +8,6 @@ import (
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer/informertest"
-	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/router"
 )
 
@@ -27,15 +26,7 @@ func (g greeter) EnsureDeleted(ctx context.Context, obj any) error { return nil 
 // set, and Boot, which runs the chain for every object until ctx ends.
 func ExampleNew() {
 	g := greeter{done: make(chan string, 1)}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{
-		Name:      "v1",
-		Handles:   func(obj any) bool { return true },
-		Resources: []resource.Interface{g},
-	})
-	if err != nil {
-		panic(err)
-	}
-	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	rt, err := router.Single("v1", g)
 	if err != nil {
 		panic(err)
 	}

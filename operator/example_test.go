@@ -67,8 +67,7 @@ func Example() {
 
 	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
 	inf, _ := op.Informer(informer.Config{GVR: widgets})
-	set, _ := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: nil /* your resources */})
-	rtr, _ := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	rtr, _ := router.Single("v1" /* , your resources in order */)
 	// The Operator's clients (a metadata client for the finalizer
 	// patches), registry, logger and event recorder; added to op.
 	f, err := op.NewFramework(framework.Config{Name: "widget-operator", Informer: inf, ResourceRouter: rtr, Resource: widgets})
@@ -99,8 +98,7 @@ func ExampleCommand() {
 			if err != nil {
 				return nil, err
 			}
-			set, _ := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: nil /* your resources */})
-			rtr, _ := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+			rtr, _ := router.Single("v1" /* , your resources in order */)
 			return op.NewFramework(framework.Config{Name: "widget-operator", Informer: inf, ResourceRouter: rtr, Resource: widgets,
 				Workers: fopts.Workers, ReconcileTimeout: fopts.ReconcileTimeout, DryRun: fopts.DryRun, Logger: logger})
 		},

@@ -15,7 +15,6 @@ import (
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/operator"
-	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/router"
 )
@@ -41,9 +40,9 @@ const readmeName = "bench-readme"
 //     selector on the child resource's managed-by label, as the guide does;
 //     both in the namespace (the example's --namespace) and with the
 //     Operator's default resync period (10 minutes: longer than a run);
-//   - one router.ResourceSet handling every Item, with one child.New for
-//     the ConfigMap (Desired, FieldManager and Writes: Operator.OwnWrites,
-//     as the guide's newConfigMap);
+//   - router.Single: one resource set handling every Item, with one
+//     child.New for the ConfigMap (Desired, FieldManager and Writes:
+//     Operator.OwnWrites, as the guide's newConfigMap);
 //   - Operator.NewFramework(framework.Config{Name, Informer, ResourceRouter,
 //     Resource, Conditions, Workers}), which fills in the clients (the
 //     metadata client for finalizer patches), the logger and the event
@@ -119,15 +118,7 @@ func newOperatorkitReadme(cfg *rest.Config, ns string, workers int) (*okitReadme
 	if err != nil {
 		return nil, err
 	}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{
-		Name:      "v1",
-		Handles:   func(any) bool { return true },
-		Resources: []resource.Interface{configMap},
-	})
-	if err != nil {
-		return nil, err
-	}
-	rtr, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	rtr, err := router.Single("v1", configMap)
 	if err != nil {
 		return nil, err
 	}

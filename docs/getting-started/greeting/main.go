@@ -18,7 +18,6 @@ import (
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/operator"
-	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/router"
 )
@@ -84,15 +83,7 @@ func run(ctx context.Context, config operator.Config) error {
 	if err != nil {
 		return err
 	}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{
-		Name:      "v1",
-		Handles:   func(any) bool { return true },
-		Resources: []resource.Interface{configMap},
-	})
-	if err != nil {
-		return err
-	}
-	rtr, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	rtr, err := router.Single("v1", configMap)
 	if err != nil {
 		return err
 	}
