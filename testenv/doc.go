@@ -6,8 +6,9 @@
 //
 // # Using it in your own module
 //
-// testenv imports only client-go and the standard library, so your go.mod
-// needs nothing but the require line (no replace block):
+// testenv imports only client-go and modules client-go requires
+// (apimachinery, sigs.k8s.io/yaml), goleak and the standard library, so
+// your go.mod needs nothing but the require line (no replace block):
 //
 //	go get github.com/operatorkit/operatorkit/testenv
 //
