@@ -48,6 +48,11 @@ func (e *Env) Apply(ctx context.Context, paths ...string) ([]*unstructured.Unstr
 				return nil, fmt.Errorf("testenv: Apply: %w", err)
 			}
 			for _, m := range docs {
+				if v, ok := m.obj.Object["metadata"].(map[string]any)["name"]; ok && v != nil {
+					if _, isString := v.(string); !isString {
+						return nil, fmt.Errorf("testenv: Apply: %s: metadata.name is %v, a %T, not a string (YAML reads y, n, yes, no, on and off as booleans: quote the name)", m.source, v, v)
+					}
+				}
 				if m.obj.GetAPIVersion() == "" || m.obj.GetKind() == "" || m.obj.GetName() == "" {
 					return nil, fmt.Errorf("testenv: Apply: %s needs apiVersion, kind and metadata.name (server-side apply names the object), has %q, %q and %q",
 						m.source, m.obj.GetAPIVersion(), m.obj.GetKind(), m.obj.GetName())

@@ -271,9 +271,13 @@ func TestApply(t *testing.T) {
 	}
 
 	bad := writeFiles(t, map[string]string{
-		"noname.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: x-\n",
-		"unknown.yaml": "apiVersion: nope.testenv.io/v1\nkind: Nope\nmetadata:\n  name: nope\n",
+		"noname.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: x-\n",
+		"unknown.yaml":  "apiVersion: nope.testenv.io/v1\nkind: Nope\nmetadata:\n  name: nope\n",
+		"boolname.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: no\n",
 	})
+	if _, err := env.Apply(ctx, filepath.Join(bad, "boolname.yaml")); err == nil || !strings.Contains(err.Error(), "metadata.name is false, a bool") {
+		t.Errorf("Apply of an object named no (a YAML boolean): %v", err)
+	}
 	if _, err := env.Apply(ctx, filepath.Join(bad, "noname.yaml")); err == nil || !strings.Contains(err.Error(), "noname.yaml needs apiVersion, kind and metadata.name") {
 		t.Errorf("Apply of an object without a name: %v", err)
 	}
@@ -283,5 +287,98 @@ func TestApply(t *testing.T) {
 	defer cancel()
 	if _, err := env.Apply(short, filepath.Join(bad, "unknown.yaml")); err == nil || !strings.Contains(err.Error(), "unknown.yaml") || !strings.Contains(err.Error(), "no matches for kind") {
 		t.Errorf("Apply of a kind nobody serves: %v, want an error naming the file and the kind", err)
+	}
+}
+
+// TestWaitReady: WaitReady returns once Ready is True for the current
+// generation, keeps waiting while it is not (saying why when ctx ends), and
+// stops at once on a current Stalled condition.
+func TestWaitReady(t *testing.T) {
+	t.Parallel() // a server of its own
+	crd := strings.Replace(crdYAML("widgets", "Widget", ""), "    storage: true\n", "    storage: true\n    subresources:\n      status: {}\n", 1) +
+		"          status:\n            type: object\n            x-kubernetes-preserve-unknown-fields: true\n"
+	env := testenv.New(t, testenv.Options{CRDs: []string{writeFiles(t, map[string]string{"w.yaml": crd})}})
+	ctx := t.Context()
+	gvr := schema.GroupVersionResource{Group: "crd.testenv.io", Version: "v1", Resource: "widgets"}
+	client, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	widgets := client.Resource(gvr).Namespace("default")
+	// notReady checks that WaitReady, given a second, fails saying want.
+	notReady := func(step, want string) {
+		t.Helper()
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := env.WaitReady(short, gvr, "default", "w")
+		if err == nil || !strings.Contains(err.Error(), "crd.testenv.io default/w not ready") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: WaitReady = %v, want an error saying %q", step, err, want)
+		}
+	}
+	// setStatus writes the status: conditions as type=status/reason/observedGeneration.
+	setStatus := func(observed int64, conds ...map[string]any) {
+		t.Helper()
+		u, err := widgets.Get(ctx, "w", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list := make([]any, len(conds))
+		for i, c := range conds {
+			c["lastTransitionTime"], c["message"] = "2026-01-01T00:00:00Z", "said by the test"
+			list[i] = c
+		}
+		status := map[string]any{"conditions": list}
+		if observed > 0 {
+			status["observedGeneration"] = observed
+		}
+		u.Object["status"] = status
+		if _, err := widgets.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cond := func(typ, status, reason string, gen int64) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "observedGeneration": gen}
+	}
+
+	notReady("missing", "not found")
+	if _, err := env.Apply(ctx, writeFiles(t, map[string]string{"w.yaml": "apiVersion: crd.testenv.io/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  message: one\n"})); err != nil {
+		t.Fatal(err)
+	}
+	notReady("no status", "no Ready condition")
+	setStatus(0, cond("Ready", "False", "Pending", 1))
+	notReady("Ready False", "Ready is False (reason Pending: said by the test)")
+
+	// Ready while WaitReady polls.
+	done := make(chan error, 1)
+	go func() {
+		u, err := env.WaitReady(ctx, gvr, "default", "w")
+		if err == nil && u.GetName() != "w" {
+			err = fmt.Errorf("returned %s", u.GetName())
+		}
+		done <- err
+	}()
+	setStatus(1, cond("Ready", "True", "Done", 1))
+	if err := <-done; err != nil {
+		t.Errorf("WaitReady while the status became Ready: %v", err)
+	}
+
+	// A spec change: Ready is for the old generation.
+	if _, err := widgets.Patch(ctx, "w", "application/merge-patch+json", []byte(`{"spec":{"message":"two"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	notReady("new generation", "Ready is for generation 1, the object is at 2")
+	setStatus(1, cond("Ready", "True", "Done", 0))
+	notReady("old status.observedGeneration", "status.observedGeneration is 1, the object is at 2")
+
+	// Stalled for the current generation: an error at once, not a timeout.
+	setStatus(2, cond("Ready", "False", "Failed", 2), cond("Stalled", "True", "InvalidSpec", 2))
+	long, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := env.WaitReady(long, gvr, "default", "w"); err == nil || !strings.Contains(err.Error(), "will not be ready: Stalled is True (reason InvalidSpec") || long.Err() != nil {
+		t.Errorf("WaitReady of a stalled object: %v (ctx: %v), want the Stalled condition at once", err, long.Err())
+	}
+	setStatus(2, cond("Ready", "True", "Done", 2), cond("Stalled", "False", "Done", 2))
+	if _, err := env.WaitReady(ctx, gvr, "default", "w"); err != nil {
+		t.Errorf("WaitReady of a ready object: %v", err)
 	}
 }

@@ -17,10 +17,13 @@
 //		// installed and served when New returns.
 //		env := testenv.New(t, testenv.Options{CRDs: []string{"config/crd/bases"}})
 //		// ... run the operator against env.Config() ...
-//		if _, err := env.Apply(t.Context(), "config/samples"); err != nil {
+//		if _, err := env.Apply(t.Context(), "config/samples/my-app.yaml"); err != nil {
 //			t.Fatal(err)
 //		}
-//		// ... poll with a client of env.Config() until they converge ...
+//		// Ready True for the object's current generation.
+//		if _, err := env.WaitReady(t.Context(), myAppsGVR, "default", "my-app"); err != nil {
+//			t.Fatal(err)
+//		}
 //	}
 //
 // For a whole package, start one server in TestMain with Start and Stop it
@@ -68,6 +71,11 @@
 //     builds or starts anything: a wrong path fails at once. Apply does
 //     what `kubectl apply --server-side -f` does for any other manifest
 //     (samples, fixtures), with a discovery REST mapper from client-go.
+//   - WaitReady waits for the status a Framework with Conditions writes
+//     (Ready True for the object's current generation, kstatus's Current),
+//     through the dynamic client, so it fits any operator that keeps such
+//     conditions; its error says what the object's status last said, and
+//     a current Stalled condition ends it at once.
 //   - Quiet by default: the server's logs go nowhere unless Options.LogOutput
 //     is set.
 //   - LeakCheck is goleak over the goroutines started since the call: the
