@@ -8,15 +8,12 @@ import (
 
 	"github.com/go-kit/log"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"example.com/greeting/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/testenv"
 )
@@ -57,26 +54,22 @@ func TestGreeting(t *testing.T) {
 			return err == nil && cm.Data["message"] == want, err
 		}
 	}
-	ready := func(ctx context.Context) (bool, error) {
-		u, err := greetingClient.Get(ctx, "hello", metav1.GetOptions{})
-		if err != nil {
-			return false, err
+	// Ready, for the Greeting's current generation.
+	ready := func() {
+		t.Helper()
+		if _, err := env.WaitReady(t.Context(), greetings, "default", "hello"); err != nil {
+			t.Fatal(err)
 		}
-		var g v1alpha1.Greeting
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &g); err != nil {
-			return false, err
-		}
-		return g.Status.ObservedGeneration == g.Generation && meta.IsStatusConditionTrue(g.Status.Conditions, "Ready"), nil
 	}
 	eventually(t, "ConfigMap with the message", messageIs("Hello, world!"))
-	eventually(t, "Greeting Ready", ready)
+	ready()
 
 	patch := []byte(`{"spec":{"message":"Bonjour"}}`)
 	if _, err := greetingClient.Patch(t.Context(), "hello", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "ConfigMap with the new message", messageIs("Bonjour"))
-	eventually(t, "Greeting Ready for the new message", ready)
+	ready()
 
 	if err := greetingClient.Delete(t.Context(), "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
