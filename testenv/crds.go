@@ -309,8 +309,15 @@ func crdServed(ctx context.Context, crds dynamic.NamespaceableResourceInterface,
 	return "", nil
 }
 
-// clients returns an admin dynamic client and discovery client.
+// clients returns an admin dynamic client and discovery client, or
+// ErrStopped after Stop.
 func (e *Env) clients() (*dynamic.DynamicClient, *discovery.DiscoveryClient, error) {
+	e.mu.Lock()
+	stopped := e.stopped
+	e.mu.Unlock()
+	if stopped {
+		return nil, nil, ErrStopped
+	}
 	cfg := e.Config()
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {

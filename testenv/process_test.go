@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
@@ -208,6 +210,24 @@ func TestStopEndsTheProcess(t *testing.T) {
 	}
 	if err := env.RestartAPIServer(t.Context()); !errors.Is(err, ErrStopped) {
 		t.Errorf("RestartAPIServer after Stop: err = %v, want ErrStopped", err)
+	}
+	files := t.TempDir()
+	crd := filepath.Join(files, "crd.json")
+	cm := filepath.Join(files, "cm.json")
+	if err := os.WriteFile(crd, []byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"xs.x.io"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cm, []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.InstallCRDs(t.Context(), crd); !errors.Is(err, ErrStopped) {
+		t.Errorf("InstallCRDs after Stop: err = %v, want ErrStopped", err)
+	}
+	if _, err := env.Apply(t.Context(), cm); !errors.Is(err, ErrStopped) {
+		t.Errorf("Apply after Stop: err = %v, want ErrStopped", err)
+	}
+	if _, err := env.WaitReady(t.Context(), schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "default", "x"); !errors.Is(err, ErrStopped) {
+		t.Errorf("WaitReady after Stop: err = %v, want ErrStopped", err)
 	}
 }
 
