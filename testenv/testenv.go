@@ -62,8 +62,9 @@ type Options struct {
 	// directories (config/crd/bases, as controller-gen writes it), that
 	// Start installs once the server is ready, and waits for until their
 	// resources are served (see InstallCRDs and ReadCRDs). Start reads and
-	// checks them before it builds or starts anything: a path that is
-	// missing or holds anything but v1 CRDs fails it at once.
+	// checks them before it builds or starts anything: a missing path, a
+	// file named here that holds anything but v1 CRDs, or a directory
+	// without one fails it at once.
 	CRDs []string
 }
 
