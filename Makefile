@@ -131,7 +131,7 @@ bench:
 	bash bench/bench.sh
 
 ## test-bench: the benchmark's unit tests and its smoke mode (every contender and phase end to
-## end at N=100, about 30 s), so that its code never rots.
+## end at N=50, about 25 s), so that its code never rots.
 test-bench:
 	cd bench && $(LIB) vet ./... && $(LIB) test -count=1 ./...
 	BENCH_SMOKE=1 bash bench/bench.sh

@@ -7,10 +7,11 @@
 #                                  repetition (15-45 min on 2 cores with the
 #                                  four contenders, as busy as the machine is)
 #   BENCH_QUICK=1 bench/bench.sh   quick mode: N=200, 4 workers, 1 repetition
-#   BENCH_SMOKE=1 bench/bench.sh   smoke mode (make test): N=100, 4 workers, 1
-#                                  repetition, no warm-up run; it checks that
-#                                  every contender and phase still runs end to
-#                                  end, its figures are not for reading
+#   BENCH_SMOKE=1 bench/bench.sh   smoke mode (make test): N=50, 4 workers, 1
+#                                  repetition, no warm-up run, 200 ms settle
+#                                  windows; it checks that every contender and
+#                                  phase still runs end to end, its figures are
+#                                  not for reading
 #
 # Extra arguments go to every benchrun invocation (e.g. --pin=false).
 # BENCH_OUT (default bench/out) receives the binaries, the markdown tables,
@@ -33,7 +34,7 @@ run() {
 }
 
 if [[ "${BENCH_SMOKE:-}" == "1" ]]; then
-	run smoke --runs 100x4 --repeat 1 --warmup 0 "$@"
+	run smoke --runs 50x4 --repeat 1 --warmup 0 --settle 200ms "$@"
 elif [[ "${BENCH_QUICK:-}" == "1" ]]; then
 	run quick --runs 200x4 --repeat 1 "$@"
 else

@@ -59,6 +59,7 @@ type options struct {
 	contenderCPU      int
 	okitArgs          []string
 	phaseTimeout      time.Duration
+	settle            time.Duration
 	driverConcurrency int
 	logDir            string
 	profileDir        string
@@ -96,6 +97,7 @@ func mainErr() error {
 	flag.BoolVar(&o.pin, "pin", true, "pin the API server and the contender to different CPUs")
 	okitArgs := flag.String("okit-args", "", "extra space-separated flags for the (tuned) operatorkit contender, not operatorkit-readme, e.g. \"--items=transform --status=merge --trace-objects=-1 --run-superseded\"")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase to converge")
+	flag.DurationVar(&o.settle, "settle", 600*time.Millisecond, "after a phase converged, count the contender's requests and reconciles until they stop moving for this long")
 	flag.IntVar(&o.driverConcurrency, "driver-concurrency", 8, "concurrent requests of the driver when it creates and updates Items")
 	flag.StringVar(&o.logDir, "logdir", "", "directory for contender logs (default: a temporary directory)")
 	flag.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of every contender run into this directory")
@@ -135,6 +137,9 @@ func mainErr() error {
 	}
 	if o.steadyRounds < 1 {
 		return fmt.Errorf("--steady-rounds must be at least 1")
+	}
+	if o.settle <= 0 {
+		return fmt.Errorf("--settle must be positive, got %s", o.settle)
 	}
 	if o.repeat < 1 {
 		return fmt.Errorf("--repeat must be at least 1")

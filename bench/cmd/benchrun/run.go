@@ -258,8 +258,8 @@ func (r *runner) phase(ctx context.Context, c *child, spec runSpec, w *world, ph
 	res.Wall = time.Since(start)
 
 	// The contender may still react to its own last writes: count until
-	// its requests and reconciles stop moving for settleQuiet.
-	const settleQuiet = 600 * time.Millisecond
+	// its requests and reconciles stop moving for --settle.
+	settleQuiet := r.opts.settle
 	var last [2]int64
 	quietSince := time.Now()
 	if err := poll(ctx, time.Minute, 100*time.Millisecond, func() (bool, error) {
