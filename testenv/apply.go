@@ -89,14 +89,13 @@ func (e *Env) Apply(ctx context.Context, paths ...string) ([]*unstructured.Unstr
 			}
 			return out, fmt.Errorf("testenv: Apply %s: %w", m.source, err)
 		}
-		r := dynamic.ResourceInterface(client.Resource(mapping.Resource))
+		resource := client.Resource(mapping.Resource)
+		var r dynamic.ResourceInterface = resource
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			ns := m.obj.GetNamespace()
-			if ns == "" {
-				ns = "default"
-				m.obj.SetNamespace(ns)
+			if m.obj.GetNamespace() == "" {
+				m.obj.SetNamespace("default")
 			}
-			r = client.Resource(mapping.Resource).Namespace(ns)
+			r = resource.Namespace(m.obj.GetNamespace())
 		}
 		got, err := r.Apply(ctx, m.obj.GetName(), m.obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -267,23 +268,21 @@ func crdServed(ctx context.Context, crds dynamic.NamespaceableResourceInterface,
 		}
 		return "", fmt.Errorf("testenv: read CRD %s: %w", name, err)
 	}
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	status := map[string]string{}
-	message := map[string]string{}
-	for _, c := range conds {
-		cm, ok := c.(map[string]any)
-		if !ok {
-			continue
+	conds, _, err := statusConditions(u)
+	if err != nil {
+		return "status unreadable: " + err.Error(), nil
+	}
+	status := func(t string) metav1.ConditionStatus {
+		if c := meta.FindStatusCondition(conds, t); c != nil {
+			return c.Status
 		}
-		t, _ := cm["type"].(string)
-		status[t], _ = cm["status"].(string)
-		message[t], _ = cm["message"].(string)
+		return ""
 	}
-	if status["NamesAccepted"] == "False" {
-		return "", fmt.Errorf("testenv: CRD %s from %s: names not accepted: %s", name, m.source, message["NamesAccepted"])
+	if status("NamesAccepted") == metav1.ConditionFalse {
+		return "", fmt.Errorf("testenv: CRD %s from %s: names not accepted: %s", name, m.source, meta.FindStatusCondition(conds, "NamesAccepted").Message)
 	}
-	if status["Established"] != "True" {
-		return fmt.Sprintf("not established (Established %q, NamesAccepted %q)", status["Established"], status["NamesAccepted"]), nil
+	if status("Established") != metav1.ConditionTrue {
+		return fmt.Sprintf("not established (Established %q, NamesAccepted %q)", status("Established"), status("NamesAccepted")), nil
 	}
 	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 	plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -64,9 +66,9 @@ func (e *Env) WaitReady(ctx context.Context, gvr schema.GroupVersionResource, na
 			return false, nil
 		}
 		obj, readErr = u, nil
-		var ready bool
-		ready, last = readiness(u)
-		if stalled(u) {
+		var ready, stalled bool
+		ready, stalled, last = readiness(u)
+		if stalled {
 			return false, errStalled
 		}
 		return ready, nil
@@ -82,49 +84,42 @@ func (e *Env) WaitReady(ctx context.Context, gvr schema.GroupVersionResource, na
 	return obj, fmt.Errorf("testenv: %s not ready: %s: %w", what, last, err)
 }
 
-// readiness reports whether u is ready and, when it is not, why.
-func readiness(u *unstructured.Unstructured) (bool, string) {
+// readiness reads u's status once: whether u is ready, whether it is
+// stalled (Stalled True for its current generation), and, when it is not
+// ready, why.
+func readiness(u *unstructured.Unstructured) (ready, stalled bool, why string) {
+	conds, observed, err := statusConditions(u)
+	if err != nil {
+		return false, false, "status unreadable: " + err.Error()
+	}
 	gen := u.GetGeneration()
-	observed, hasObserved, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	if stalled(u) {
-		c := condition(u, "Stalled")
-		return false, fmt.Sprintf("Stalled is True (reason %s: %s)", c["reason"], c["message"])
+	if c := meta.FindStatusCondition(conds, "Stalled"); c != nil && c.Status == metav1.ConditionTrue && (c.ObservedGeneration == 0 || c.ObservedGeneration == gen) {
+		return false, true, fmt.Sprintf("Stalled is True (reason %s: %s)", c.Reason, c.Message)
 	}
-	c := condition(u, "Ready")
-	if c == nil {
-		return false, "no Ready condition in status.conditions"
+	c := meta.FindStatusCondition(conds, "Ready")
+	switch {
+	case c == nil:
+		return false, false, "no Ready condition in status.conditions"
+	case c.ObservedGeneration != 0 && c.ObservedGeneration != gen:
+		return false, false, fmt.Sprintf("Ready is for generation %d, the object is at %d", c.ObservedGeneration, gen)
+	case observed != nil && *observed != gen:
+		return false, false, fmt.Sprintf("status.observedGeneration is %d, the object is at %d", *observed, gen)
+	case c.Status != metav1.ConditionTrue:
+		return false, false, fmt.Sprintf("Ready is %s (reason %s: %s)", c.Status, c.Reason, c.Message)
 	}
-	if g, ok := c["observedGeneration"].(int64); ok && g != 0 && g != gen {
-		return false, fmt.Sprintf("Ready is for generation %d, the object is at %d", g, gen)
-	}
-	if hasObserved && observed != gen {
-		return false, fmt.Sprintf("status.observedGeneration is %d, the object is at %d", observed, gen)
-	}
-	if c["status"] != "True" {
-		return false, fmt.Sprintf("Ready is %v (reason %v: %v)", c["status"], c["reason"], c["message"])
-	}
-	return true, ""
+	return true, false, ""
 }
 
-// stalled reports whether u's Stalled condition is True for its current
-// generation.
-func stalled(u *unstructured.Unstructured) bool {
-	c := condition(u, "Stalled")
-	if c == nil || c["status"] != "True" {
-		return false
+// statusConditions returns u's status.conditions and its
+// status.observedGeneration (nil when absent), converted by apimachinery
+// into metav1.Condition.
+func statusConditions(u *unstructured.Unstructured) ([]metav1.Condition, *int64, error) {
+	var s struct {
+		Status struct {
+			ObservedGeneration *int64             `json:"observedGeneration,omitempty"`
+			Conditions         []metav1.Condition `json:"conditions,omitempty"`
+		} `json:"status"`
 	}
-	g, ok := c["observedGeneration"].(int64)
-	return !ok || g == 0 || g == u.GetGeneration()
-}
-
-// condition returns the condition of type t in u's status.conditions, or
-// nil.
-func condition(u *unstructured.Unstructured, t string) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == t {
-			return m
-		}
-	}
-	return nil
+	err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s)
+	return s.Status.Conditions, s.Status.ObservedGeneration, err
 }
