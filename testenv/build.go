@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -127,7 +128,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	cmd := exec.CommandContext(bctx, goBin, append(args, "-o", tmp, ".")...)
 	cmd.Dir = filepath.Join(entry, "src")
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
+	cmd.Env = buildEnv(os.Environ())
 	cmd.SysProcAttr = sysProcAttr()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(&out, progress)
@@ -143,6 +144,27 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	fmt.Fprintf(progress, "testenv: built the test API server in %s\n", time.Since(start).Round(time.Second))
 	return bin, nil
+}
+
+// buildGOGC is the GOGC of the server's build when the caller sets none:
+// the compiler and the linker collect garbage less often, for about a fifth
+// less CPU (k8s.io/api in an empty build cache: 113 s of CPU against 143 s
+// with the default 100, on 2 cores) at a few hundred MB more memory per
+// compile and about 0.2 GB more in the 3 GB link. GOGC does not change what
+// is compiled, so the build cache's entries are shared with the caller's
+// own builds all the same.
+const buildGOGC = "400"
+
+// buildEnv returns the environment of the server's build: the caller's
+// environ, with the module of the program built on its own (GOWORK=off,
+// modules on), none of the caller's GOFLAGS (build reads -trimpath from
+// them itself), and GOGC=buildGOGC unless environ sets GOGC.
+func buildEnv(environ []string) []string {
+	env := append(slices.Clip(environ), "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
+	if !slices.ContainsFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }) {
+		env = append(env, "GOGC="+buildGOGC)
+	}
+	return env
 }
 
 // trimpath reports whether goflags, the caller's GOFLAGS, asks for

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -275,6 +276,46 @@ func TestTrimpath(t *testing.T) {
 	} {
 		if got := trimpath(goflags); got != want {
 			t.Errorf("trimpath(%q) = %v, want %v", goflags, got, want)
+		}
+	}
+}
+
+// TestBuildEnv: the server's build runs with GOGC=400 unless the caller
+// sets GOGC (its own value is kept, "off" included), on its own module and
+// without the caller's GOFLAGS; the caller's environment is not changed.
+func TestBuildEnv(t *testing.T) {
+	last := func(env []string, name string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- { // exec uses the last value of a name
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	for _, tc := range []struct {
+		environ []string
+		gogc    string
+	}{
+		{[]string{"HOME=/h", "GOFLAGS=-mod=vendor"}, buildGOGC},
+		{[]string{"HOME=/h", "GOGC=50"}, "50"},
+		{[]string{"GOGC=off", "GOWORK=/w/go.work"}, "off"},
+		{[]string{"GOGC="}, ""},
+	} {
+		environ := slices.Clone(tc.environ)
+		env := buildEnv(environ)
+		if got, _ := last(env, "GOGC"); got != tc.gogc {
+			t.Errorf("buildEnv(%q): GOGC=%q, want %q", tc.environ, got, tc.gogc)
+		}
+		for name, want := range map[string]string{"GOWORK": "off", "GOFLAGS": "", "GO111MODULE": "on"} {
+			if got, ok := last(env, name); !ok || got != want {
+				t.Errorf("buildEnv(%q): %s=%q, want %q", tc.environ, name, got, want)
+			}
+		}
+		if !slices.Equal(environ, tc.environ) {
+			t.Errorf("buildEnv changed its argument to %q", environ)
+		}
+		if v, ok := last(env, "HOME"); slices.Contains(tc.environ, "HOME=/h") && (!ok || v != "/h") {
+			t.Errorf("buildEnv(%q) lost HOME: %q", tc.environ, env)
 		}
 	}
 }
