@@ -29,6 +29,11 @@ FUZZTIME ?= 10s
 # The stages that run API servers keep the default, so that the servers' memory does not grow.
 BUILD_GOGC ?= 400
 COMPILE := GOGC=$(BUILD_GOGC) $(LIB)
+# Each go test of `make test` runs where `go vet` has vetted the same packages (lint the
+# library's, each other stage its module's first, with every analyzer), so go test's own vet
+# pass is off: it would compute the vet facts of every dependency once more, for the
+# race-instrumented build (about a minute of CPU on a cold machine, docs/ci.md).
+NOVET := -vet=off
 # Race-detect the integration tests (the Framework's concurrency against a
 # real server). RACE= turns it off for a faster local loop.
 RACE ?= -race
@@ -58,7 +63,7 @@ apiserver:
 
 ## test-unit: race-test every package of the library module (lint vets them).
 test-unit:
-	$(COMPILE) test -race -count=1 ./...
+	$(COMPILE) test $(NOVET) -race -count=1 ./...
 
 ## test-integration: testenv itself and the library against a real API server, side by
 ## side (their tests mostly wait for API servers); each one's output is printed whole when
@@ -67,10 +72,10 @@ test-integration:
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-testenv test-integration-lib
 
 test-testenv:
-	cd testenv && $(LIB) vet ./... && $(LIB) test -count=1 -timeout 20m ./...
+	cd testenv && $(LIB) vet ./... && $(LIB) test $(NOVET) -count=1 -timeout 20m ./...
 
 test-integration-lib:
-	cd integration && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
+	cd integration && $(LIB) vet ./... && $(LIB) test $(NOVET) $(RACE) -count=1 -timeout 20m ./...
 
 ## build-tests: compile, without linking or running them, the tests, the commands and the vet
 ## data of the example, the guide and the benchmark (go list -export compiles what go test and
@@ -91,8 +96,8 @@ build-tests:
 ## test-example: the example operator: race-tested units, then e2e and reliability against a real API server.
 test-example:
 	cd example && $(LIB) vet ./...
-	$(MAKE) -C example test-unit GO="$(LIB)"
-	$(MAKE) -C example test-e2e GO="$(LIB)"
+	$(MAKE) -C example test-unit GO="$(LIB)" TESTFLAGS=$(NOVET)
+	$(MAKE) -C example test-e2e GO="$(LIB)" TESTFLAGS=$(NOVET)
 
 ## test-guide: the operator of docs/getting-started.md (docs/getting-started/greeting, a module
 ## of its own): controller-gen runs again and any change to the generated files fails; the
@@ -103,7 +108,7 @@ test-guide:
 	(cd $(GUIDE)/api/v1alpha1 && $(LIB) generate) && \
 	diff -r "$$old/api" $(GUIDE)/api && diff -r "$$old/config" $(GUIDE)/config || \
 	{ echo "test-guide: controller-gen failed, or the generated files of $(GUIDE) were not up to date (see the diff above)"; exit 1; }
-	cd $(GUIDE) && $(LIB) vet ./... && $(LIB) test $(RACE) -count=1 -timeout 20m ./...
+	cd $(GUIDE) && $(LIB) vet ./... && $(LIB) test $(NOVET) $(RACE) -count=1 -timeout 20m ./...
 
 ## test-fuzz: fuzz each target for FUZZTIME (not in `make test`, which runs the seed corpora).
 test-fuzz:
@@ -140,5 +145,5 @@ bench:
 ## test-bench: the benchmark's unit tests and its smoke mode (every contender and phase end to
 ## end at N=50, about 25 s), so that its code never rots.
 test-bench:
-	cd bench && $(LIB) vet ./... && $(LIB) test -count=1 ./...
+	cd bench && $(LIB) vet ./... && $(LIB) test $(NOVET) -count=1 ./...
 	BENCH_SMOKE=1 bash bench/bench.sh
