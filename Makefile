@@ -34,6 +34,9 @@ COMPILE := GOGC=$(BUILD_GOGC) $(LIB)
 # pass is off: it would compute the vet facts of every dependency once more, for the
 # race-instrumented build (about a minute of CPU on a cold machine, docs/ci.md).
 NOVET := -vet=off
+# Where the benchmark's programs and results go (bench/bench.sh reads it too), as an
+# absolute path: build-tests builds the programs from bench/, bench.sh runs from the root.
+export BENCH_OUT := $(abspath $(or $(BENCH_OUT),$(CURDIR)/bench/out))
 # Race-detect the integration tests (the Framework's concurrency against a
 # real server). RACE= turns it off for a faster local loop.
 RACE ?= -race
@@ -90,8 +93,8 @@ build-tests:
 	cd $(CURDIR)/$(GUIDE) && $(LIB) vet ./... && $(LIB) list -export -test -deps $(RACE) ./... >/dev/null && \
 	$(LIB) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0 --version >/dev/null && \
 	cd $(CURDIR)/bench && $(LIB) vet ./... && $(LIB) list -export -test -deps ./... >/dev/null && \
-	$(LIB) build -o $${BENCH_OUT:-$(CURDIR)/bench/out}/contender ./cmd/contender && \
-	$(LIB) build -o $${BENCH_OUT:-$(CURDIR)/bench/out}/benchrun ./cmd/benchrun
+	$(LIB) build -o $(BENCH_OUT)/contender ./cmd/contender && \
+	$(LIB) build -o $(BENCH_OUT)/benchrun ./cmd/benchrun
 
 ## test-example: the example operator: race-tested units, then e2e and reliability against a real API server.
 test-example:
