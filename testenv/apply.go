@@ -48,7 +48,7 @@ func (e *Env) Apply(ctx context.Context, paths ...string) ([]*unstructured.Unstr
 				return nil, fmt.Errorf("testenv: Apply: %w", err)
 			}
 			for _, m := range docs {
-				if v, ok := m.obj.Object["metadata"].(map[string]any)["name"]; ok && v != nil {
+				if v, ok, _ := unstructured.NestedFieldNoCopy(m.obj.Object, "metadata", "name"); ok && v != nil {
 					if _, isString := v.(string); !isString {
 						return nil, fmt.Errorf("testenv: Apply: %s: metadata.name is %v, a %T, not a string (YAML reads y, n, yes, no, on and off as booleans: quote the name)", m.source, v, v)
 					}
@@ -67,7 +67,7 @@ func (e *Env) Apply(ctx context.Context, paths ...string) ([]*unstructured.Unstr
 		return nil, fmt.Errorf("testenv: Apply: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	timeout := e.waitTimeout()
+	timeout := e.opts.StartTimeout
 	out := make([]*unstructured.Unstructured, 0, len(ms))
 	for _, m := range ms {
 		gvk := m.obj.GroupVersionKind()

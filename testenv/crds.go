@@ -224,7 +224,7 @@ func (e *Env) installCRDs(ctx context.Context, ms []manifest) error {
 			return fmt.Errorf("testenv: install CRD %s from %s: %w", m.obj.GetName(), m.source, err)
 		}
 	}
-	timeout := e.waitTimeout()
+	timeout := e.opts.StartTimeout
 	pending := slices.Clone(ms)
 	var last map[string]string // CRD name → why it is not served yet
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -327,12 +327,4 @@ func (e *Env) clients() (*dynamic.DynamicClient, *discovery.DiscoveryClient, err
 		return nil, nil, err
 	}
 	return client, disc, nil
-}
-
-// waitTimeout bounds InstallCRDs' and Apply's waits: Options.StartTimeout.
-func (e *Env) waitTimeout() time.Duration {
-	if e.opts.StartTimeout > 0 {
-		return e.opts.StartTimeout
-	}
-	return DefaultStartTimeout
 }

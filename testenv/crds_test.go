@@ -274,7 +274,11 @@ func TestApply(t *testing.T) {
 		"noname.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: x-\n",
 		"unknown.yaml":  "apiVersion: nope.testenv.io/v1\nkind: Nope\nmetadata:\n  name: nope\n",
 		"boolname.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: no\n",
+		"nometa.yaml":   "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\n",
 	})
+	if _, err := env.Apply(ctx, filepath.Join(bad, "nometa.yaml")); err == nil || !strings.Contains(err.Error(), "nometa.yaml needs apiVersion, kind and metadata.name") {
+		t.Errorf("Apply of an object without metadata: %v", err)
+	}
 	if _, err := env.Apply(ctx, filepath.Join(bad, "boolname.yaml")); err == nil || !strings.Contains(err.Error(), "metadata.name is false, a bool") {
 		t.Errorf("Apply of an object named no (a YAML boolean): %v", err)
 	}
