@@ -259,7 +259,6 @@ func (r *runner) phase(ctx context.Context, c *child, spec runSpec, w *world, ph
 
 	// The contender may still react to its own last writes: count until
 	// its requests and reconciles stop moving for --settle.
-	settleQuiet := r.opts.settle
 	var last [2]int64
 	quietSince := time.Now()
 	if err := poll(ctx, time.Minute, 100*time.Millisecond, func() (bool, error) {
@@ -272,7 +271,7 @@ func (r *runner) phase(ctx context.Context, c *child, spec runSpec, w *world, ph
 			last, quietSince = now, time.Now()
 			return false, nil
 		}
-		return time.Since(quietSince) >= settleQuiet, nil
+		return time.Since(quietSince) >= r.opts.settle, nil
 	}); err != nil {
 		return res, fmt.Errorf("waiting for the contender to settle: %w", err)
 	}
