@@ -42,17 +42,18 @@ export BENCH_OUT := $(abspath $(or $(BENCH_OUT),$(CURDIR)/bench/out))
 RACE ?= -race
 
 # The stages of `make test`, in order (hack/stages.sh; bg: runs a stage in the
-# background until the next wait): the test API server builds while the unit
-# tests run (race-instrumented: packages of their own); lint follows, when
-# the server's build has compiled the packages its vet reads (a cold machine
-# would otherwise compile them twice at once), beside build-tests, which
-# compiles what the example's, the guide's and the benchmark's stages will
-# run; then those
-# run beside the integration tests (they all mostly wait for API servers,
-# and none compiles any more while the timing-sensitive integration tests
-# run), and the benchmark's smoke run follows the integration tests,
-# mostly alone.
-STAGES := bg:apiserver test-unit wait bg:build-tests lint wait bg:test-example bg:test-guide test-integration test-bench wait
+# background until the next wait). The stages that mostly compile run one
+# after the other: the unit tests first (race-instrumented: packages of their
+# own; a broken library fails in minutes), then the test API server's build,
+# then lint (its vet reads packages the server's build compiled) and
+# build-tests, which compiles what the example's, the guide's and the
+# benchmark's stages will run. Two compiling go commands at once on 2 cores
+# took a third more CPU than one after the other, and longer (docs/ci.md,
+# fifth session). Then the stages that mostly wait for API servers run side
+# by side: the example's and the guide's beside the integration tests (none
+# compiles any more while the timing-sensitive integration tests run), and
+# the benchmark's smoke run follows the integration tests, mostly alone.
+STAGES := test-unit apiserver lint build-tests bg:test-example bg:test-guide test-integration test-bench wait
 
 .PHONY: test apiserver build-tests test-unit test-integration test-testenv test-integration-lib test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
 
