@@ -27,12 +27,10 @@ import (
 	"syscall"
 	"time"
 
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/operatorkit/operatorkit/bench/internal/item"
 	"github.com/operatorkit/operatorkit/bench/internal/proc"
-	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/requestcount"
 	"github.com/operatorkit/operatorkit/testenv"
 )
@@ -227,16 +225,8 @@ func bench(ctx context.Context, o options) error {
 	}
 	r.metricsClient = mk.CoreV1().RESTClient()
 
-	ext, err := apiextensionsclient.NewForConfig(env.Config())
-	if err != nil {
+	if err := item.InstallCRD(ctx, env.Config()); err != nil {
 		return err
-	}
-	crds, err := crdclient.New(crdclient.Config{Client: ext})
-	if err != nil {
-		return err
-	}
-	if err := crds.EnsureCreated(ctx, item.CRD(), nil); err != nil {
-		return fmt.Errorf("install the Item CRD: %w", err)
 	}
 
 	if r.idleRSS, err = r.measureIdle(ctx); err != nil {
