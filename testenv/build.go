@@ -62,8 +62,8 @@ var sourceFiles = map[string]string{
 // at the same time build once: the cache entry is locked while it is built,
 // and the others wait for it. ctx's cancellation stops the build; its
 // deadline does not, DefaultBuildTimeout does. Of the caller's GOFLAGS the
-// build keeps only -trimpath, so that the packages the server shares with
-// the caller's own builds compile once. Start calls Build; call it
+// build keeps only -trimpath and -gcflags, so that the packages the server
+// shares with the caller's own builds compile once. Start calls Build; call it
 // yourself to build ahead of tests (make does, before running packages in
 // parallel).
 func Build(ctx context.Context, progress io.Writer) (string, error) {
@@ -120,12 +120,9 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	bctx, cancel := buildContext(ctx)
 	defer cancel()
 	tmp := filepath.Join(entry, fmt.Sprintf("apiserver.tmp-%d", os.Getpid()))
-	args := []string{"build", "-ldflags=-s -w"}
-	if trimpath(os.Getenv("GOFLAGS")) {
-		// Compiled as the caller's own builds are, so that the packages
-		// both use (k8s.io/api, apimachinery, client-go) compile once.
-		args = append(args, "-trimpath")
-	}
+	// Compiled as the caller's own builds are, so that the packages both
+	// use (k8s.io/api, apimachinery, client-go) compile once.
+	args := append([]string{"build", "-ldflags=-s -w"}, sharedBuildFlags(os.Getenv("GOFLAGS"))...)
 	cmd := exec.CommandContext(bctx, goBin, append(args, "-o", tmp, ".")...)
 	cmd.Dir = filepath.Join(entry, "src")
 	cmd.Env = buildEnv(os.Environ())
@@ -157,8 +154,8 @@ const buildGOGC = "400"
 
 // buildEnv returns the environment of the server's build: the caller's
 // environ, with the module of the program built on its own (GOWORK=off,
-// modules on), none of the caller's GOFLAGS (build reads -trimpath from
-// them itself), and GOGC=buildGOGC unless environ sets GOGC.
+// modules on), none of the caller's GOFLAGS (build takes -trimpath and
+// -gcflags from them itself), and GOGC=buildGOGC unless environ sets GOGC.
 func buildEnv(environ []string) []string {
 	env := append(slices.Clip(environ), "GOWORK=off", "GOFLAGS=", "GO111MODULE=on")
 	if !slices.ContainsFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }) {
@@ -167,21 +164,38 @@ func buildEnv(environ []string) []string {
 	return env
 }
 
-// trimpath reports whether goflags, the caller's GOFLAGS, asks for
-// -trimpath. The server's build clears GOFLAGS (its other flags, -mod=vendor
-// say, are the caller's module's business) but keeps -trimpath: the build
-// cache keys a package compiled with it apart from one compiled without it.
-func trimpath(goflags string) bool {
-	on := false
+// sharedBuildFlags returns the flags of goflags, the caller's GOFLAGS, that
+// the server's build takes over: -trimpath and -gcflags, the two that change
+// the build cache's keys of the packages the server shares with the
+// caller's own builds (make test sets both). The server's build clears
+// GOFLAGS otherwise (-mod=vendor, say, is the caller's module's business).
+// The last of each flag wins, as with the go command; a -gcflags value with
+// quotes is not taken over (GOFLAGS splits on spaces unless quoted, and
+// such a value is better not guessed at). The program built is cached
+// whatever flags built it: they change how it was compiled, not what it
+// does.
+func sharedBuildFlags(goflags string) []string {
+	trim, gcflags := false, "" // "": none
 	for _, f := range strings.Fields(goflags) {
-		switch strings.TrimLeft(f, "-") {
-		case "trimpath", "trimpath=true":
-			on = true
-		case "trimpath=false":
-			on = false
+		name, value, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		switch name {
+		case "trimpath":
+			trim = !hasValue || value == "true"
+		case "gcflags":
+			gcflags = "-gcflags=" + value
+			if strings.ContainsAny(value, `"'`) {
+				gcflags = ""
+			}
 		}
 	}
-	return on
+	var out []string
+	if trim {
+		out = append(out, "-trimpath")
+	}
+	if gcflags != "" {
+		out = append(out, gcflags)
+	}
+	return out
 }
 
 // buildContext is ctx without its deadline (a start timeout must not cut a

@@ -260,22 +260,27 @@ func TestTailBuffer(t *testing.T) {
 	}
 }
 
-// TestTrimpath: the server's build takes -trimpath from the caller's
-// GOFLAGS, and only that flag.
-func TestTrimpath(t *testing.T) {
-	for goflags, want := range map[string]bool{
-		"":                                false,
-		"-mod=mod":                        false,
-		"-trimpath":                       true,
-		"--trimpath":                      true,
-		"-buildvcs=false -trimpath":       true,
-		"-trimpath=true -mod=vendor":      true,
-		"-trimpath -trimpath=false":       false,
-		"-trimpath=false":                 false,
-		"-trimpathx -gcflags=-trimpath=a": false,
+// TestSharedBuildFlags: the server's build takes -trimpath and -gcflags
+// from the caller's GOFLAGS (the last of each), and nothing else.
+func TestSharedBuildFlags(t *testing.T) {
+	for goflags, want := range map[string][]string{
+		"":                                nil,
+		"-mod=mod":                        nil,
+		"-trimpath":                       {"-trimpath"},
+		"--trimpath":                      {"-trimpath"},
+		"-buildvcs=false -trimpath":       {"-trimpath"},
+		"-trimpath=true -mod=vendor":      {"-trimpath"},
+		"-trimpath -trimpath=false":       nil,
+		"-trimpath=false":                 nil,
+		"-trimpathx -gcflags=-trimpath=a": {"-gcflags=-trimpath=a"},
+		"-trimpath -gcflags=all=-dwarf=false -ldflags=-w": {"-trimpath", "-gcflags=all=-dwarf=false"},
+		"--gcflags=-N -gcflags=all=-l":                    {"-gcflags=all=-l"},
+		`-gcflags="all=-N -l"`:                            nil,
+		"-gcflags=":                                       {"-gcflags="},
+		`-gcflags=-N -gcflags="all=-N -l"`:                nil,
 	} {
-		if got := trimpath(goflags); got != want {
-			t.Errorf("trimpath(%q) = %v, want %v", goflags, got, want)
+		if got := sharedBuildFlags(goflags); !slices.Equal(got, want) {
+			t.Errorf("sharedBuildFlags(%q) = %q, want %q", goflags, got, want)
 		}
 	}
 }
