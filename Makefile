@@ -17,7 +17,12 @@ LIB := GOWORK=off $(GO)
 # -trimpath keeps the checkout's directory out of the build cache's keys of
 # the repository's own packages, so that a fresh clone elsewhere (CI) finds
 # what an earlier run compiled instead of compiling every package again.
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# The compiler writes no DWARF (-gcflags=all=-dwarf=false) and the linker none either (-ldflags=-w):
+# nothing in `make test` reads it (panics, race reports and profiles use the symbol table), and
+# it was a tenth of the CPU of the library's cold race build (docs/ci.md, fifth session).
+# testenv's build of the server program takes -trimpath and -gcflags over, so that the
+# packages it shares with these builds compile once. To debug a test binary, build it without make.
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath -gcflags=all=-dwarf=false -ldflags=-w)
 # Fuzzing time per target of `make test-fuzz` (not part of `make test`: its
 # first build instruments every dependency, 12 minutes of CPU on a cold
 # 2-core machine; `make test` runs each fuzz target's seed corpus as a test).
