@@ -19,7 +19,7 @@ LIB := GOWORK=off $(GO)
 # what an earlier run compiled instead of compiling every package again.
 # The compiler writes no DWARF (-gcflags=all=-dwarf=false) and the linker none either (-ldflags=-w):
 # nothing in `make test` reads it (panics, race reports and profiles use the symbol table), and
-# it was a tenth of the CPU of the library's cold race build (docs/ci.md, fifth session).
+# it cost about 8 % of the CPU of cold builds (docs/ci.md, fifth session).
 # testenv's build of the server program takes -trimpath and -gcflags over, so that the
 # packages it shares with these builds compile once. To debug a test binary, build it without make.
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath -gcflags=all=-dwarf=false -ldflags=-w)

@@ -41,7 +41,11 @@
 //     EnvCacheDir) and runs `go build` there, with GOGC=400 unless the
 //     caller's environment sets GOGC (the compiler and linker then spend
 //     about a fifth less CPU on garbage collection, for a few hundred MB
-//     more memory). EnvAPIServer names a program built elsewhere instead.
+//     more memory), and with -trimpath and -gcflags when the caller's
+//     GOFLAGS has them (they key the build cache's entries of the packages
+//     the server shares with the caller's builds; the rest of GOFLAGS is
+//     the caller's module's business). EnvAPIServer names a program built
+//     elsewhere instead.
 //   - Concurrent first builds (parallel test packages) do not collide: the
 //     cache entry is locked with flock while it is built, the others wait and
 //     use the result, and the finished program is renamed into place.
