@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -180,7 +181,8 @@ func sharedBuildFlags(goflags string) []string {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")
 		switch name {
 		case "trimpath":
-			trim = !hasValue || value == "true"
+			on, err := strconv.ParseBool(value)
+			trim = !hasValue || (err == nil && on)
 		case "gcflags":
 			gcflags = "-gcflags=" + value
 			if strings.ContainsAny(value, `"'`) {

@@ -272,6 +272,8 @@ func TestSharedBuildFlags(t *testing.T) {
 		"-trimpath=true -mod=vendor":      {"-trimpath"},
 		"-trimpath -trimpath=false":       nil,
 		"-trimpath=false":                 nil,
+		"-trimpath=1":                     {"-trimpath"},
+		"-trimpath=maybe":                 nil,
 		"-trimpathx -gcflags=-trimpath=a": {"-gcflags=-trimpath=a"},
 		"-trimpath -gcflags=all=-dwarf=false -ldflags=-w": {"-trimpath", "-gcflags=all=-dwarf=false"},
 		"--gcflags=-N -gcflags=all=-l":                    {"-gcflags=all=-l"},
