@@ -64,9 +64,9 @@ var sourceFiles = map[string]string{
 // and the others wait for it. ctx's cancellation stops the build; its
 // deadline does not, DefaultBuildTimeout does. Of the caller's GOFLAGS the
 // build keeps only -trimpath and -gcflags, so that the packages the server
-// shares with the caller's own builds compile once. Start calls Build; call it
-// yourself to build ahead of tests (make does, before running packages in
-// parallel).
+// shares with the caller's own builds compile once. Start calls Build;
+// call it yourself to build ahead of tests (make does, before running
+// packages in parallel).
 func Build(ctx context.Context, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = os.Stderr
