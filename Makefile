@@ -55,10 +55,11 @@ RACE ?= -race
 # benchmark's stages will run. Two compiling go commands at once on 2 cores
 # took a third more CPU than one after the other, and longer (docs/ci.md,
 # fifth session). Then the stages that mostly wait for API servers run side
-# by side: the example's and the guide's beside the integration tests (none
-# compiles any more while the timing-sensitive integration tests run), and
-# the benchmark's smoke run follows the integration tests, mostly alone.
-STAGES := test-unit apiserver lint build-tests bg:test-example bg:test-guide test-integration test-bench wait
+# by side: the example's, the guide's and the benchmark's smoke run beside the
+# integration tests (none compiles any more while the timing-sensitive
+# integration tests run; the smoke run, alone at the end, left a core idle
+# for about half a minute: docs/ci.md, sixth session).
+STAGES := test-unit apiserver lint build-tests bg:test-example bg:test-guide bg:test-bench test-integration wait
 
 .PHONY: test apiserver build-tests test-unit test-integration test-testenv test-integration-lib test-example test-guide test-fuzz test-bench lint demo bench bench-unit generate
 
