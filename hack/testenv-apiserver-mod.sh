@@ -5,7 +5,8 @@
 # work outside its own repository, so the program's module needs a replace line
 # for each. That module is the only place the block lives: testenv embeds it,
 # and no module that imports testenv needs it. The modules it shares with the
-# library are raised to the library's versions (see below).
+# library are raised to the library's versions, and testenv's go.mod then
+# takes the server's versions of the modules both build (see below).
 #
 #   hack/testenv-apiserver-mod.sh v1.37.1            # print the replace block
 #   hack/testenv-apiserver-mod.sh v1.37.1 --write    # rewrite go.mod.txt and go.sum.txt
@@ -48,3 +49,18 @@ fi
 cp "$tmp/go.mod" "$src/go.mod.txt"
 cp "$tmp/go.sum" "$src/go.sum.txt"
 echo "updated $src/go.mod.txt and go.sum.txt for k8s.io/kubernetes ${version}"
+# Then testenv's own go.mod the other way: cmd/testenv (make's apiserver stage
+# runs it before the server's build) and testenv's tests compile client-go,
+# apimachinery and k8s.io/api without the race detector, as the server does;
+# with other versions of golang.org/x/net, protobuf, ... they compiled all of
+# them a second time. Every module that those packages come from gets the
+# server's version; TestModuleVersionsMatchServer checks it.
+aligned=()
+while read -r path tv; do
+	sv=$(cd "$tmp" && GOWORK=off go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' "$path" 2>/dev/null) || continue
+	[[ -n "$sv" && "$sv" != "$tv" ]] && aligned+=("$path@$sv")
+done < <(cd "$root/testenv" && GOWORK=off go list -deps -test -f '{{with .Module}}{{if not .Main}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}{{end}}' . ./cmd/testenv | sort -u)
+if ((${#aligned[@]})); then
+	( cd "$root/testenv" && GOWORK=off go get "${aligned[@]}" && GOWORK=off GOFLAGS=-mod=mod go mod tidy )
+	echo "aligned testenv/go.mod with the server's module: ${aligned[*]}"
+fi
