@@ -95,5 +95,12 @@
 // or kubelet (pods stay Pending; Deployments get no ReplicaSets).
 //
 // A Kubernetes version bump changes apiserver/go.mod.txt and go.sum.txt:
-// hack/testenv-apiserver-mod.sh regenerates them, replace block included.
+// hack/testenv-apiserver-mod.sh regenerates them, replace block included,
+// and gives this module's go.mod the server's versions of the modules both
+// build (client-go, k8s.io/api, golang.org/x/net, protobuf, ...): a package
+// built with other versions of its dependencies is compiled again, and
+// cmd/testenv compiled all of k8s.io/api a second time on a cold machine
+// while they differed (TestModuleVersionsMatchServer). The same holds for a
+// user's module: its builds without the race detector share the server's
+// compiled packages when it selects the same versions.
 package testenv
