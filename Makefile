@@ -124,10 +124,13 @@ test-guide:
 test-fuzz:
 	$(MAKE) -C example fuzz GO="$(LIB)" FUZZTIME=$(FUZZTIME)
 
-## lint: fail on unformatted Go files anywhere in the repository, then vet the library.
+## lint: fail on unformatted Go files anywhere in the repository, or on two modules (the test
+## API server's included) that build packages of one module at different versions (they would
+## compile them twice: hack/modversions.sh), then vet the library.
 lint:
 	@out=$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@bash hack/modversions.sh
 	$(COMPILE) vet ./...
 
 ## demo: build and run the demo (flags: make demo DEMO_FLAGS="--objects 50 --hold").
