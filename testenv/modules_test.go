@@ -1,10 +1,11 @@
 package testenv
 
 import (
+	"encoding/json"
 	"errors"
-	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,11 +33,7 @@ func TestModuleVersionsMatchServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", errors.Join(err, exitStderr(err)))
 	}
-	data, err := embedded.ReadFile("apiserver/go.mod.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := serverModuleVersions(data)
+	server := serverModuleVersions(t, goBin)
 	if server["k8s.io/client-go"] == "" {
 		t.Fatalf("apiserver/go.mod.txt: no version of k8s.io/client-go found in %d modules", len(server))
 	}
@@ -57,7 +54,7 @@ func TestModuleVersionsMatchServer(t *testing.T) {
 		}
 	}
 	if len(checked) < 20 {
-		t.Errorf("only %d modules of testenv's build found in apiserver/go.mod.txt; the parser missed its requirements", len(checked))
+		t.Errorf("only %d modules of testenv's build found in apiserver/go.mod.txt; go mod edit -json read no requirements", len(checked))
 	}
 }
 
@@ -70,38 +67,35 @@ func exitStderr(err error) error {
 	return nil
 }
 
-// serverModuleVersions returns the version of each module in a go.mod file:
-// the required one, or its replacement's when a replace directive names a
-// module version (the server's go.mod requires the k8s.io staging modules
-// as v0.0.0 and replaces them).
-func serverModuleVersions(gomod []byte) map[string]string {
-	required, replaced := map[string]string{}, map[string]string{}
-	block := "" // the directive of the ( ... ) block the line is in
-	for _, line := range strings.Split(string(gomod), "\n") {
-		line, _, _ = strings.Cut(line, "//")
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if f[0] == ")" {
-			block = ""
-			continue
-		}
-		directive := block
-		if block == "" {
-			directive, f = f[0], f[1:]
-			if len(f) == 1 && f[0] == "(" {
-				block = directive
-				continue
-			}
-		}
-		switch {
-		case directive == "require" && len(f) == 2:
-			required[f[0]] = f[1]
-		case directive == "replace" && len(f) == 4 && f[1] == "=>":
-			replaced[f[0]] = f[3]
+// serverModuleVersions returns the version of each module in the server
+// program's go.mod.txt, as go mod edit reads it: the required one, or its
+// replacement's when a replace directive names a module version (the
+// server's go.mod requires the k8s.io staging modules as v0.0.0 and
+// replaces them).
+func serverModuleVersions(t *testing.T, goBin string) map[string]string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), goBin, "mod", "edit", "-json", filepath.Join("apiserver", "go.mod.txt"))
+	cmd.Env = buildEnv(os.Environ())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod edit: %v", errors.Join(err, exitStderr(err)))
+	}
+	type module struct{ Path, Version string }
+	var gomod struct {
+		Require []module
+		Replace []struct{ Old, New module }
+	}
+	if err := json.Unmarshal(out, &gomod); err != nil {
+		t.Fatalf("go mod edit -json: %v", err)
+	}
+	versions := map[string]string{}
+	for _, r := range gomod.Require {
+		versions[r.Path] = r.Version
+	}
+	for _, r := range gomod.Replace {
+		if r.New.Version != "" { // not a directory
+			versions[r.Old.Path] = r.New.Version
 		}
 	}
-	maps.Copy(required, replaced)
-	return required
+	return versions
 }
