@@ -41,12 +41,6 @@ const ReasonWaitingForChild = "WaitingForChild"
 // waits for.
 const StepWait = "wait"
 
-// ControllerUIDIndex is the name of the index New adds to a Cache that
-// exposes its client-go informer (informer.Informer,
-// operator.SharedInformer): the UID of an object's controller owner
-// reference. Several child resources share it.
-const ControllerUIDIndex = "operatorkit.io/controller-uid"
-
 // Object is what Owner and Child types are: pointers to typed API objects,
 // such as *appsv1.Deployment or a custom resource's Go type.
 type Object interface {
@@ -83,8 +77,9 @@ func Typed[C any, W Client[C]](client func(namespace string) W) func(namespace s
 //
 // Optional methods, found by type assertion: Mutation(runtime.Object), to
 // record the answers of writes (informer.Informer.Mutation); GVR(), for
-// Config.Writes; SharedIndexInformer(), to add [ControllerUIDIndex] so that
-// finding an owner's children does not scan the whole cache.
+// Config.Writes; SharedIndexInformer(), so that New adds an event handler
+// that indexes the children by owner, and finding an owner's children does
+// not scan the whole cache.
 type Cache interface {
 	Get(key string) (obj any, exists bool, err error)
 	List() []any
@@ -278,7 +273,7 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	if s, ok := config.Cache.(interface {
 		SharedIndexInformer() cache.SharedIndexInformer
 	}); ok {
-		o.indexer = addControllerIndex(s.SharedIndexInformer())
+		o.owners = newOwnerIndex(s.SharedIndexInformer(), config.ManagedBy)
 	}
 	return o, nil
 }
@@ -294,32 +289,4 @@ func schemeKind(t reflect.Type) (schema.GroupVersionKind, bool) {
 		return schema.GroupVersionKind{}, false
 	}
 	return gvks[0], true
-}
-
-// addControllerIndex adds ControllerUIDIndex to inf, unless it has it, and
-// returns its indexer; nil when the index cannot be added (the informer
-// started without it): the resource then scans the namespace.
-func addControllerIndex(inf cache.SharedIndexInformer) cache.Indexer {
-	if _, ok := inf.GetIndexer().GetIndexers()[ControllerUIDIndex]; ok {
-		return inf.GetIndexer()
-	}
-	err := inf.AddIndexers(cache.Indexers{ControllerUIDIndex: controllerUID})
-	if err != nil {
-		if _, ok := inf.GetIndexer().GetIndexers()[ControllerUIDIndex]; !ok {
-			return nil
-		}
-	}
-	return inf.GetIndexer()
-}
-
-// controllerUID is the index function of ControllerUIDIndex.
-func controllerUID(obj any) ([]string, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, nil
-	}
-	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
-		return []string{string(ref.UID)}, nil
-	}
-	return nil, nil
 }

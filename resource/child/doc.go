@@ -28,8 +28,9 @@
 //     (an *unstructured.Unstructured) or asserted; an object of another type
 //     is a permanent error matching [ErrWrongType].
 //   - Reads: the current children come from Config.Cache only (the desired
-//     child by "namespace/name", the owner's other children by the
-//     [ControllerUIDIndex] index, or a scan when the cache has no index); a
+//     child by "namespace/name", the owner's other children from an index
+//     by controller owner UID that an event handler on the cache's informer
+//     keeps, or a scan when the cache exposes no informer); a
 //     reconciliation makes no GET. A steady resync of N owners sends no
 //     request at all.
 //   - Writes: create and update are one server-side apply each (PATCH

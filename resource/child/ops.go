@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
@@ -36,7 +35,9 @@ type ops[O, C Object] struct {
 	apiVersion string
 	logger     log.Logger
 	mutation   interface{ Mutation(runtime.Object) }
-	indexer    cache.Indexer
+	// owners finds an owner's children when the Cache exposes its
+	// informer; nil when it does not (GetCurrentState scans the Cache).
+	owners *ownerIndex
 	// cacheNamespace is the only namespace the Cache holds, "" when it
 	// holds all (or does not say).
 	cacheNamespace string
@@ -111,16 +112,27 @@ func (o *ops[O, C]) GetCurrentState(_ context.Context, obj any) (any, error) {
 	if uid == "" {
 		return cur, nil
 	}
-	var objs []any
-	if o.indexer != nil {
-		objs, err = o.indexer.ByIndex(ControllerUIDIndex, string(uid))
-		if err != nil {
-			return nil, fmt.Errorf("list children of %s: %w", ownerName(w), err)
+	if o.owners != nil {
+		one, more, complete := o.owners.children(uid)
+		if complete {
+			if one == nil {
+				return cur, nil
+			}
+			for i := -1; i < len(more); i++ {
+				m := one
+				if i >= 0 {
+					m = more[i]
+				}
+				c, err := o.typed(m)
+				if err != nil {
+					return nil, err
+				}
+				cur.owned = append(cur.owned, c)
+			}
+			return cur, nil
 		}
-	} else {
-		objs = o.config.Cache.List()
 	}
-	for _, x := range objs {
+	for _, x := range o.config.Cache.List() {
 		m, ok := x.(metav1.Object)
 		if !ok || m.GetLabels()[LabelManagedBy] != o.config.ManagedBy {
 			continue
