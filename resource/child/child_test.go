@@ -653,3 +653,79 @@ func TestChildOutsideCacheNamespace(t *testing.T) {
 		t.Errorf("applies = %v, want one", client.applies)
 	}
 }
+
+// TestManagedByLabel: the label LabelManagedBy is written with every apply,
+// its absence or another value on the cached child is drift, a Desired
+// that sets it to another value causes no endless writes, and the labels
+// map Desired returns (here shared between calls) is never changed.
+func TestManagedByLabel(t *testing.T) {
+	shared := map[string]string{"app": "web"}
+	var desiredLabel *string
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.Desired = func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
+			d := desiredDeployment(2, "nginx:1")
+			d.Labels = shared
+			if desiredLabel != nil {
+				d.Labels = map[string]string{"app": "web", child.LabelManagedBy: *desiredLabel}
+			}
+			return d, nil
+		}
+	})
+	ctx := context.Background()
+	checkShared := func(when string) {
+		t.Helper()
+		if len(shared) != 1 || shared["app"] != "web" {
+			t.Fatalf("%s: the labels map Desired returned was changed: %v", when, shared)
+		}
+	}
+	apply := func(when string, want int) {
+		t.Helper()
+		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if len(f.client.applies) != want {
+			t.Fatalf("%s: applies = %d, want %d", when, len(f.client.applies), want)
+		}
+		if got := f.client.objs["demo/web"].Labels[child.LabelManagedBy]; got != "test-operator" {
+			t.Fatalf("%s: applied label %s = %q, want test-operator", when, child.LabelManagedBy, got)
+		}
+		f.sync(t, defaulted)
+	}
+	apply("create", 1)
+	checkShared("after the create")
+	apply("steady", 1)
+	checkShared("after a no-op")
+
+	for _, c := range []struct {
+		name, from string
+		labels     func(map[string]string)
+	}{
+		{"label removed", "(none)", func(l map[string]string) { delete(l, child.LabelManagedBy) }},
+		{"label changed", `"someone-else"`, func(l map[string]string) { l[child.LabelManagedBy] = "someone-else" }},
+	} {
+		cur, _, _ := f.cache.Get("demo/web")
+		drifted := cur.(*appsv1.Deployment).DeepCopy()
+		c.labels(drifted.Labels)
+		_ = f.cache.Update(drifted)
+		patch, err := f.resource.Plan(ctx, owner(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		update, ok := patch.UpdateChange()
+		if !ok {
+			t.Fatalf("%s: no update", c.name)
+		}
+		want := `deployment demo/web: metadata.labels["app.kubernetes.io/managed-by"] ` + c.from + ` → "test-operator"`
+		if got := strings.Join(update.(child.Changes).Describe(), "\n"); got != want {
+			t.Errorf("%s: update description = %q, want %q", c.name, got, want)
+		}
+		apply(c.name, len(f.client.applies)+1)
+		checkShared(c.name)
+	}
+
+	other := "not-the-manager"
+	desiredLabel = &other
+	n := len(f.client.applies)
+	apply("Desired sets another value", n)
+	apply("again", n)
+}

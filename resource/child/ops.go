@@ -183,7 +183,8 @@ func (o *ops[O, C]) lookup(namespace, name string) (C, error) {
 }
 
 // GetDesiredState returns the children Desired or DesiredSet returns, with
-// namespace, label and owner reference set, and checked; a nil state when
+// namespace and owner reference set (the label LabelManagedBy is added
+// when a child is written: change), and checked; a nil state when
 // the owner is being deleted (Desired is not called then, so an owner
 // whose spec is invalid can still be deleted).
 func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
@@ -237,8 +238,8 @@ func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
 	return des, nil
 }
 
-// prepare checks the desired child c of owner w and sets its namespace,
-// label and owner reference.
+// prepare checks the desired child c of owner w and sets its namespace
+// and owner reference.
 func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 	if c.GetName() == "" {
 		return o.invalid(w, "(no name)", "has an empty name")
@@ -255,12 +256,6 @@ func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 	if gvk := c.GetObjectKind().GroupVersionKind(); !gvk.Empty() && gvk != o.config.GVK {
 		return o.invalid(w, childName(c), fmt.Sprintf("is a %s, but the resource writes %s", gvk, o.config.GVK))
 	}
-	labels := maps.Clone(c.GetLabels())
-	if labels == nil {
-		labels = make(map[string]string, 1)
-	}
-	labels[LabelManagedBy] = o.config.ManagedBy
-	c.SetLabels(labels)
 	refs := c.GetOwnerReferences()
 	out := make([]metav1.OwnerReference, 0, len(refs)+1)
 	for _, r := range refs {
@@ -427,19 +422,38 @@ func (d *desired[C]) names(name string) bool {
 
 // change returns the create or update of d given the current child c (nil
 // when there is none), or nil when c needs no write.
+//
+// d does not carry the label LabelManagedBy until it is written (or given
+// to Matches): a child that needs no write costs no copy of its labels.
+// The comparison checks the label on c instead.
 func (o *ops[O, C]) change(c, d C) (*Change, error) {
 	exists := !reflect.ValueOf(c).IsNil()
 	var cv reflect.Value
 	if exists {
-		if o.config.Matches != nil && o.config.Matches(c, d) {
-			return nil, nil
+		if o.config.Matches != nil {
+			o.label(d)
+			if o.config.Matches(c, d) {
+				return nil, nil
+			}
 		}
 		cv = reflect.ValueOf(c).Elem()
 	}
-	fields, more := diffObject(reflect.ValueOf(d).Elem(), cv, false)
-	if exists && o.config.Matches == nil && len(fields) == 0 {
-		return nil, nil
+	if _, set := d.GetLabels()[LabelManagedBy]; set || !exists {
+		// A create lists every field it sets, the label too; a Desired
+		// that sets the label to another value is corrected before the
+		// comparison, as it will be in the write.
+		o.label(d)
 	}
+	fields, more := diffObject(reflect.ValueOf(d).Elem(), cv, false)
+	if exists && o.config.Matches == nil {
+		if v, ok := c.GetLabels()[LabelManagedBy]; !ok || v != o.config.ManagedBy {
+			fields, more = o.addLabelField(fields, more, v, ok)
+		}
+		if len(fields) == 0 {
+			return nil, nil
+		}
+	}
+	o.label(d)
 	body, err := json.Marshal(objectPayload(reflect.ValueOf(d).Elem(), o.apiVersion, o.config.GVK.Kind))
 	if err != nil {
 		return nil, err
@@ -451,6 +465,41 @@ func (o *ops[O, C]) change(c, d C) (*Change, error) {
 		change.UID = c.GetUID()
 	}
 	return change, nil
+}
+
+// label gives d the label LabelManagedBy=ManagedBy, in a copy of its
+// labels (the caller's Desired may share its map), unless it has it.
+func (o *ops[O, C]) label(d C) {
+	l := d.GetLabels()
+	if v, ok := l[LabelManagedBy]; ok && v == o.config.ManagedBy {
+		return
+	}
+	l = maps.Clone(l)
+	if l == nil {
+		l = make(map[string]string, 1)
+	}
+	l[LabelManagedBy] = o.config.ManagedBy
+	d.SetLabels(l)
+}
+
+// addLabelField adds to fields (sorted, more beyond maxFields) the
+// difference of the label LabelManagedBy: current (set when ok) to
+// ManagedBy.
+func (o *ops[O, C]) addLabelField(fields []Field, more int, current string, ok bool) ([]Field, int) {
+	if len(fields) >= maxFields {
+		return fields, more + 1
+	}
+	d := &differ{}
+	d.push(segment{name: "metadata"})
+	d.push(segment{name: "labels"})
+	var from *string
+	if ok {
+		from = &current
+	}
+	d.addString(LabelManagedBy, from, o.config.ManagedBy)
+	fields = append(fields, d.fields...)
+	sortFields(fields)
+	return fields, more
 }
 
 func (o *ops[O, C]) deleteChange(c C) *Change {
