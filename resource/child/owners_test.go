@@ -53,40 +53,61 @@ func names(t *testing.T, x *ownerIndex, owner types.UID) []string {
 }
 
 // TestOwnerIndexEvents feeds the index's handler the events an informer
-// delivers and checks what each owner's children are after each.
+// delivers (an update with the object the store held before) and checks
+// what each owner's children are after each.
 func TestOwnerIndexEvents(t *testing.T) {
-	x := &ownerIndex{managedBy: "op", byOwner: map[types.UID]ownedObjects{}, of: map[objectName]types.UID{}, synced: func() bool { return true }}
-	del := func(obj any) {
-		// What newOwnerIndex's DeleteFunc does.
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
+	x := newEmptyOwnerIndex("op")
+	x.synced = func() bool { return true }
+	store := map[string]*corev1.ConfigMap{}
+	put := func(obj *corev1.ConfigMap) {
+		if old, ok := store[obj.Name]; ok {
+			x.onUpdate(old, obj)
+		} else {
+			x.onAdd(obj)
 		}
-		m := obj.(metav1.Object)
-		x.mu.Lock()
-		x.removeLocked(objectName{m.GetNamespace(), m.GetName()})
-		x.mu.Unlock()
+		store[obj.Name] = obj
+	}
+	del := func(name string, unknown bool) {
+		var obj any = store[name]
+		if unknown {
+			obj = cache.DeletedFinalStateUnknown{Key: "ns/" + name, Obj: store[name]}
+		}
+		x.onDelete(obj)
+		delete(store, name)
 	}
 	steps := []struct {
 		what string
 		do   func()
 		want map[types.UID][]string
 	}{
-		{"add a, b, c to A", func() { x.set(cm("a", "op", "A")); x.set(cm("b", "op", "A")); x.set(cm("c", "op", "A")) },
+		{"add a, b, c to A", func() { put(cm("a", "op", "A")); put(cm("b", "op", "A")); put(cm("c", "op", "A")) },
 			map[types.UID][]string{"A": {"a", "b", "c"}, "B": nil}},
 		{"not ours: other label, no label, no controller", func() {
-			x.set(cm("d", "another", "A"))
-			x.set(cm("e", "", "A"))
-			x.set(cm("f", "op", ""))
+			put(cm("d", "another", "A"))
+			put(cm("e", "", "A"))
+			put(cm("f", "op", ""))
 		}, map[types.UID][]string{"A": {"a", "b", "c"}}},
-		{"update a (same owner)", func() { x.set(cm("a", "op", "A")) }, map[types.UID][]string{"A": {"a", "b", "c"}}},
-		{"a moves to B", func() { x.set(cm("a", "op", "B")) }, map[types.UID][]string{"A": {"b", "c"}, "B": {"a"}}},
-		{"b loses its label", func() { x.set(cm("b", "", "A")) }, map[types.UID][]string{"A": {"c"}, "B": {"a"}}},
-		{"d gets our label", func() { x.set(cm("d", "op", "A")) }, map[types.UID][]string{"A": {"c", "d"}, "B": {"a"}}},
-		{"c deleted", func() { del(cm("c", "op", "A")) }, map[types.UID][]string{"A": {"d"}, "B": {"a"}}},
-		{"a deleted, state unknown", func() { del(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: cm("a", "op", "B")}) },
-			map[types.UID][]string{"A": {"d"}, "B": nil}},
-		{"d loses its controller", func() { x.set(cm("d", "op", "")) }, map[types.UID][]string{"A": nil}},
-		{"delete of an object never indexed", func() { del(cm("zz", "op", "A")) }, map[types.UID][]string{"A": nil}},
+		{"update a (same owner)", func() { put(cm("a", "op", "A")) }, map[types.UID][]string{"A": {"a", "b", "c"}}},
+		{"a (the first) moves to B", func() { put(cm("a", "op", "B")) }, map[types.UID][]string{"A": {"b", "c"}, "B": {"a"}}},
+		{"b loses its label", func() { put(cm("b", "", "A")) }, map[types.UID][]string{"A": {"c"}, "B": {"a"}}},
+		{"d gets our label", func() { put(cm("d", "op", "A")) }, map[types.UID][]string{"A": {"c", "d"}, "B": {"a"}}},
+		{"e gets our label, f a controller", func() { put(cm("e", "op", "A")); put(cm("f", "op", "A")) },
+			map[types.UID][]string{"A": {"c", "d", "e", "f"}, "B": {"a"}}},
+		{"e (not the first) deleted", func() { del("e", false) }, map[types.UID][]string{"A": {"c", "d", "f"}, "B": {"a"}}},
+		{"c deleted", func() { del("c", false) }, map[types.UID][]string{"A": {"d", "f"}, "B": {"a"}}},
+		{"a deleted, state unknown", func() { del("a", true) }, map[types.UID][]string{"A": {"d", "f"}, "B": nil}},
+		{"d loses its controller", func() { put(cm("d", "op", "")) }, map[types.UID][]string{"A": {"f"}}},
+		{"f moves to B", func() { put(cm("f", "op", "B")) }, map[types.UID][]string{"A": nil, "B": {"f"}}},
+		{"g deleted, its final state naming no owner", func() {
+			put(cm("g", "op", "A"))
+			x.onDelete(cm("g", "", ""))
+			delete(store, "g")
+		}, map[types.UID][]string{"A": nil, "B": {"f"}}},
+		{"everything deleted", func() {
+			for name := range store {
+				del(name, false)
+			}
+		}, map[types.UID][]string{"A": nil, "B": nil}},
 	}
 	for _, s := range steps {
 		s.do()
@@ -96,14 +117,14 @@ func TestOwnerIndexEvents(t *testing.T) {
 			}
 		}
 	}
-	if len(x.byOwner) != 0 || len(x.of) != 0 {
-		t.Fatalf("empty index keeps entries: byOwner %v, of %v", x.byOwner, x.of)
+	if len(x.first) != 0 || len(x.more) != 0 {
+		t.Fatalf("empty index keeps entries: first %v, more %v", x.first, x.more)
 	}
 	// The newest object is the one returned.
+	put(cm("n", "op", "A"))
 	newer := cm("n", "op", "A")
-	x.set(cm("n", "op", "A"))
-	x.set(newer)
-	if one, _, _ := x.children("A"); one != newer {
+	put(newer)
+	if first, _, _ := x.children("A"); first != newer {
 		t.Fatalf("children returned an older object than the last event's")
 	}
 }
