@@ -122,11 +122,12 @@ type Config[Owner, Child Object] struct {
 	// Desired returns the one child owner should have, or a nil Child for
 	// none (an existing child of this resource is then deleted). It must
 	// not change anything. The resource sets the namespace (when empty, to
-	// the owner's) and the controller owner reference on the returned
-	// object, which then belongs to the resource: return a new object on
-	// every call. When it writes the object, it gives it the label
-	// LabelManagedBy in a copy of its labels (a labels map shared between
-	// calls is never changed); a child that needs no write costs no copy. An error fails the step; mark it
+	// the owner's) on the returned object, which then belongs to the
+	// resource: return a new object on every call. When it writes the
+	// object, it adds the label LabelManagedBy and the controller owner
+	// reference to copies of its labels and owner references (a map or
+	// slice shared between calls is never changed); a child that needs no
+	// write costs no copy. An error fails the step; mark it
 	// retry.Permanent when retrying cannot help.
 	Desired func(ctx context.Context, owner Owner) (Child, error)
 	// DesiredSet, instead of Desired, returns every child owner should have

@@ -654,17 +654,21 @@ func TestChildOutsideCacheNamespace(t *testing.T) {
 	}
 }
 
-// TestManagedByLabel: the label LabelManagedBy is written with every apply,
-// its absence or another value on the cached child is drift, a Desired
-// that sets it to another value causes no endless writes, and the labels
-// map Desired returns (here shared between calls) is never changed.
+// TestManagedByLabel: the label LabelManagedBy and the controller
+// reference are written with every apply, their absence or another value on
+// the cached child is drift, a Desired that sets the label to another value
+// causes no endless writes, and the labels map and owner references that
+// Desired returns (here shared between calls) are never changed.
 func TestManagedByLabel(t *testing.T) {
 	shared := map[string]string{"app": "web"}
+	sharedRefs := make([]metav1.OwnerReference, 1, 4) // room to append in place
+	sharedRefs[0] = metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"}
 	var desiredLabel *string
 	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
 		c.Desired = func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
 			d := desiredDeployment(2, "nginx:1")
 			d.Labels = shared
+			d.OwnerReferences = sharedRefs
 			if desiredLabel != nil {
 				d.Labels = map[string]string{"app": "web", child.LabelManagedBy: *desiredLabel}
 			}
@@ -677,6 +681,9 @@ func TestManagedByLabel(t *testing.T) {
 		if len(shared) != 1 || shared["app"] != "web" {
 			t.Fatalf("%s: the labels map Desired returned was changed: %v", when, shared)
 		}
+		if len(sharedRefs) != 1 || sharedRefs[0].UID != "other-uid" || sharedRefs[:2][1].UID != "" {
+			t.Fatalf("%s: the owner references Desired returned were changed: %v", when, sharedRefs[:2])
+		}
 	}
 	apply := func(when string, want int) {
 		t.Helper()
@@ -686,8 +693,13 @@ func TestManagedByLabel(t *testing.T) {
 		if len(f.client.applies) != want {
 			t.Fatalf("%s: applies = %d, want %d", when, len(f.client.applies), want)
 		}
-		if got := f.client.objs["demo/web"].Labels[child.LabelManagedBy]; got != "test-operator" {
+		applied := f.client.objs["demo/web"]
+		if got := applied.Labels[child.LabelManagedBy]; got != "test-operator" {
 			t.Fatalf("%s: applied label %s = %q, want test-operator", when, child.LabelManagedBy, got)
+		}
+		if ref := metav1.GetControllerOf(applied); len(applied.OwnerReferences) != 2 || applied.OwnerReferences[0].UID != "other-uid" ||
+			ref == nil || ref.UID != "owner-uid" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+			t.Fatalf("%s: applied owner references = %+v", when, applied.OwnerReferences)
 		}
 		f.sync(t, defaulted)
 	}
@@ -697,15 +709,21 @@ func TestManagedByLabel(t *testing.T) {
 	checkShared("after a no-op")
 
 	for _, c := range []struct {
-		name, from string
-		labels     func(map[string]string)
+		name, want string
+		drift      func(*appsv1.Deployment)
 	}{
-		{"label removed", "(none)", func(l map[string]string) { delete(l, child.LabelManagedBy) }},
-		{"label changed", `"someone-else"`, func(l map[string]string) { l[child.LabelManagedBy] = "someone-else" }},
+		{"label removed", `metadata.labels["app.kubernetes.io/managed-by"] (none) → "test-operator"`,
+			func(d *appsv1.Deployment) { delete(d.Labels, child.LabelManagedBy) }},
+		{"label changed", `metadata.labels["app.kubernetes.io/managed-by"] "someone-else" → "test-operator"`,
+			func(d *appsv1.Deployment) { d.Labels[child.LabelManagedBy] = "someone-else" }},
+		{"controller reference removed", `metadata.ownerReferences[owner-uid].`, // one line per field
+			func(d *appsv1.Deployment) { d.OwnerReferences = d.OwnerReferences[:1] }},
+		{"blockOwnerDeletion cleared", `metadata.ownerReferences[owner-uid].blockOwnerDeletion false → true`,
+			func(d *appsv1.Deployment) { d.OwnerReferences[1].BlockOwnerDeletion = new(false) }},
 	} {
 		cur, _, _ := f.cache.Get("demo/web")
 		drifted := cur.(*appsv1.Deployment).DeepCopy()
-		c.labels(drifted.Labels)
+		c.drift(drifted)
 		_ = f.cache.Update(drifted)
 		patch, err := f.resource.Plan(ctx, owner(), false)
 		if err != nil {
@@ -715,9 +733,15 @@ func TestManagedByLabel(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no update", c.name)
 		}
-		want := `deployment demo/web: metadata.labels["app.kubernetes.io/managed-by"] ` + c.from + ` → "test-operator"`
-		if got := strings.Join(update.(child.Changes).Describe(), "\n"); got != want {
-			t.Errorf("%s: update description = %q, want %q", c.name, got, want)
+		want := `deployment demo/web: ` + c.want
+		lines := update.(child.Changes).Describe()
+		if len(lines) == 0 {
+			t.Errorf("%s: update describes no field", c.name)
+		}
+		for _, line := range lines {
+			if !strings.HasPrefix(line, want) {
+				t.Errorf("%s: update description has %q, want only lines starting %q", c.name, line, want)
+			}
 		}
 		apply(c.name, len(f.client.applies)+1)
 		checkShared(c.name)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -183,10 +184,10 @@ func (o *ops[O, C]) lookup(namespace, name string) (C, error) {
 }
 
 // GetDesiredState returns the children Desired or DesiredSet returns, with
-// namespace and owner reference set (the label LabelManagedBy is added
-// when a child is written: change), and checked; a nil state when
-// the owner is being deleted (Desired is not called then, so an owner
-// whose spec is invalid can still be deleted).
+// their namespace set, and checked (the label LabelManagedBy and the
+// controller reference are added when a child is written: change); a nil
+// state when the owner is being deleted (Desired is not called then, so an
+// owner whose spec is invalid can still be deleted).
 func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
 	w, err := o.owner(obj)
 	if err != nil {
@@ -238,8 +239,9 @@ func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
 	return des, nil
 }
 
-// prepare checks the desired child c of owner w and sets its namespace
-// and owner reference.
+// prepare checks the desired child c of owner w and sets its namespace;
+// ref, the controller reference to w, replaces an owner reference of c to
+// w.
 func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 	if c.GetName() == "" {
 		return o.invalid(w, "(no name)", "has an empty name")
@@ -257,17 +259,26 @@ func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 		return o.invalid(w, childName(c), fmt.Sprintf("is a %s, but the resource writes %s", gvk, o.config.GVK))
 	}
 	refs := c.GetOwnerReferences()
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	namesOwner := false
 	for _, r := range refs {
 		switch {
 		case r.UID == ref.UID:
-			continue
+			namesOwner = true
 		case r.Controller != nil && *r.Controller:
 			return o.invalid(w, childName(c), fmt.Sprintf("names another controller, %s %s", r.Kind, r.Name))
 		}
-		out = append(out, r)
 	}
-	c.SetOwnerReferences(append(out, ref))
+	if namesOwner {
+		// Desired named the owner itself: the controller reference
+		// replaces that entry.
+		out := make([]metav1.OwnerReference, 0, len(refs))
+		for _, r := range refs {
+			if r.UID != ref.UID {
+				out = append(out, r)
+			}
+		}
+		c.SetOwnerReferences(append(out, ref))
+	}
 	return nil
 }
 
@@ -311,6 +322,12 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 	if err != nil || des == nil {
 		return nil, err
 	}
+	var ref metav1.OwnerReference
+	if len(des.children) > 0 {
+		if ref, err = o.ownerReference(w); err != nil {
+			return nil, err
+		}
+	}
 	var creates, updates, deletes Changes
 	var waits []string
 	for _, d := range des.children {
@@ -323,7 +340,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ref.Kind, ref.Name, ref.UID))
 			}
 		}
-		change, err := o.change(c, d)
+		change, err := o.change(c, d, ref)
 		if err != nil {
 			return nil, o.encodeError(w, d, err)
 		}
@@ -421,39 +438,32 @@ func (d *desired[C]) names(name string) bool {
 }
 
 // change returns the create or update of d given the current child c (nil
-// when there is none), or nil when c needs no write.
+// when there is none), or nil when c needs no write; ref is the controller
+// reference to the owner.
 //
-// d does not carry the label LabelManagedBy until it is written (or given
-// to Matches): a child that needs no write costs no copy of its labels.
-// The comparison checks the label on c instead.
-func (o *ops[O, C]) change(c, d C) (*Change, error) {
+// d carries neither the label LabelManagedBy nor ref until it is written
+// (or given to Matches), so that a child that needs no write costs no copy
+// of its labels and owner references: the comparison checks them on c
+// instead, and adds them to d first when c lacks them, so that the walk
+// names the difference.
+func (o *ops[O, C]) change(c, d C, ref metav1.OwnerReference) (*Change, error) {
 	exists := !reflect.ValueOf(c).IsNil()
 	var cv reflect.Value
 	if exists {
-		if o.config.Matches != nil {
-			o.label(d)
-			if o.config.Matches(c, d) {
-				return nil, nil
-			}
-		}
 		cv = reflect.ValueOf(c).Elem()
 	}
-	if _, set := d.GetLabels()[LabelManagedBy]; set || !exists {
-		// A create lists every field it sets, the label too; a Desired
-		// that sets the label to another value is corrected before the
-		// comparison, as it will be in the write.
-		o.label(d)
+	_, setsLabel := d.GetLabels()[LabelManagedBy]
+	if !exists || o.config.Matches != nil || setsLabel || !o.ownedBy(c, ref) {
+		o.own(d, ref)
+	}
+	if exists && o.config.Matches != nil && o.config.Matches(c, d) {
+		return nil, nil
 	}
 	fields, more := diffObject(reflect.ValueOf(d).Elem(), cv, false)
-	if exists && o.config.Matches == nil {
-		if v, ok := c.GetLabels()[LabelManagedBy]; !ok || v != o.config.ManagedBy {
-			fields, more = o.addLabelField(fields, more, v, ok)
-		}
-		if len(fields) == 0 {
-			return nil, nil
-		}
+	if exists && o.config.Matches == nil && len(fields) == 0 {
+		return nil, nil
 	}
-	o.label(d)
+	o.own(d, ref)
 	body, err := json.Marshal(objectPayload(reflect.ValueOf(d).Elem(), o.apiVersion, o.config.GVK.Kind))
 	if err != nil {
 		return nil, err
@@ -467,39 +477,33 @@ func (o *ops[O, C]) change(c, d C) (*Change, error) {
 	return change, nil
 }
 
-// label gives d the label LabelManagedBy=ManagedBy, in a copy of its
-// labels (the caller's Desired may share its map), unless it has it.
-func (o *ops[O, C]) label(d C) {
-	l := d.GetLabels()
-	if v, ok := l[LabelManagedBy]; ok && v == o.config.ManagedBy {
-		return
+// own gives d the label LabelManagedBy=ManagedBy, in a copy of its labels
+// (the caller's Desired may share its map), and ref, after its other owner
+// references (in a new array), unless it has them.
+func (o *ops[O, C]) own(d C, ref metav1.OwnerReference) {
+	if l := d.GetLabels(); l[LabelManagedBy] != o.config.ManagedBy {
+		l = maps.Clone(l)
+		if l == nil {
+			l = make(map[string]string, 1)
+		}
+		l[LabelManagedBy] = o.config.ManagedBy
+		d.SetLabels(l)
 	}
-	l = maps.Clone(l)
-	if l == nil {
-		l = make(map[string]string, 1)
+	refs := d.GetOwnerReferences()
+	if !slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == ref.UID }) {
+		d.SetOwnerReferences(append(slices.Clip(refs), ref))
 	}
-	l[LabelManagedBy] = o.config.ManagedBy
-	d.SetLabels(l)
 }
 
-// addLabelField adds to fields (sorted, more beyond maxFields) the
-// difference of the label LabelManagedBy: current (set when ok) to
-// ManagedBy.
-func (o *ops[O, C]) addLabelField(fields []Field, more int, current string, ok bool) ([]Field, int) {
-	if len(fields) >= maxFields {
-		return fields, more + 1
+// ownedBy reports whether the cached child c carries what own gives a
+// desired one: the label and a controller reference equal to ref.
+func (o *ops[O, C]) ownedBy(c C, ref metav1.OwnerReference) bool {
+	if v, ok := c.GetLabels()[LabelManagedBy]; !ok || v != o.config.ManagedBy {
+		return false
 	}
-	d := &differ{}
-	d.push(segment{name: "metadata"})
-	d.push(segment{name: "labels"})
-	var from *string
-	if ok {
-		from = &current
-	}
-	d.addString(LabelManagedBy, from, o.config.ManagedBy)
-	fields = append(fields, d.fields...)
-	sortFields(fields)
-	return fields, more
+	r := metav1.GetControllerOfNoCopy(c)
+	return r != nil && r.UID == ref.UID && r.APIVersion == ref.APIVersion && r.Kind == ref.Kind && r.Name == ref.Name &&
+		boolPtrMatches(ref.BlockOwnerDeletion, r.BlockOwnerDeletion)
 }
 
 func (o *ops[O, C]) deleteChange(c C) *Change {
