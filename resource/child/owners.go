@@ -106,13 +106,15 @@ func (x *ownerIndex) onUpdate(old, obj any) {
 // onDelete drops obj. Its final state names the owner it was indexed
 // under: the API server's delete event carries the object as the last
 // update left it, and a relist's DeletedFinalStateUnknown the store's.
-// Should it not, the index is searched, so that no deleted child stays.
+// Should a final state with the resource's label not, the index is
+// searched, so that no deleted child stays; an object without the label
+// was never indexed, and its delete costs no search.
 func (x *ownerIndex) onDelete(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	m, uid := x.ownerOf(obj)
-	if m == nil {
+	if m == nil || (uid == "" && m.GetLabels()[LabelManagedBy] != x.managedBy) {
 		return
 	}
 	x.mu.Lock()

@@ -100,7 +100,7 @@ func TestOwnerIndexEvents(t *testing.T) {
 		{"f moves to B", func() { put(cm("f", "op", "B")) }, map[types.UID][]string{"A": nil, "B": {"f"}}},
 		{"g deleted, its final state naming no owner", func() {
 			put(cm("g", "op", "A"))
-			x.onDelete(cm("g", "", ""))
+			x.onDelete(cm("g", "op", ""))
 			delete(store, "g")
 		}, map[types.UID][]string{"A": nil, "B": {"f"}}},
 		{"everything deleted", func() {
@@ -155,7 +155,7 @@ func TestOwnerIndexFollowsInformer(t *testing.T) {
 	owners := []types.UID{"A", "B", "C", ""}
 	labels := []string{"op", "op", "op", "another", ""}
 	rng := rand.New(rand.NewPCG(1, 2))
-	exists := map[string]bool{"pre": true}
+	exists := map[string]*corev1.ConfigMap{"pre": cm("pre", "op", "A")}
 	scan := func(owner types.UID) []string {
 		var out []string
 		for _, obj := range inf.GetStore().List() {
@@ -172,14 +172,17 @@ func TestOwnerIndexFollowsInformer(t *testing.T) {
 			name := fmt.Sprintf("cm-%d", rng.IntN(8))
 			obj := cm(name, labels[rng.IntN(len(labels))], owners[rng.IntN(len(owners))])
 			switch {
-			case !exists[name]:
+			case exists[name] == nil:
 				src.Add(obj)
-				exists[name] = true
+				exists[name] = obj
 			case rng.IntN(3) == 0:
-				src.Delete(obj)
+				// As the API server does: the delete carries the
+				// object's last state.
+				src.Delete(exists[name].DeepCopy()) // the source sets its resourceVersion
 				delete(exists, name)
 			default:
 				src.Modify(obj)
+				exists[name] = obj
 			}
 		}
 		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
