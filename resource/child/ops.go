@@ -113,39 +113,35 @@ func (o *ops[O, C]) GetCurrentState(_ context.Context, obj any) (any, error) {
 	if uid == "" {
 		return cur, nil
 	}
+	add := func(m metav1.Object) error {
+		c, err := o.typed(m)
+		if err == nil {
+			cur.owned = append(cur.owned, c)
+		}
+		return err
+	}
 	if o.owners != nil {
-		one, more, complete := o.owners.children(uid)
-		if complete {
-			if one == nil {
+		if first, more, complete := o.owners.children(uid); complete {
+			if first == nil {
 				return cur, nil
 			}
-			for i := -1; i < len(more); i++ {
-				m := one
-				if i >= 0 {
-					m = more[i]
-				}
-				c, err := o.typed(m)
-				if err != nil {
+			if err := add(first); err != nil {
+				return nil, err
+			}
+			for _, m := range more {
+				if err := add(m); err != nil {
 					return nil, err
 				}
-				cur.owned = append(cur.owned, c)
 			}
 			return cur, nil
 		}
 	}
 	for _, x := range o.config.Cache.List() {
-		m, ok := x.(metav1.Object)
-		if !ok || m.GetLabels()[LabelManagedBy] != o.config.ManagedBy {
-			continue
+		if m, owner := childOwner(x, o.config.ManagedBy); owner == uid {
+			if err := add(m); err != nil {
+				return nil, err
+			}
 		}
-		if ref := metav1.GetControllerOfNoCopy(m); ref == nil || ref.UID != uid {
-			continue
-		}
-		c, err := o.typed(x)
-		if err != nil {
-			return nil, err
-		}
-		cur.owned = append(cur.owned, c)
 	}
 	return cur, nil
 }
@@ -322,6 +318,9 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 	if err != nil || des == nil {
 		return nil, err
 	}
+	// The controller reference again rather than kept in des: building it
+	// allocates nothing, and keeping it would add 80 bytes to every
+	// reconciliation's desired state.
 	var ref metav1.OwnerReference
 	if len(des.children) > 0 {
 		if ref, err = o.ownerReference(w); err != nil {

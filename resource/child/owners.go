@@ -61,12 +61,12 @@ func newEmptyOwnerIndex(managedBy string) *ownerIndex {
 	return &ownerIndex{managedBy: managedBy, first: map[types.UID]metav1.Object{}, more: map[types.UID][]metav1.Object{}}
 }
 
-// ownerOf returns obj's metadata and the UID of its controller owner when
-// obj is one of the resource's children (label LabelManagedBy=managedBy),
-// else an empty UID.
-func (x *ownerIndex) ownerOf(obj any) (metav1.Object, types.UID) {
+// childOwner returns obj's metadata and the UID of its controller owner
+// when obj is a child of a resource with ManagedBy managedBy (label
+// LabelManagedBy=managedBy and a controller reference), else an empty UID.
+func childOwner(obj any, managedBy string) (metav1.Object, types.UID) {
 	m, ok := obj.(metav1.Object)
-	if !ok || m.GetLabels()[LabelManagedBy] != x.managedBy {
+	if !ok || m.GetLabels()[LabelManagedBy] != managedBy {
 		return m, ""
 	}
 	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
@@ -74,6 +74,8 @@ func (x *ownerIndex) ownerOf(obj any) (metav1.Object, types.UID) {
 	}
 	return m, ""
 }
+
+func (x *ownerIndex) ownerOf(obj any) (metav1.Object, types.UID) { return childOwner(obj, x.managedBy) }
 
 // The handler's functions. The informer calls them one at a time, in the
 // order of the store's changes, and gives an update the object the store
