@@ -919,3 +919,43 @@ func TestDebugLineOnlyWhenLoggerKeepsDebug(t *testing.T) {
 		})
 	}
 }
+
+// TestLastSuccessTimestamp: a successful reconciliation sets the
+// last-success gauge to when it ended; a failed one leaves it.
+func TestLastSuccessTimestamp(t *testing.T) {
+	fail := false
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{
+		Name: "op", Informer: inf, DisableFinalizers: true,
+		ResourceRouter: testRouter(t, func(any) bool { return true }, &funcResource{name: "r", create: func(context.Context, any) error {
+			if fail {
+				return errors.New("boom")
+			}
+			return nil
+		}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() outcome {
+		rctx := newReconcileContext(context.Background(), time.Now().Add(time.Minute))
+		defer rctx.stop()
+		return f.reconcile(rctx, rctx, "ns/a")
+	}
+	before := time.Now()
+	if o := run(); o.result != ResultSuccess {
+		t.Fatalf("reconciliation: %s %v", o.result, o.err)
+	}
+	after := time.Now()
+	got := testutil.ToFloat64(f.metrics.lastSuccess)
+	if min, max := float64(before.UnixNano())/1e9, float64(after.UnixNano())/1e9; got < min || got > max {
+		t.Fatalf("last success = %f, want between %f and %f", got, min, max)
+	}
+	fail = true
+	if o := run(); o.result != ResultError {
+		t.Fatalf("reconciliation: %s %v, want an error", o.result, o.err)
+	}
+	if again := testutil.ToFloat64(f.metrics.lastSuccess); again != got {
+		t.Errorf("a failed reconciliation moved the last success from %f to %f", got, again)
+	}
+}

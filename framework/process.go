@@ -48,18 +48,20 @@ func process(ctx context.Context, obj any, resources []resource.Interface, op st
 	}
 	ctx = signal.WithMissing(ctx)
 	t := trace.FromContext(ctx)
+	// A resource's step starts where the one before ended (one clock read
+	// per resource; the checks between two resources count in the second).
+	start := t.Now()
 	for _, r := range resources {
 		if reconciliationcanceledcontext.IsCanceled(ctx) || supersededBy(ctx) {
 			t.RecordNotRun(r.Name(), op, trace.OutcomeCanceled)
 			return nil
 		}
-		start := t.Now()
 		err := ensure(signal.WithFlag(ctx, signal.ResourceCanceled), obj, r, op)
 		if err != nil {
 			t.Record(r.Name(), op, start, trace.OutcomeError, err)
 			return &ExecutionError{Resource: r.Name(), Operation: op, Err: err}
 		}
-		t.Record(r.Name(), op, start, trace.OutcomeDone, nil)
+		start = t.RecordNext(r.Name(), op, start, trace.OutcomeDone, nil)
 	}
 	return nil
 }

@@ -328,6 +328,15 @@ func TestProcessTrace(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("trace steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// One clock read per resource: each resource's step starts where the
+	// resource before it ended.
+	steps := tr.Snapshot().Steps
+	if a, b := steps[0], steps[7]; !b.Start.Equal(a.Start.Add(a.Duration)) {
+		t.Errorf("b's step starts at %v, not where a's ended (%v)", b.Start, a.Start.Add(a.Duration))
+	}
+	if b, c := steps[7], steps[8]; !c.Start.Equal(b.Start.Add(b.Duration)) {
+		t.Errorf("c's step starts at %v, not where b's ended (%v)", c.Start, b.Start.Add(b.Duration))
+	}
 
 	// A canceled reconciliation records the resource that did not run.
 	tr = &trace.Trace{}
@@ -339,7 +348,7 @@ func TestProcessTrace(t *testing.T) {
 	if err := framework.ProcessDelete(ctx, nil, rs); err != nil {
 		t.Fatal(err)
 	}
-	steps := tr.Snapshot().Steps
+	steps = tr.Snapshot().Steps
 	if last := steps[len(steps)-1]; last.Resource != "d" || last.Outcome != trace.OutcomeCanceled || last.Step != resource.OperationEnsureDeleted {
 		t.Fatalf("last step = %+v, want d ensure deleted canceled", last)
 	}

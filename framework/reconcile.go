@@ -18,11 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/finalizerskeptcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
-	"github.com/operatorkit/operatorkit/internal/signal"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
 	"github.com/operatorkit/operatorkit/trace"
@@ -118,7 +116,8 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 }
 
 // reconcile runs the resource chain once for key and records trace, metrics,
-// logs and events. ctx is rctx, or a context derived from it.
+// logs and events. ctx is rctx, or a context derived from it; rctx carries
+// the reconciliation's signals, trace and conditions.
 func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key string) (o outcome) {
 	start := time.Now()
 	tr := trace.NewSized(key, start, f.traceSteps)
@@ -130,8 +129,7 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 			o = outcome{result: ResultPanic, err: &PanicError{Resource: "framework", Value: r, Stack: debug.Stack()}}
 		}
 		o.resourceVersion = rv
-		d := time.Since(start)
-		f.finish(ctx, key, obj, tr, o, d)
+		f.finish(ctx, key, obj, tr, o)
 	}()
 
 	obj, exists, err := f.informer.Get(key)
@@ -175,7 +173,13 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		}
 	}
 
-	ctx = trace.NewContext(signal.WithFresh(ctx), tr)
+	var st *statusRun
+	if f.conditions && !tombstone {
+		st = f.newStatusRun(key, obj, acc)
+		rctx.begin(tr, &st.conds)
+	} else {
+		rctx.begin(tr, nil)
+	}
 	if !f.state.begin(key) {
 		// Released (Release): another owner takes the object over.
 		return outcome{result: ResultSkipped}
@@ -187,11 +191,6 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		rv, ok := resourceversioncontext.ResourceVersion(ctx)
 		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
 	}()
-	var st *statusRun
-	if f.conditions && !tombstone {
-		st = f.newStatusRun(key, obj, acc)
-		ctx = conditioncontext.NewGuardedContext(ctx, st.current, st.lock)
-	}
 	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr, st)
 	if st != nil {
 		o = st.finish(ctx, o, tr)
@@ -344,9 +343,11 @@ func errorOutcome(err error) outcome {
 
 // finish records the outcome of one reconciliation: metrics, trace, log,
 // events and object state.
-func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.Trace, o outcome, d time.Duration) {
+func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.Trace, o outcome) {
+	// One clock read for the trace, the duration metric and the time of
+	// the last success.
+	d := tr.Finish(o.result, o.requeueAfter, o.err)
 	f.metrics.observe(o.result, d)
-	tr.Finish(o.result, o.requeueAfter, o.err)
 	if !f.traces.add(key, tr) {
 		// Folded into the object's last trace, or not kept: its steps
 		// are the next reconciliation's buffer (about every no-op
@@ -357,7 +358,7 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 	switch o.result {
 	case ResultSuccess, ResultRequeue, ResultDryRun, ResultFinalizerKept:
 		f.state.done(key)
-		f.metrics.lastSuccess.SetToCurrentTime()
+		f.metrics.lastSuccess.Set(float64(tr.Start.Add(d).UnixNano()) / 1e9)
 		if f.state.recovered(key) {
 			f.event(obj, corev1.EventTypeNormal, "Recovered", "reconciled successfully after earlier failures")
 		}

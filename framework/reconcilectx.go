@@ -5,6 +5,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/operatorkit/operatorkit/internal/conditions"
+	"github.com/operatorkit/operatorkit/internal/ctxkey"
+	"github.com/operatorkit/operatorkit/internal/signal"
+	"github.com/operatorkit/operatorkit/trace"
 )
 
 // reconcileContext is the context of one reconciliation: it carries the
@@ -16,10 +21,16 @@ import (
 // non-nil. A client call asks; a reconciliation that reads only caches and
 // changes nothing, the most common kind, never does and costs no timer.
 //
+// It also carries the values of the reconciliation, in its own fields and
+// answered by Value: a fresh set of signals (as signal.WithFresh makes
+// them), and, from begin on, the trace and the conditions. One allocation
+// and one context layer instead of one of each per value, which also keeps
+// the resources' look-ups short.
+//
 // Once materialized, every method answers from the inner context, including
-// Value for the context package's internal key, so that children made with
-// context.WithCancel attach to the inner cancelCtx directly instead of
-// starting a goroutine each.
+// Value for the context package's internal key (but not for the values
+// above), so that children made with context.WithCancel attach to the inner
+// cancelCtx directly instead of starting a goroutine each.
 type reconcileContext struct {
 	base     context.Context // detached from Boot's context; ended by Abort only
 	deadline time.Time
@@ -34,6 +45,20 @@ type reconcileContext struct {
 	key        string
 	generation int64
 	superseded atomic.Bool
+
+	signals signal.Signals
+	// trace and conds are set by begin, before the chain runs and before
+	// anything that reads them can run on another goroutine.
+	trace *trace.Trace
+	conds *conditions.Store
+}
+
+// begin makes the context carry tr, the reconciliation's trace, and conds,
+// its conditions (nil: none), as trace.NewContext and
+// conditioncontext.NewGuardedContext would. The reconciliation's goroutine
+// calls it once, before the chain runs.
+func (c *reconcileContext) begin(tr *trace.Trace, conds *conditions.Store) {
+	c.trace, c.conds = tr, conds
 }
 
 // watchGeneration makes supersededBy compare the cached generation of the
@@ -94,7 +119,20 @@ func (c *reconcileContext) Err() error {
 }
 
 func (c *reconcileContext) Value(key any) any {
-	if _, ok := key.(supersededKey); ok {
+	switch k := key.(type) {
+	case signal.Key:
+		if v := c.signals.Lookup(k); v != nil {
+			return v
+		}
+	case ctxkey.Trace:
+		if c.trace != nil {
+			return c.trace
+		}
+	case ctxkey.Conditions:
+		if c.conds != nil {
+			return c.conds
+		}
+	case supersededKey:
 		return c
 	}
 	if m := c.inner.Load(); m != nil {

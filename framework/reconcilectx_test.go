@@ -6,6 +6,13 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/context/updatenecessarycontext"
+	"github.com/operatorkit/operatorkit/trace"
 )
 
 type ctxKey struct{}
@@ -103,4 +110,57 @@ func TestReconcileContext(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestReconcileContextValues checks that a reconciliation context answers
+// for the reconciliation's signals, trace and conditions itself, before and
+// after its inner context is made, and through contexts derived from it,
+// and that the signals are fresh: none of the parent's show through.
+func TestReconcileContextValues(t *testing.T) {
+	parent := requeuecontext.NewContext(context.WithValue(context.Background(), ctxKey{}, "v"))
+	requeuecontext.SetRequeueAfter(parent, time.Minute)
+	c := newReconcileContext(parent, time.Now().Add(time.Hour))
+	defer c.stop()
+	if _, ok := requeuecontext.RequeueAfter(c); ok {
+		t.Error("the parent's requeue signal shows through")
+	}
+	if trace.FromContext(c) != nil || conditioncontext.List(c) != nil {
+		t.Error("a trace or conditions before begin")
+	}
+	tr := trace.New("ns/a", time.Now())
+	var st statusRun
+	st.conds.Init([]metav1.Condition{{Type: "Old", Status: metav1.ConditionTrue}}, nil)
+	c.begin(tr, &st.conds)
+
+	check := func(name string, ctx context.Context) {
+		t.Helper()
+		if got := trace.FromContext(ctx); got != tr {
+			t.Errorf("%s: trace = %p, want %p", name, got, tr)
+		}
+		if got := ctx.Value(ctxKey{}); got != "v" {
+			t.Errorf("%s: the parent's value = %v, want v", name, got)
+		}
+		if _, ok := conditioncontext.Get(ctx, "Old"); !ok {
+			t.Errorf("%s: the object's condition Old is not there", name)
+		}
+	}
+	check("before Done", c)
+	requeuecontext.SetRequeueAfter(c, time.Second)
+	updatenecessarycontext.SetUpdateNecessary(c)
+	conditioncontext.Set(c, "Mine", metav1.ConditionTrue, "Because", "")
+	_ = c.Done() // makes the inner context
+	child, cancel := context.WithCancel(c)
+	defer cancel()
+	for name, ctx := range map[string]context.Context{"after Done": c, "derived": child} {
+		check(name, ctx)
+		if d, ok := requeuecontext.RequeueAfter(ctx); !ok || d != time.Second {
+			t.Errorf("%s: requeue = %v, %v, want 1s set in the reconciliation", name, d, ok)
+		}
+		if !updatenecessarycontext.IsUpdateNecessary(ctx) {
+			t.Errorf("%s: the update-necessary signal set in the reconciliation is not there", name)
+		}
+		if l := conditioncontext.List(ctx); len(l) != 1 || l[0].Type != "Mine" {
+			t.Errorf("%s: conditions set = %v, want Mine", name, l)
+		}
+	}
 }

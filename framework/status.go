@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-kit/log/level"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/internal/conditions"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/trace"
 )
@@ -103,6 +105,10 @@ type statusRun struct {
 	locks map[string]bool
 	// gone is set when the finalizer was removed: nothing is left to write.
 	gone bool
+
+	// conds is the reconciliation's conditioncontext store, with current
+	// and lock: the reconciliation's context answers for it.
+	conds conditions.Store
 }
 
 func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *statusRun {
@@ -122,6 +128,7 @@ func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *status
 		s.parseErr = retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidCondition, s.describe(), s.parseErr))
 	}
 	s.orig = s.current
+	s.conds.Init(s.current, s.lock)
 	return s
 }
 
@@ -245,6 +252,15 @@ type statusFields struct {
 // statusFieldsByType caches statusFields per struct type.
 var statusFieldsByType sync.Map // reflect.Type -> statusFields
 
+// lastStatusFields is the type read last and its statusFields: a Framework
+// reads one type, so most reads need no map look-up.
+var lastStatusFields atomic.Pointer[typeStatusFields]
+
+type typeStatusFields struct {
+	t  reflect.Type
+	sf statusFields
+}
+
 var conditionsType = reflect.TypeFor[[]metav1.Condition]()
 
 // readTypedStatus reads status.conditions and status.observedGeneration of
@@ -260,11 +276,15 @@ func readTypedStatus(obj any) ([]metav1.Condition, *int64, bool) {
 	}
 	v = v.Elem()
 	var sf statusFields
-	if cached, ok := statusFieldsByType.Load(v.Type()); ok {
+	if last := lastStatusFields.Load(); last != nil && last.t == v.Type() {
+		sf = last.sf
+	} else if cached, ok := statusFieldsByType.Load(v.Type()); ok {
 		sf = cached.(statusFields)
+		lastStatusFields.Store(&typeStatusFields{t: v.Type(), sf: sf})
 	} else {
 		sf = statusFieldsOf(v.Type())
 		statusFieldsByType.Store(v.Type(), sf)
+		lastStatusFields.Store(&typeStatusFields{t: v.Type(), sf: sf})
 	}
 	if !sf.ok {
 		return nil, nil, false
@@ -273,7 +293,8 @@ func readTypedStatus(obj any) ([]metav1.Condition, *int64, bool) {
 	var conds []metav1.Condition
 	if sf.conditions >= 0 {
 		// The cache's slice: the statusRun never modifies it in place.
-		conds = status.Field(sf.conditions).Interface().([]metav1.Condition)
+		// Through a pointer, which an interface holds without allocating.
+		conds = *status.Field(sf.conditions).Addr().Interface().(*[]metav1.Condition)
 	}
 	var observed *int64
 	if sf.observed >= 0 {

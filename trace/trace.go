@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/operatorkit/operatorkit/internal/ctxkey"
 )
 
 // Outcome is how a step ended.
@@ -81,8 +83,6 @@ type Trace struct {
 	// Compact or Release gives it back; nil otherwise.
 	buf *[]Step
 }
-
-type contextKey struct{}
 
 // New returns a Trace of object that started at start, ready for
 // NewContext, with room for 12 steps, in fewer allocations than a
@@ -251,12 +251,12 @@ func NewContext(ctx context.Context, t *Trace) context.Context {
 	if t.Start.IsZero() {
 		t.Start = time.Now()
 	}
-	return context.WithValue(ctx, contextKey{}, t)
+	return context.WithValue(ctx, ctxkey.Trace{}, t)
 }
 
 // FromContext returns the Trace carried by ctx, or nil when there is none.
 func FromContext(ctx context.Context) *Trace {
-	t, _ := ctx.Value(contextKey{}).(*Trace)
+	t, _ := ctx.Value(ctxkey.Trace{}).(*Trace)
 	return t
 }
 
@@ -272,16 +272,28 @@ func Record(ctx context.Context, resource, step string, start time.Time, outcome
 // a nil t, so recorders can call it unconditionally after a single
 // [FromContext]. It is safe for concurrent use.
 func (t *Trace) Record(resource, step string, start time.Time, outcome Outcome, err error) {
+	t.RecordNext(resource, step, start, outcome, err)
+}
+
+// RecordNext is [Trace.Record] for steps that run one after the other: it
+// returns the end of the step it appended, for the caller to pass as the
+// start of its next step instead of reading the clock again with
+// [Trace.Now]. The next step then also counts the caller's own work between
+// the two, and each step costs one clock read instead of two. It returns the
+// zero time on a nil t.
+func (t *Trace) RecordNext(resource, step string, start time.Time, outcome Outcome, err error) time.Time {
 	if t == nil {
-		return
+		return time.Time{}
 	}
-	s := Step{Resource: resource, Step: step, Outcome: outcome, Start: start, Duration: time.Since(start)}
+	d := time.Since(start)
+	s := Step{Resource: resource, Step: step, Outcome: outcome, Start: start, Duration: d}
 	if err != nil {
 		s.Error = err.Error()
 	}
 	t.lock()
 	t.Steps = append(t.Steps, s)
 	t.unlock()
+	return start.Add(d)
 }
 
 // RecordNotRun appends a step of resource that did not run (outcome
@@ -314,12 +326,13 @@ func (t *Trace) Now() time.Time {
 }
 
 // Finish sets Duration (since Start), Result, RequeueAfter and Error (from
-// err, when not nil). It is meant for the caller that runs the
-// reconciliation, once the chain has returned. It does nothing on a nil t and
-// is safe for concurrent use.
-func (t *Trace) Finish(result string, requeueAfter time.Duration, err error) {
+// err, when not nil), and returns Duration, so that a caller that needs the
+// reconciliation's duration too reads the clock once. It is meant for the
+// caller that runs the reconciliation, once the chain has returned. It does
+// nothing and returns 0 on a nil t, and is safe for concurrent use.
+func (t *Trace) Finish(result string, requeueAfter time.Duration, err error) time.Duration {
 	if t == nil {
-		return
+		return 0
 	}
 	t.lock()
 	defer t.unlock()
@@ -329,6 +342,7 @@ func (t *Trace) Finish(result string, requeueAfter time.Duration, err error) {
 	if err != nil {
 		t.Error = err.Error()
 	}
+	return t.Duration
 }
 
 // Snapshot returns a copy of t, with its own Steps slice, taken under t's

@@ -32,7 +32,9 @@ func TestRecordWithoutTrace(t *testing.T) {
 	if allocs > 1 {
 		t.Fatalf("Record without a trace allocated %v times", allocs-1)
 	}
-	nilTrace.Finish("success", 0, nil)
+	if d := nilTrace.Finish("success", 0, nil); d != 0 {
+		t.Errorf("Finish of a nil trace = %v, want 0", d)
+	}
 	if got := nilTrace.Snapshot(); got.Object != "" || got.Steps != nil {
 		t.Fatalf("Snapshot of nil trace = %+v", got)
 	}
@@ -66,10 +68,13 @@ func TestRecord(t *testing.T) {
 		}
 	}
 
-	tr.Finish("requeue", time.Minute, errors.New("late"))
+	d := tr.Finish("requeue", time.Minute, errors.New("late"))
 	snap := tr.Snapshot()
 	if snap.Result != "requeue" || snap.RequeueAfter != time.Minute || snap.Error != "late" || snap.Duration <= 0 {
 		t.Fatalf("after Finish: %+v", snap)
+	}
+	if d != snap.Duration {
+		t.Errorf("Finish returned %v, the trace's Duration is %v", d, snap.Duration)
 	}
 
 	// The snapshot is detached.
@@ -322,8 +327,16 @@ func TestNowAndRecordNotRun(t *testing.T) {
 	if !skipped.Start.Equal(ran.Start.Add(ran.Duration)) || skipped.Duration != 0 || skipped.Outcome != trace.OutcomeSkipped || skipped.Step != "skipped" {
 		t.Errorf("skipped step = %+v, want it where %+v ended, no duration", skipped, ran)
 	}
+	next := tr.RecordNext("r", "next", skipped.Start, trace.OutcomeDone, nil)
+	last := tr.Snapshot().Steps[3]
+	if last.Step != "next" || !last.Start.Equal(skipped.Start) || !next.Equal(last.Start.Add(last.Duration)) || next.Before(after) {
+		t.Errorf("RecordNext = %v with step %+v, want the step's end, after %v", next, last, after)
+	}
 	var nilTrace *trace.Trace
 	nilTrace.RecordNotRun("r", "s", trace.OutcomeSkipped) // must not panic
+	if !nilTrace.RecordNext("r", "s", now, trace.OutcomeDone, nil).IsZero() {
+		t.Error("RecordNext of a nil trace is not zero")
+	}
 	if !nilTrace.Now().IsZero() {
 		t.Error("Now of a nil trace is not zero")
 	}

@@ -3,9 +3,11 @@ package conditioncontext
 import (
 	"context"
 	"errors"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/internal/conditions"
+	"github.com/operatorkit/operatorkit/internal/ctxkey"
 )
 
 // The condition types the Framework maintains, following the kstatus
@@ -49,23 +51,10 @@ var ErrInvalidCondition = errors.New("invalid condition")
 // Status, Reason and Message, and the lock fills in the rest.
 type LockFunc func(ctx context.Context, c metav1.Condition) error
 
-type contextKey struct{}
-
-// store is the conditions of one reconciliation.
-type store struct {
-	mu      sync.Mutex
-	set     []metav1.Condition // in the order first set
-	current []metav1.Condition // the object's, as read or as last locked
-	// ownCurrent is set once current is the store's own copy (before the
-	// first lock modifies it): until then it is the caller's slice.
-	ownCurrent bool
-	lock       LockFunc
-}
-
 // NewContext returns a child of ctx holding a new, empty set of conditions
 // without a lock (see the package documentation).
 func NewContext(ctx context.Context) context.Context {
-	return context.WithValue(ctx, contextKey{}, &store{})
+	return context.WithValue(ctx, ctxkey.Conditions{}, &conditions.Store{})
 }
 
 // NewGuardedContext returns a child of ctx holding a new, empty set of
@@ -76,12 +65,9 @@ func NewContext(ctx context.Context) context.Context {
 // Framework starts a reconciliation; call it yourself only to run resources
 // under a status writer of your own.
 func NewGuardedContext(ctx context.Context, current []metav1.Condition, lock LockFunc) context.Context {
-	return context.WithValue(ctx, contextKey{}, &store{current: current, lock: lock})
-}
-
-func from(ctx context.Context) *store {
-	s, _ := ctx.Value(contextKey{}).(*store)
-	return s
+	s := &conditions.Store{}
+	s.Init(current, lock)
+	return context.WithValue(ctx, ctxkey.Conditions{}, s)
 }
 
 // Set records the condition conditionType of the reconciled object with
@@ -91,20 +77,9 @@ func from(ctx context.Context) *store {
 // while the status stays the same). It is a no-op on a context without
 // conditions.
 func Set(ctx context.Context, conditionType string, status metav1.ConditionStatus, reason, message string) {
-	s := from(ctx)
-	if s == nil {
-		return
+	if s := conditions.From(ctx); s != nil {
+		s.Set(metav1.Condition{Type: conditionType, Status: status, Reason: reason, Message: message})
 	}
-	c := metav1.Condition{Type: conditionType, Status: status, Reason: reason, Message: message}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.set {
-		if s.set[i].Type == conditionType {
-			s.set[i] = c
-			return
-		}
-	}
-	s.set = append(s.set, c)
 }
 
 // Get returns the condition conditionType as it stands in this
@@ -113,54 +88,20 @@ func Set(ctx context.Context, conditionType string, status metav1.ConditionStatu
 // reconciliation have no observedGeneration or lastTransitionTime yet. It
 // returns false when there is none, or ctx has no conditions.
 func Get(ctx context.Context, conditionType string) (metav1.Condition, bool) {
-	s := from(ctx)
+	s := conditions.From(ctx)
 	if s == nil {
 		return metav1.Condition{}, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, list := range [][]metav1.Condition{s.set, s.current} {
-		for _, c := range list {
-			if c.Type == conditionType {
-				return c, true
-			}
-		}
-	}
-	return metav1.Condition{}, false
+	return s.Get(conditionType)
 }
 
 // List returns the conditions set in this reconciliation, with Set or by a
 // Guard, in the order their types were first set; nil when there are none
 // or ctx has no conditions. The slice is the caller's.
 func List(ctx context.Context) []metav1.Condition {
-	s := from(ctx)
+	s := conditions.From(ctx)
 	if s == nil {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return clone(s.set)
-}
-
-// locked records c as the object's current condition after a lock.
-func (s *store) locked(c metav1.Condition) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.ownCurrent {
-		s.current, s.ownCurrent = clone(s.current), true
-	}
-	for i := range s.current {
-		if s.current[i].Type == c.Type {
-			s.current[i] = c
-			return
-		}
-	}
-	s.current = append(s.current, c)
-}
-
-func clone(cs []metav1.Condition) []metav1.Condition {
-	if len(cs) == 0 {
-		return nil
-	}
-	return append([]metav1.Condition(nil), cs...)
+	return s.List()
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/operatorkit/operatorkit/internal/conditions"
 )
 
 // LockMessage is the message of a condition locked by [Guard] while its task
@@ -42,7 +44,7 @@ type Task func(ctx context.Context) (status metav1.ConditionStatus, reason, mess
 // there is no lock: step 1 is skipped. Guard calls in one reconciliation
 // lock one after another; each is one status write.
 func Guard(ctx context.Context, conditionType, reason string, task Task) error {
-	s := from(ctx)
+	s := conditions.From(ctx)
 	if s == nil {
 		return backoff.Permanent(fmt.Errorf("%w: guard of condition %q needs a Framework with Config.Conditions", ErrNoConditions, conditionType))
 	}
@@ -50,11 +52,11 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 	if err := Validate(lock); err != nil {
 		return backoff.Permanent(fmt.Errorf("guard: %w", err))
 	}
-	if s.lock != nil {
-		if err := s.lock(ctx, lock); err != nil {
+	if lockFn := s.Lock(); lockFn != nil {
+		if err := lockFn(ctx, lock); err != nil {
 			return fmt.Errorf("lock condition %s: %w", conditionType, err)
 		}
-		s.locked(lock)
+		s.Locked(lock)
 	}
 	status, outReason, message, err := task(ctx)
 	if status == "" {

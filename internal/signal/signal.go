@@ -228,24 +228,43 @@ func (c *versionCtx) Value(k any) any {
 	return c.Context.Value(k)
 }
 
-// setCtx is one context layer holding every signal it owns.
-type setCtx struct {
-	context.Context
-	owns  [numKeys]bool
+// Signals holds a new signal for every key except ResourceCanceled: the
+// signals of one reconciliation, as WithFresh makes them, in a value that a
+// context type of the caller's own can hold and answer for (see Lookup), so
+// that they cost neither an allocation nor a context layer of their own. The
+// zero value is ready; it must not be copied after first use.
+type Signals struct {
 	flags [numKeys]Flag // indexed by Key; the Requeue and ResourceVersion slots are unused
 	dur   Duration
 	v     Version
 }
 
+// Lookup returns the signal s holds under key (a *Flag, *Duration or
+// *Version, as FlagFrom, DurationFrom and VersionFrom expect), or nil for
+// ResourceCanceled and keys out of range. A context's Value returns it for
+// a Key it answers for.
+func (s *Signals) Lookup(key Key) any {
+	switch {
+	case key >= numKeys || key == ResourceCanceled:
+		return nil
+	case key == Requeue:
+		return &s.dur
+	case key == ResourceVersion:
+		return &s.v
+	}
+	return &s.flags[key]
+}
+
+// setCtx is one context layer holding every signal it owns.
+type setCtx struct {
+	context.Context
+	owns [numKeys]bool // never ResourceCanceled
+	s    Signals
+}
+
 func (c *setCtx) Value(k any) any {
 	if key, ok := k.(Key); ok && key < numKeys && c.owns[key] {
-		switch key {
-		case Requeue:
-			return &c.dur
-		case ResourceVersion:
-			return &c.v
-		}
-		return &c.flags[key]
+		return c.s.Lookup(key)
 	}
 	return c.Context.Value(k)
 }

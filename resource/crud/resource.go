@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -83,7 +84,8 @@ func (r *Resource) EnsureDeleted(ctx context.Context, obj any) error {
 // change nothing, as their contract requires; an Ops that writes in them is
 // the author's bug.
 func (r *Resource) Plan(ctx context.Context, obj any, deleting bool) (*Patch, error) {
-	patch, err := r.plan(ctx, trace.FromContext(ctx), obj, deleting)
+	var at time.Time
+	patch, err := r.plan(ctx, trace.FromContext(ctx), &at, obj, deleting)
 	if err == errStopped {
 		return nil, nil
 	}
@@ -104,9 +106,10 @@ var errStopped = errors.New("stopped by a cancel signal")
 
 func (r *Resource) ensure(ctx context.Context, obj any, deleting bool) error {
 	t := trace.FromContext(ctx)
-	patch, err := r.plan(ctx, t, obj, deleting)
+	var at time.Time
+	patch, err := r.plan(ctx, t, &at, obj, deleting)
 	if err == nil {
-		err = r.apply(ctx, t, obj, patch)
+		err = r.apply(ctx, t, &at, obj, patch)
 	}
 	if err == errStopped {
 		return nil
@@ -114,16 +117,18 @@ func (r *Resource) ensure(ctx context.Context, obj any, deleting bool) error {
 	return err
 }
 
-func (r *Resource) plan(ctx context.Context, t *trace.Trace, obj any, deleting bool) (*Patch, error) {
+// plan runs the three planning steps; at is the start of the next step (see
+// step).
+func (r *Resource) plan(ctx context.Context, t *trace.Trace, at *time.Time, obj any, deleting bool) (*Patch, error) {
 	var current, desired any
-	err := r.step(ctx, t, StepGetCurrentState, func() (err error) {
+	err := r.step(ctx, t, at, StepGetCurrentState, func() (err error) {
 		current, err = r.ops.GetCurrentState(ctx, obj)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = r.step(ctx, t, StepGetDesiredState, func() (err error) {
+	err = r.step(ctx, t, at, StepGetDesiredState, func() (err error) {
 		desired, err = r.ops.GetDesiredState(ctx, obj)
 		return err
 	})
@@ -132,12 +137,12 @@ func (r *Resource) plan(ctx context.Context, t *trace.Trace, obj any, deleting b
 	}
 	var patch *Patch
 	if deleting {
-		err = r.step(ctx, t, StepNewDeletePatch, func() (err error) {
+		err = r.step(ctx, t, at, StepNewDeletePatch, func() (err error) {
 			patch, err = r.ops.NewDeletePatch(ctx, obj, current, desired)
 			return err
 		})
 	} else {
-		err = r.step(ctx, t, StepNewUpdatePatch, func() (err error) {
+		err = r.step(ctx, t, at, StepNewUpdatePatch, func() (err error) {
 			patch, err = r.ops.NewUpdatePatch(ctx, obj, current, desired)
 			return err
 		})
@@ -145,31 +150,34 @@ func (r *Resource) plan(ctx context.Context, t *trace.Trace, obj any, deleting b
 	return patch, err
 }
 
-func (r *Resource) apply(ctx context.Context, t *trace.Trace, obj any, patch *Patch) error {
+func (r *Resource) apply(ctx context.Context, t *trace.Trace, at *time.Time, obj any, patch *Patch) error {
 	create, ok := patch.CreateChange()
-	if err := r.applyPart(ctx, t, obj, StepApplyCreateChange, create, ok, r.ops.ApplyCreateChange); err != nil {
+	if err := r.applyPart(ctx, t, at, obj, StepApplyCreateChange, create, ok, r.ops.ApplyCreateChange); err != nil {
 		return err
 	}
 	update, ok := patch.UpdateChange()
-	if err := r.applyPart(ctx, t, obj, StepApplyUpdateChange, update, ok, r.ops.ApplyUpdateChange); err != nil {
+	if err := r.applyPart(ctx, t, at, obj, StepApplyUpdateChange, update, ok, r.ops.ApplyUpdateChange); err != nil {
 		return err
 	}
 	del, ok := patch.DeleteChange()
-	return r.applyPart(ctx, t, obj, StepApplyDeleteChange, del, ok, r.ops.ApplyDeleteChange)
+	return r.applyPart(ctx, t, at, obj, StepApplyDeleteChange, del, ok, r.ops.ApplyDeleteChange)
 }
 
-func (r *Resource) applyPart(ctx context.Context, t *trace.Trace, obj any, step string, change any, set bool, apply func(ctx context.Context, obj, change any) error) error {
+func (r *Resource) applyPart(ctx context.Context, t *trace.Trace, at *time.Time, obj any, step string, change any, set bool, apply func(ctx context.Context, obj, change any) error) error {
 	if !set {
 		t.RecordNotRun(r.name, step, trace.OutcomeSkipped)
 		return nil
 	}
-	return r.step(ctx, t, step, func() error { return apply(ctx, obj, change) })
+	return r.step(ctx, t, at, step, func() error { return apply(ctx, obj, change) })
 }
 
 // step runs f as the named step unless a cancel signal is set, records it in
 // t, and wraps its error with the resource and step name. It returns
-// errStopped when a signal stopped it.
-func (r *Resource) step(ctx context.Context, t *trace.Trace, step string, f func() error) error {
+// errStopped when a signal stopped it. *at is the step's start when set (the
+// end of the resource's step before, trace.Trace.RecordNext), else now; step
+// sets it to the step's end, so that a resource's steps read the clock once
+// each.
+func (r *Resource) step(ctx context.Context, t *trace.Trace, at *time.Time, step string, f func() error) error {
 	var reason string
 	switch {
 	case resourcecanceledcontext.IsCanceled(ctx):
@@ -177,12 +185,14 @@ func (r *Resource) step(ctx context.Context, t *trace.Trace, step string, f func
 	case reconciliationcanceledcontext.IsCanceled(ctx):
 		reason = "reconciliation canceled"
 	default:
-		start := t.Now()
+		if at.IsZero() {
+			*at = t.Now()
+		}
 		if err := f(); err != nil {
-			t.Record(r.name, step, start, trace.OutcomeError, err)
+			*at = t.RecordNext(r.name, step, *at, trace.OutcomeError, err)
 			return fmt.Errorf("%s: %s: %w", r.name, step, err)
 		}
-		t.Record(r.name, step, start, trace.OutcomeDone, nil)
+		*at = t.RecordNext(r.name, step, *at, trace.OutcomeDone, nil)
 		return nil
 	}
 	level.Debug(r.logger).Log("msg", "stopping before step", "step", step, "reason", reason)

@@ -275,11 +275,18 @@ func TestTrace(t *testing.T) {
 		{crud.StepApplyUpdateChange, trace.OutcomeError},
 	}
 	var got []step
-	for _, s := range tr.Snapshot().Steps {
+	steps := tr.Snapshot().Steps
+	for i, s := range steps {
 		if s.Resource != "r" {
 			t.Errorf("step %+v has the wrong resource", s)
 		}
 		got = append(got, step{s.Step, s.Outcome})
+		// One clock read per step: each starts where the one before ended.
+		if i > 0 {
+			if prev := steps[i-1]; !s.Start.Equal(prev.Start.Add(prev.Duration)) {
+				t.Errorf("step %s starts at %v, not where %s ended (%v)", s.Step, s.Start, prev.Step, prev.Start.Add(prev.Duration))
+			}
+		}
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("trace = %v, want %v", got, want)

@@ -1,0 +1,104 @@
+// Package conditions implements the conditions of one reconciliation behind
+// package context/conditioncontext: a Store, held in a context under
+// ctxkey.Conditions. It is a package of its own so that the Framework can
+// keep a Store in its own per-reconciliation state and answer the key itself
+// (no context layer and no allocation of their own).
+package conditions
+
+import (
+	"context"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/internal/ctxkey"
+)
+
+// Store is the conditions of one reconciliation. The zero value is an empty
+// store without a lock. Its methods are safe for concurrent use.
+type Store struct {
+	mu      sync.Mutex
+	set     []metav1.Condition // in the order first set
+	current []metav1.Condition // the object's, as read or as last locked
+	// ownCurrent is set once current is the store's own copy (before the
+	// first lock modifies it): until then it is the caller's slice.
+	ownCurrent bool
+	lock       func(ctx context.Context, c metav1.Condition) error
+}
+
+// Init makes s the store of a reconciliation of an object whose conditions
+// are current (never modified: s copies it before a lock changes it) with
+// lock, which may be nil. Call it before s is shared.
+func (s *Store) Init(current []metav1.Condition, lock func(ctx context.Context, c metav1.Condition) error) {
+	s.current, s.lock = current, lock
+}
+
+// From returns the store ctx holds, nil when it holds none.
+func From(ctx context.Context) *Store {
+	s, _ := ctx.Value(ctxkey.Conditions{}).(*Store)
+	return s
+}
+
+// Set records c, replacing the condition of its type set before.
+func (s *Store) Set(c metav1.Condition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.set {
+		if s.set[i].Type == c.Type {
+			s.set[i] = c
+			return
+		}
+	}
+	s.set = append(s.set, c)
+}
+
+// Get returns the condition conditionType as last set, or else as the
+// object has it (as read, or as last locked).
+func (s *Store) Get(conditionType string) (metav1.Condition, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, list := range [2][]metav1.Condition{s.set, s.current} {
+		for _, c := range list {
+			if c.Type == conditionType {
+				return c, true
+			}
+		}
+	}
+	return metav1.Condition{}, false
+}
+
+// List returns a copy of the conditions set, in the order their types were
+// first set; nil when none was.
+func (s *Store) List() []metav1.Condition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clone(s.set)
+}
+
+// Lock returns the store's lock, nil when it has none.
+func (s *Store) Lock() func(ctx context.Context, c metav1.Condition) error {
+	return s.lock
+}
+
+// Locked records c as the object's current condition after a lock.
+func (s *Store) Locked(c metav1.Condition) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ownCurrent {
+		s.current, s.ownCurrent = clone(s.current), true
+	}
+	for i := range s.current {
+		if s.current[i].Type == c.Type {
+			s.current[i] = c
+			return
+		}
+	}
+	s.current = append(s.current, c)
+}
+
+func clone(cs []metav1.Condition) []metav1.Condition {
+	if len(cs) == 0 {
+		return nil
+	}
+	return append([]metav1.Condition(nil), cs...)
+}
