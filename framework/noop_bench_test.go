@@ -25,56 +25,75 @@ import (
 func BenchmarkNoOpReconciliation(b *testing.B) {
 	for _, conditions := range []bool{false, true} {
 		b.Run(fmt.Sprintf("conditions=%v", conditions), func(b *testing.B) {
-			var rs []resource.Interface
-			for i := range 2 {
-				r, err := crud.New(crud.Config{Ops: crudtest.Nop(fmt.Sprintf("r%d", i))})
-				if err != nil {
-					b.Fatal(err)
-				}
-				rs = append(rs, r)
-			}
-			set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: rs})
-			if err != nil {
-				b.Fatal(err)
-			}
-			rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			inf := informertest.New()
-			config := Config{Name: "op", Informer: inf, ResourceRouter: rt, Resource: thingsGVR,
-				Client: newStatusServer(object("a", 1, nil)).client(), Conditions: conditions}
-			f, err := New(config)
-			if err != nil {
-				b.Fatal(err)
-			}
-			obj := &typedWithStatus{}
-			obj.APIVersion, obj.Kind = "test.operatorkit.io/v1", "Thing"
-			obj.Namespace, obj.Name, obj.Generation, obj.ResourceVersion = "ns", "a", 3, "7"
-			obj.Finalizers = []string{f.finalizer}
-			obj.Status.ObservedGeneration = 3
-			obj.Status.Conditions = []metav1.Condition{
-				{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: readyMessageOf("v1"), ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)},
-			}
-			if err := inf.Add(runtime.Object(obj)); err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			run := func() outcome {
-				rctx := newReconcileContext(ctx, time.Now().Add(time.Minute))
-				o := f.reconcile(rctx, rctx, "ns/a")
-				rctx.stop()
-				return o
-			}
-			if o := run(); o.result != ResultSuccess || o.err != nil {
-				b.Fatalf("first reconciliation: %s %v", o.result, o.err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if o := run(); o.result != ResultSuccess {
-					b.Fatalf("reconciliation: %s %v", o.result, o.err)
-				}
-			}
+			benchmarkNoOps(b, conditions, 1)
 		})
+	}
+	// As the steady phase of bench/ reconciles them: 1,000 objects in turn,
+	// more than the trace store keeps, each cold in the CPU's caches.
+	b.Run("conditions=true/objects=1000", func(b *testing.B) {
+		benchmarkNoOps(b, true, 1000)
+	})
+}
+
+func benchmarkNoOps(b *testing.B, conditions bool, objects int) {
+	var rs []resource.Interface
+	for i := range 2 {
+		r, err := crud.New(crud.Config{Ops: crudtest.Nop(fmt.Sprintf("r%d", i))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: rs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inf := informertest.New()
+	config := Config{Name: "op", Informer: inf, ResourceRouter: rt, Resource: thingsGVR,
+		Client: newStatusServer(object("a", 1, nil)).client(), Conditions: conditions}
+	f, err := New(config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, objects)
+	for i := range keys {
+		obj := &typedWithStatus{}
+		obj.APIVersion, obj.Kind = "test.operatorkit.io/v1", "Thing"
+		obj.Namespace, obj.Name, obj.Generation, obj.ResourceVersion = "ns", fmt.Sprintf("a%05d", i), 3, "7"
+		obj.Finalizers = []string{f.finalizer}
+		obj.Status.ObservedGeneration = 3
+		obj.Status.Conditions = []metav1.Condition{
+			{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: readyMessageOf("v1"), ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)},
+		}
+		if err := inf.Add(runtime.Object(obj)); err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = "ns/" + obj.Name
+	}
+	ctx := context.Background()
+	run := func(key string) outcome {
+		rctx := newReconcileContext(ctx, time.Now().Add(time.Minute))
+		o := f.reconcile(rctx, rctx, key)
+		rctx.stop()
+		return o
+	}
+	for _, key := range keys {
+		if o := run(key); o.result != ResultSuccess || o.err != nil {
+			b.Fatalf("first reconciliation of %s: %s %v", key, o.result, o.err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if o := run(keys[i]); o.result != ResultSuccess {
+			b.Fatalf("reconciliation: %s %v", o.result, o.err)
+		}
+		if i++; i == len(keys) {
+			i = 0
+		}
 	}
 }
