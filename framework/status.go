@@ -81,7 +81,6 @@ type statusRun struct {
 	f          *Framework
 	key        string
 	obj        any
-	ns, name   string
 	generation int64
 	deleting   bool
 	// setName is the resource set that handles the object, set before the
@@ -116,8 +115,6 @@ func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *status
 		f:          f,
 		key:        key,
 		obj:        obj,
-		ns:         acc.GetNamespace(),
-		name:       acc.GetName(),
 		generation: acc.GetGeneration(),
 		deleting:   acc.GetDeletionTimestamp() != nil,
 		rv:         acc.GetResourceVersion(),
@@ -128,8 +125,26 @@ func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *status
 		s.parseErr = retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidCondition, s.describe(), s.parseErr))
 	}
 	s.orig = s.current
-	s.conds.Init(s.current, s.lock)
+	s.conds.Init(s.current, s)
 	return s
+}
+
+// namespace and objName return the object's namespace and name, from its
+// key (cache.MetaNamespaceKeyFunc's "namespace/name", or "name"): kept once,
+// in the key, rather than in fields of every reconciliation's statusRun.
+func (s *statusRun) namespace() string {
+	ns, _, _ := strings.Cut(s.key, "/")
+	if len(ns) == len(s.key) {
+		return ""
+	}
+	return ns
+}
+
+func (s *statusRun) objName() string {
+	if _, name, ok := strings.Cut(s.key, "/"); ok {
+		return name
+	}
+	return s.key
 }
 
 // describe names the object in errors: "<Kind> <namespace/name>".
@@ -176,7 +191,7 @@ func (s *statusRun) gvk() schema.GroupVersionKind {
 // typed cache (a REST client's decoder) strips and an apply needs, and
 // remembers it for the Framework's later writes: one read per process.
 func (s *statusRun) learnKind(ctx context.Context) (schema.GroupVersionKind, error) {
-	u, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).Get(ctx, s.name, metav1.GetOptions{})
+	u, err := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Get(ctx, s.objName(), metav1.GetOptions{})
 	if err != nil {
 		return schema.GroupVersionKind{}, fmt.Errorf("write status of %s: read its kind: %w", s.describe(), err)
 	}
@@ -298,8 +313,16 @@ func readTypedStatus(obj any) ([]metav1.Condition, *int64, bool) {
 	}
 	var observed *int64
 	if sf.observed >= 0 {
-		if g := status.Field(sf.observed).Int(); g != 0 {
-			observed = &g
+		f := status.Field(sf.observed)
+		if g := f.Int(); g != 0 {
+			// The cache's field when it is an int64 (read only, as the
+			// conditions are), else a copy.
+			if p, ok := f.Addr().Interface().(*int64); ok {
+				observed = p
+			} else {
+				observed = new(int64)
+				*observed = g
+			}
 		}
 	}
 	return conds, observed, true
@@ -334,6 +357,12 @@ func jsonName(f reflect.StructField) string {
 	return name
 }
 
+// LockCondition is lock: it makes the statusRun the lock of its conditions
+// store without a closure.
+func (s *statusRun) LockCondition(ctx context.Context, c metav1.Condition) error {
+	return s.lock(ctx, c)
+}
+
 // lock is the conditioncontext.LockFunc of the reconciliation: a JSON merge
 // patch of status.conditions on the status subresource, with the
 // resourceVersion of the object the reconciliation read (or of its own
@@ -351,7 +380,7 @@ func (s *statusRun) lock(ctx context.Context, c metav1.Condition) error {
 			// Another reconciliation (another replica) runs the task now.
 			err := fmt.Errorf("%w: condition %s of %s is locked (%s) since %s by another reconciliation",
 				conditioncontext.ErrLocked, c.Type, s.describe(), s.current[i].Reason, s.current[i].LastTransitionTime.UTC().Format(time.RFC3339))
-			err = fmt.Errorf("%w: %w", err, apierrors.NewConflict(s.f.resource.GroupResource(), s.name, errors.New("condition "+c.Type+" is locked")))
+			err = fmt.Errorf("%w: %w", err, apierrors.NewConflict(s.f.resource.GroupResource(), s.objName(), errors.New("condition "+c.Type+" is locked")))
 			t := trace.FromContext(ctx)
 			t.Record("framework", StepLockCondition, t.Now(), trace.OutcomeError, err)
 			return err
@@ -379,7 +408,7 @@ func (s *statusRun) lock(ctx context.Context, c metav1.Condition) error {
 	}
 	t := trace.FromContext(ctx)
 	start := t.Now()
-	res, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).Patch(ctx, s.name, types.MergePatchType, data,
+	res, err := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Patch(ctx, s.objName(), types.MergePatchType, data,
 		metav1.PatchOptions{FieldManager: s.f.fieldManager}, "status")
 	if err != nil {
 		_, err = s.writeError(ctx, "lock condition "+c.Type, err)
@@ -421,7 +450,7 @@ func (f *Framework) lockTTL() time.Duration {
 func (s *statusRun) writeError(ctx context.Context, what string, err error) (gone bool, _ error) {
 	switch {
 	case apierrors.IsNotFound(err):
-		_, gerr := s.f.client.Resource(s.f.resource).Namespace(s.ns).Get(ctx, s.name, metav1.GetOptions{})
+		_, gerr := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Get(ctx, s.objName(), metav1.GetOptions{})
 		if gerr == nil {
 			return false, retry.Permanent(fmt.Errorf("%w: %s of %s: %s has no status subresource (set spec.versions[].subresources.status in its CRD) to write status.conditions and status.observedGeneration to: %w",
 				ErrNoStatusSubresource, what, s.describe(), s.f.resource.GroupResource(), err))
@@ -535,9 +564,9 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	if observed != nil {
 		status["observedGeneration"] = *observed
 	}
-	metadata := map[string]any{"name": s.name}
-	if s.ns != "" {
-		metadata["namespace"] = s.ns
+	metadata := map[string]any{"name": s.objName()}
+	if s.namespace() != "" {
+		metadata["namespace"] = s.namespace()
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvk.GroupVersion().String(),
@@ -572,7 +601,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 // without decoding the whole object into maps as the dynamic client does.
 func (s *statusRun) applyStatus(ctx context.Context, u *unstructured.Unstructured) (metav1.Object, error) {
 	if s.f.metaClient == nil {
-		return s.f.client.Resource(s.f.resource).Namespace(s.ns).ApplyStatus(ctx, s.name, u,
+		return s.f.client.Resource(s.f.resource).Namespace(s.namespace()).ApplyStatus(ctx, s.objName(), u,
 			metav1.ApplyOptions{FieldManager: s.f.fieldManager, Force: true})
 	}
 	data, err := json.Marshal(u.Object)
@@ -580,7 +609,7 @@ func (s *statusRun) applyStatus(ctx context.Context, u *unstructured.Unstructure
 		return nil, fmt.Errorf("encode the status of %s: %w", s.describe(), err)
 	}
 	force := true
-	return s.f.metaClient.Resource(s.f.resource).Namespace(s.ns).Patch(ctx, s.name, types.ApplyPatchType, data,
+	return s.f.metaClient.Resource(s.f.resource).Namespace(s.namespace()).Patch(ctx, s.objName(), types.ApplyPatchType, data,
 		metav1.PatchOptions{FieldManager: s.f.fieldManager, Force: &force}, "status")
 }
 
@@ -711,7 +740,7 @@ func (s *statusRun) combine(o outcome, err error) outcome {
 
 // refresh reads the object from the API server, for its managedFields.
 func (s *statusRun) refresh(ctx context.Context) error {
-	u, err := s.f.client.Resource(s.f.resource).Namespace(s.ns).Get(ctx, s.name, metav1.GetOptions{})
+	u, err := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Get(ctx, s.objName(), metav1.GetOptions{})
 	if err != nil {
 		return err
 	}

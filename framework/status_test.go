@@ -919,6 +919,15 @@ type typedWithStatus struct {
 	} `json:"status,omitempty"`
 }
 
+// namedGeneration keeps its observedGeneration in a named integer type.
+type namedGeneration struct {
+	Status struct {
+		ObservedGeneration generation `json:"observedGeneration"`
+	} `json:"status"`
+}
+
+type generation int64
+
 // otherLayout keeps its conditions under another Go type.
 type otherLayout struct {
 	Status struct {
@@ -953,6 +962,16 @@ func TestReadStatusTypedMatchesUnstructured(t *testing.T) {
 	}
 	if _, _, ok := readTypedStatus(&otherLayout{}); ok {
 		t.Error("readTypedStatus read a layout it does not know; want the unstructured conversion")
+	}
+	// observedGeneration of a named integer type, read after another type
+	// (the last type read is cached).
+	named := &namedGeneration{}
+	named.Status.ObservedGeneration = 5
+	if _, observed, ok := readTypedStatus(named); !ok || observed == nil || *observed != 5 {
+		t.Errorf("named observedGeneration = %v, %v, want 5", observed, ok)
+	}
+	if _, observed, _ := readTypedStatus(obj); observed == nil || *observed != 3 {
+		t.Errorf("observedGeneration after another type = %v, want 3", observed)
 	}
 	if _, _, ok := readTypedStatus(struct{}{}); ok {
 		t.Error("readTypedStatus read a non-pointer")
@@ -1129,6 +1148,17 @@ func TestReadyMessage(t *testing.T) {
 	for _, c := range []struct{ m, set string }{{"reconciled by resource set v1", "v2"}, {"reconciled", "v1"}, {"reconciled by resource set v1", ""}, {"reconciled by resource set xv1", "v1"}} {
 		if isReadyMessage(c.m, c.set) {
 			t.Errorf("isReadyMessage(%q, %q) = true", c.m, c.set)
+		}
+	}
+}
+
+// TestStatusRunObjectName: the status writes address the object by the
+// namespace and name in its key, namespaced or cluster-scoped.
+func TestStatusRunObjectName(t *testing.T) {
+	for key, want := range map[string][2]string{"ns/a": {"ns", "a"}, "a": {"", "a"}} {
+		s := &statusRun{key: key}
+		if ns, name := s.namespace(), s.objName(); ns != want[0] || name != want[1] {
+			t.Errorf("key %q: namespace %q, name %q; want %q, %q", key, ns, name, want[0], want[1])
 		}
 	}
 }

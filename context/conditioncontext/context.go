@@ -65,10 +65,19 @@ func NewContext(ctx context.Context) context.Context {
 // Framework starts a reconciliation; call it yourself only to run resources
 // under a status writer of your own.
 func NewGuardedContext(ctx context.Context, current []metav1.Condition, lock LockFunc) context.Context {
+	var locker conditions.Locker
+	if lock != nil { // a nil LockFunc is no lock, not a lock that panics
+		locker = lock
+	}
 	s := &conditions.Store{}
-	s.Init(current, lock)
+	s.Init(current, locker)
 	return context.WithValue(ctx, ctxkey.Conditions{}, s)
 }
+
+// LockCondition calls f. It lets a LockFunc serve as the lock of the
+// conditions NewGuardedContext holds; the Framework's per-reconciliation
+// state serves as one without a func value of its own.
+func (f LockFunc) LockCondition(ctx context.Context, c metav1.Condition) error { return f(ctx, c) }
 
 // Set records the condition conditionType of the reconciled object with
 // status, reason and message, for the write at the end of the

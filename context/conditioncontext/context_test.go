@@ -231,3 +231,20 @@ func TestGuardLeavesTheCallersConditions(t *testing.T) {
 		t.Errorf("the lock modified the caller's slice: %+v", current[0])
 	}
 }
+
+// TestGuardWithNilLockFunc: a guarded context made with a nil LockFunc runs
+// the task without a lock (and does not call the nil func).
+func TestGuardWithNilLockFunc(t *testing.T) {
+	ctx := NewGuardedContext(context.Background(), nil, nil)
+	ran := false
+	err := Guard(ctx, "DatabaseReady", "Provisioning", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+		ran = true
+		return "", "", "", nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("Guard = %v, task ran %v; want nil, true", err, ran)
+	}
+	if c, ok := Get(ctx, "DatabaseReady"); !ok || c.Status != metav1.ConditionTrue || c.Reason != "Provisioning" {
+		t.Errorf("condition after Guard = %+v, %v", c, ok)
+	}
+}

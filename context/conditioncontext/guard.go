@@ -52,8 +52,8 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 	if err := Validate(lock); err != nil {
 		return backoff.Permanent(fmt.Errorf("guard: %w", err))
 	}
-	if lockFn := s.Lock(); lockFn != nil {
-		if err := lockFn(ctx, lock); err != nil {
+	if locker := s.Lock(); locker != nil {
+		if err := locker.LockCondition(ctx, lock); err != nil {
 			return fmt.Errorf("lock condition %s: %w", conditionType, err)
 		}
 		s.Locked(lock)

@@ -23,13 +23,20 @@ type Store struct {
 	// ownCurrent is set once current is the store's own copy (before the
 	// first lock modifies it): until then it is the caller's slice.
 	ownCurrent bool
-	lock       func(ctx context.Context, c metav1.Condition) error
+	lock       Locker
+}
+
+// Locker writes a lock condition, as conditioncontext.LockFunc describes. An
+// interface rather than a func, so that the Framework's per-reconciliation
+// state can be one without a closure of its own.
+type Locker interface {
+	LockCondition(ctx context.Context, c metav1.Condition) error
 }
 
 // Init makes s the store of a reconciliation of an object whose conditions
 // are current (never modified: s copies it before a lock changes it) with
 // lock, which may be nil. Call it before s is shared.
-func (s *Store) Init(current []metav1.Condition, lock func(ctx context.Context, c metav1.Condition) error) {
+func (s *Store) Init(current []metav1.Condition, lock Locker) {
 	s.current, s.lock = current, lock
 }
 
@@ -76,7 +83,7 @@ func (s *Store) List() []metav1.Condition {
 }
 
 // Lock returns the store's lock, nil when it has none.
-func (s *Store) Lock() func(ctx context.Context, c metav1.Condition) error {
+func (s *Store) Lock() Locker {
 	return s.lock
 }
 
