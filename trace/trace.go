@@ -194,6 +194,10 @@ func (t *Trace) detach(keep bool, spare []Step) {
 		return
 	}
 	t.buf = nil
+	// The buffer's first used steps hold this trace's strings; the rest
+	// is still zero (buffers enter the pool cleared). Steps that outgrew
+	// the buffer filled all of it.
+	used := min(len(t.Steps), cap(*buf))
 	switch n := len(t.Steps); {
 	case !keep || n == 0:
 		t.Steps = nil
@@ -207,9 +211,8 @@ func (t *Trace) detach(keep bool, spare []Step) {
 	}
 	t.unlock()
 	// The buffer's strings (errors) must not outlive their trace.
-	full := (*buf)[:cap(*buf)]
-	clear(full)
-	*buf = full[:0]
+	clear((*buf)[:used])
+	*buf = (*buf)[:0]
 	stepBuffers.Put(buf)
 }
 

@@ -334,12 +334,13 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		if err != nil {
 			return nil, err
 		}
+		var ctrl *metav1.OwnerReference // c's controller, when c exists
 		if !reflect.ValueOf(c).IsNil() {
-			if ref := metav1.GetControllerOfNoCopy(c); ref != nil && ref.UID != w.GetUID() {
-				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ref.Kind, ref.Name, ref.UID))
+			if ctrl = metav1.GetControllerOfNoCopy(c); ctrl != nil && ctrl.UID != w.GetUID() {
+				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ctrl.Kind, ctrl.Name, ctrl.UID))
 			}
 		}
-		change, err := o.change(c, d, ref)
+		change, err := o.change(c, ctrl, d, ref)
 		if err != nil {
 			return nil, o.encodeError(w, d, err)
 		}
@@ -437,22 +438,22 @@ func (d *desired[C]) names(name string) bool {
 }
 
 // change returns the create or update of d given the current child c (nil
-// when there is none), or nil when c needs no write; ref is the controller
-// reference to the owner.
+// when there is none) and its controller reference ctrl, or nil when c
+// needs no write; ref is the controller reference to the owner.
 //
 // d carries neither the label LabelManagedBy nor ref until it is written
 // (or given to Matches), so that a child that needs no write costs no copy
 // of its labels and owner references: the comparison checks them on c
 // instead, and adds them to d first when c lacks them, so that the walk
 // names the difference.
-func (o *ops[O, C]) change(c, d C, ref metav1.OwnerReference) (*Change, error) {
+func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.OwnerReference) (*Change, error) {
 	exists := !reflect.ValueOf(c).IsNil()
 	var cv reflect.Value
 	if exists {
 		cv = reflect.ValueOf(c).Elem()
 	}
 	_, setsLabel := d.GetLabels()[LabelManagedBy]
-	if !exists || o.config.Matches != nil || setsLabel || !o.ownedBy(c, ref) {
+	if !exists || o.config.Matches != nil || setsLabel || !o.ownedBy(c, ctrl, ref) {
 		o.own(d, ref)
 	}
 	if exists && o.config.Matches != nil && o.config.Matches(c, d) {
@@ -494,13 +495,13 @@ func (o *ops[O, C]) own(d C, ref metav1.OwnerReference) {
 	}
 }
 
-// ownedBy reports whether the cached child c carries what own gives a
-// desired one: the label and a controller reference equal to ref.
-func (o *ops[O, C]) ownedBy(c C, ref metav1.OwnerReference) bool {
+// ownedBy reports whether the cached child c, whose controller reference
+// is r, carries what own gives a desired one: the label and a controller
+// reference equal to ref.
+func (o *ops[O, C]) ownedBy(c C, r *metav1.OwnerReference, ref metav1.OwnerReference) bool {
 	if v, ok := c.GetLabels()[LabelManagedBy]; !ok || v != o.config.ManagedBy {
 		return false
 	}
-	r := metav1.GetControllerOfNoCopy(c)
 	return r != nil && r.UID == ref.UID && r.APIVersion == ref.APIVersion && r.Kind == ref.Kind && r.Name == ref.Name &&
 		boolPtrMatches(ref.BlockOwnerDeletion, r.BlockOwnerDeletion)
 }
