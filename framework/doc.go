@@ -127,8 +127,11 @@
 //     [Framework.Traces], logged as one debug line, and served as JSON or text
 //     by [Framework.DebugHandler].
 //   - Cost of a reconciliation that changes nothing: the Framework's own
-//     work is a handful of allocations (the signals in one context layer,
-//     the trace with room for 12 steps, the queue's), no timer (the
+//     work is a handful of allocations (one context that carries the
+//     reconciliation's signals, trace and conditions in its own fields, the
+//     trace's head, the status state with Config.Conditions, a fresh
+//     resource-canceled signal per resource, the queue's), one clock read
+//     per step (a step starts where the one before it ended), no timer (the
 //     reconcile timeout's timer is made only when something waits on the
 //     context's Done, as a client call does), and no log line built unless
 //     Config.Logger is set. docs/benchmarks.md has the figures.

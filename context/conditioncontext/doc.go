@@ -40,9 +40,9 @@
 // Guarantees:
 //   - NewContext returns a child context with a new, empty set of conditions
 //     and no lock: Guard then runs the task without writing first, which is
-//     what a unit test of a resource wants. The Framework uses
-//     [NewGuardedContext], which knows the object's current conditions and
-//     how to lock one.
+//     what a unit test of a resource wants. [NewGuardedContext] knows the
+//     object's current conditions and how to lock one; the Framework's
+//     reconciliation context holds the same, without a layer of its own.
 //   - Set on a context without conditions does nothing, Get and List on such
 //     a context find nothing, and Guard on it runs nothing and returns an
 //     error matching [ErrNoConditions], marked permanent: only a Framework
