@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
@@ -200,6 +202,7 @@ func TestOperatorRun(t *testing.T) {
 	for i := range n {
 		createWidget(t, newWidget(ns, fmt.Sprintf("w%d", i), "", map[string]string{"k": "v"}))
 	}
+	events := op.EventRecorder(clientgoscheme.Scheme)
 
 	stop, done := runOperator(op)
 	t.Cleanup(func() { _ = stop() })
@@ -264,6 +267,24 @@ func TestOperatorRun(t *testing.T) {
 		}
 	})
 
+	t.Run("the event broadcaster starts with the first Event", func(t *testing.T) {
+		if g := eventGoroutines(); g != "" {
+			t.Fatalf("an event broadcaster runs before any Event was recorded:\n%s", g)
+		}
+		cm, err := kc.CoreV1().ConfigMaps(ns).Get(t.Context(), "w1-a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events.Event(cm, corev1.EventTypeNormal, "Checked", "the first Event of this Run")
+		poll(t, "the Event in the API server", func(ctx context.Context) (bool, error) {
+			list, err := kc.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=w1-a,reason=Checked"})
+			return err == nil && len(list.Items) == 1, err
+		})
+		if eventGoroutines() == "" {
+			t.Error("no event broadcaster goroutine after an Event was recorded: the check above would pass without one")
+		}
+	})
+
 	t.Run("endpoints", func(t *testing.T) {
 		base := metricsURL(t, op)
 		if code, body := httpGet(t, base+"/readyz"); code != http.StatusOK {
@@ -286,6 +307,20 @@ func TestOperatorRun(t *testing.T) {
 		t.Fatalf("Run() = %v, want nil after its context ended", err)
 	}
 	checkLeaks()
+}
+
+// eventGoroutines returns the stacks of the goroutines of client-go's event
+// broadcaster, "" when none runs.
+func eventGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "k8s.io/client-go/tools/record.") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // metricsURL is the base URL of op's metrics endpoint.

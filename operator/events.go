@@ -14,12 +14,13 @@ import (
 // EventRecorder returns a recorder of Events about objects of the types in
 // scheme (client-go's scheme plus the operator's own types), with the
 // source component Config.Name. Give it to the Frameworks and resources
-// (framework.Config.EventRecorder). Run starts client-go's event
-// broadcaster, which aggregates and rate-limits Events per object, before it
-// boots the Frameworks, and shuts it down after they stopped: Events
-// recorded before Run or after it are dropped, and no goroutine runs for it
-// outside Run. Calls with different schemes return recorders that share one
-// broadcaster.
+// (framework.Config.EventRecorder). Events go through client-go's event
+// broadcaster, which aggregates and rate-limits them per object. Run starts
+// it when the first Event is recorded (an operator whose objects are all
+// well records none, and runs no broadcaster and keeps no event queue), and
+// shuts it down after the Frameworks stopped: Events recorded before Run or
+// after it are dropped, and no goroutine runs for it outside Run. Calls with
+// different schemes return recorders that share one broadcaster.
 func (o *Operator) EventRecorder(scheme *runtime.Scheme) clientrecord.EventRecorder {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -28,8 +29,9 @@ func (o *Operator) EventRecorder(scheme *runtime.Scheme) clientrecord.EventRecor
 	return r
 }
 
-// startEvents starts the broadcaster for the recorders handed out, if any,
-// and returns the func that shuts it down.
+// startEvents makes the recorders handed out, if any, start the
+// broadcaster with their first Event, and returns the func that shuts it
+// down (if it started) and drops later Events.
 func (o *Operator) startEvents(ctx context.Context) (stop func()) {
 	o.mu.Lock()
 	recorders := append([]*deferredRecorder(nil), o.recorders...)
@@ -37,46 +39,95 @@ func (o *Operator) startEvents(ctx context.Context) (stop func()) {
 	if len(recorders) == 0 {
 		return func() {}
 	}
-	b := clientrecord.NewBroadcaster(clientrecord.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: o.kube.CoreV1().Events("")})
+	s := &eventSink{ctx: ctx, events: o.kube.CoreV1().Events(""), recorders: recorders}
 	for _, r := range recorders {
-		r.set(b.NewRecorder(r.scheme, corev1.EventSource{Component: r.component}))
+		r.sink.Store(s)
 	}
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			for _, r := range recorders {
-				r.target.Store(nil)
-			}
-			b.Shutdown()
-		})
+	return func() { once.Do(s.stop) }
+}
+
+// eventSink is the broadcaster of one Run, made by the first Event.
+type eventSink struct {
+	ctx       context.Context
+	events    typedcorev1.EventInterface
+	recorders []*deferredRecorder
+
+	mu      sync.Mutex
+	b       clientrecord.EventBroadcaster // nil until the first Event
+	stopped bool
+}
+
+// start starts the broadcaster and gives every recorder its recorder,
+// unless that happened already or the sink is stopped.
+func (s *eventSink) start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b != nil || s.stopped {
+		return
+	}
+	s.b = clientrecord.NewBroadcaster(clientrecord.WithContext(s.ctx))
+	s.b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.events})
+	for _, r := range s.recorders {
+		r.set(s.b.NewRecorder(r.scheme, corev1.EventSource{Component: r.component}))
 	}
 }
 
-// deferredRecorder forwards to the recorder Run sets, and drops Events
-// while there is none.
+func (s *eventSink) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for _, r := range s.recorders {
+		r.sink.Store(nil)
+		r.target.Store(nil)
+	}
+	if s.b != nil {
+		s.b.Shutdown()
+	}
+}
+
+// deferredRecorder forwards to the recorder of the running broadcaster, and
+// drops Events while there is none.
 type deferredRecorder struct {
 	scheme    *runtime.Scheme
 	component string
 	target    atomic.Pointer[clientrecord.EventRecorder]
+	// sink, set while Run runs, starts the broadcaster with the first
+	// Event.
+	sink atomic.Pointer[eventSink]
 }
 
 func (d *deferredRecorder) set(r clientrecord.EventRecorder) { d.target.Store(&r) }
 
-func (d *deferredRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+// recorder returns the recorder to forward to, starting the broadcaster if
+// this is the first Event of the Run; nil outside Run.
+func (d *deferredRecorder) recorder() clientrecord.EventRecorder {
 	if r := d.target.Load(); r != nil {
-		(*r).Event(obj, eventtype, reason, message)
+		return *r
+	}
+	if s := d.sink.Load(); s != nil {
+		s.start()
+		if r := d.target.Load(); r != nil {
+			return *r
+		}
+	}
+	return nil
+}
+
+func (d *deferredRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	if r := d.recorder(); r != nil {
+		r.Event(obj, eventtype, reason, message)
 	}
 }
 
 func (d *deferredRecorder) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
-	if r := d.target.Load(); r != nil {
-		(*r).Eventf(obj, eventtype, reason, format, args...)
+	if r := d.recorder(); r != nil {
+		r.Eventf(obj, eventtype, reason, format, args...)
 	}
 }
 
 func (d *deferredRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, format string, args ...any) {
-	if r := d.target.Load(); r != nil {
-		(*r).AnnotatedEventf(obj, annotations, eventtype, reason, format, args...)
+	if r := d.recorder(); r != nil {
+		r.AnnotatedEventf(obj, annotations, eventtype, reason, format, args...)
 	}
 }
