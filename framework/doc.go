@@ -123,7 +123,9 @@
 //   - Traces: every reconciliation records its path (resource set, each
 //     resource and CRUD step with outcome and duration, result). The last
 //     Config.TracesPerObject traces of the last Config.TraceObjects objects
-//     are kept (memory bounded; see [MaxStepsPerTrace]), returned by
+//     are kept (memory bounded; see [MaxStepsPerTrace]; objects whose last
+//     reconciliation ended without an error take at most half of the
+//     places, so that healthy objects do not push failing ones out), returned by
 //     [Framework.Traces], logged as one debug line, and served as JSON or text
 //     by [Framework.DebugHandler].
 //   - Cost of a reconciliation that changes nothing: the Framework's own

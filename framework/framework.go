@@ -153,8 +153,11 @@ type Config struct {
 	// and lost if the process is down when it happens.
 	DisableFinalizers bool
 	// TraceObjects caps how many objects keep traces (least recently
-	// reconciled objects are dropped first). Defaults to DefaultTraceObjects;
-	// negative disables tracing.
+	// reconciled objects are dropped first). Objects whose last
+	// reconciliation ended without an error take at most half of the
+	// places, and give theirs up first: a resync over many healthy objects
+	// does not push the traces of failing ones out. Defaults to
+	// DefaultTraceObjects; negative disables tracing.
 	TraceObjects int
 	// TracesPerObject caps the traces kept per object. Defaults to
 	// DefaultTracesPerObject. Reconciliations in a row that go the same

@@ -337,8 +337,8 @@ func TestTimeoutEndsHungReconciliation(t *testing.T) {
 	}
 }
 
-// TestTraceStoreStaysWithinCap: 10,000 objects never grow the store past its
-// caps.
+// TestTraceStoreStaysWithinCap: 10,000 failing objects never grow the store
+// past its caps.
 func TestTraceStoreStaysWithinCap(t *testing.T) {
 	s := newTraceStore(100, 3)
 	for i := 0; i < 10000; i++ {
@@ -348,7 +348,7 @@ func TestTraceStoreStaysWithinCap(t *testing.T) {
 			for k := 0; k < MaxStepsPerTrace+10; k++ {
 				trace.Record(ctx, "r", "step", time.Now(), trace.OutcomeDone, nil)
 			}
-			tr.Finish(fmt.Sprint("result-", j), 0, nil) // not folded into the one before
+			tr.Finish(ResultError, 0, fmt.Errorf("failure %d", j)) // not folded into the one before
 			s.add(fmt.Sprint(i), tr)
 		}
 	}
@@ -470,13 +470,14 @@ func TestTraceStoreRecyclesDroppedTraces(t *testing.T) {
 	for i := range 1000 {
 		reconcile(i)
 	}
-	if s.len() != 100 {
-		t.Fatalf("objects kept = %d, want 100", s.len())
+	// Successes: quiet objects, which take half of the places.
+	if s.len() != 50 {
+		t.Fatalf("objects kept = %d, want 50", s.len())
 	}
-	if _, ok := s.byKey["ns/o899"]; ok {
+	if _, ok := s.byKey["ns/o949"]; ok {
 		t.Fatal("the least recently reconciled object was not dropped")
 	}
-	for _, key := range []string{"ns/o900", "ns/o999"} {
+	for _, key := range []string{"ns/o950", "ns/o999"} {
 		traces, _ := s.get(key)
 		if len(traces) != 1 || len(traces[0].Steps) != 3 || traces[0].Object != key || traces[0].Steps[2].Step != "patch" {
 			t.Fatalf("traces of %s = %+v, want its one trace of 3 steps", key, traces)
@@ -957,5 +958,83 @@ func TestLastSuccessTimestamp(t *testing.T) {
 	}
 	if again := testutil.ToFloat64(f.metrics.lastSuccess); again != got {
 		t.Errorf("a failed reconciliation moved the last success from %f to %f", got, again)
+	}
+}
+
+// TestTraceStoreQuietObjectsTakeHalf: objects whose last reconciliation
+// ended without an error take at most half of the places, so that many
+// healthy objects do not push the traces of failing ones out; a place is
+// taken from the least recent quiet object first, and from the least recent
+// failing one only when no object is quiet.
+func TestTraceStoreQuietObjectsTakeHalf(t *testing.T) {
+	s := newTraceStore(10, 2)
+	start := time.Unix(1000, 0)
+	add := func(key string, err error) {
+		start = start.Add(time.Second)
+		tr := trace.New(key, start)
+		ctx := trace.NewContext(context.Background(), tr)
+		trace.Record(ctx, "r", "step", start, trace.OutcomeDone, nil)
+		result := ResultSuccess
+		if err != nil {
+			result = ResultError
+		}
+		tr.Finish(result, 0, err)
+		s.add(key, tr)
+	}
+	kept := func(keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			if traces, _ := s.get(k); len(traces) == 0 {
+				t.Errorf("%s has no traces, want them kept", k)
+			}
+		}
+	}
+	dropped := func(keys ...string) {
+		t.Helper()
+		for _, k := range keys {
+			if traces, _ := s.get(k); len(traces) != 0 {
+				t.Errorf("%s still has traces, want it dropped", k)
+			}
+		}
+	}
+	for i := range 3 {
+		add(fmt.Sprint("f", i), errors.New("boom"))
+	}
+	for i := range 100 {
+		add(fmt.Sprint("q", i), nil)
+	}
+	if s.len() != 8 {
+		t.Errorf("objects kept = %d, want 8 (3 failing, 5 quiet)", s.len())
+	}
+	kept("f0", "f1", "f2", "q95", "q99")
+	dropped("q94")
+
+	// f0 recovers: it turns quiet and pushes the least recent quiet one out.
+	add("f0", nil)
+	kept("f0", "q96")
+	dropped("q95")
+	if traces, _ := s.get("f0"); len(traces) != 2 || traces[0].Error == "" || traces[1].Error != "" {
+		t.Errorf("f0's traces = %+v, want its failure and its recovery", traces)
+	}
+
+	// Failing objects take the quiet ones' places, least recent first, then
+	// each other's.
+	for i := 3; i < 15; i++ {
+		add(fmt.Sprint("f", i), errors.New("boom"))
+	}
+	if s.len() != 10 {
+		t.Errorf("objects kept = %d, want 10", s.len())
+	}
+	dropped("q96", "q99", "f0", "f1", "f2", "f3", "f4")
+	kept("f5", "f14")
+
+	sums := s.summaries()
+	for i := 1; i < len(sums); i++ {
+		if sums[i].Start.After(sums[i-1].Start) {
+			t.Fatalf("summaries not most recent first: %s at %v after %s at %v", sums[i].Object, sums[i].Start, sums[i-1].Object, sums[i-1].Start)
+		}
+	}
+	if len(sums) != 10 || sums[0].Object != "f14" {
+		t.Errorf("summaries = %d, first %s; want 10, first f14", len(sums), sums[0].Object)
 	}
 }

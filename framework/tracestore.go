@@ -3,6 +3,7 @@ package framework
 import (
 	"container/list"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,18 +18,26 @@ const MaxStepsPerTrace = 64
 // traceStore keeps the last traces of recently reconciled objects: at most
 // maxObjects objects (least recently reconciled dropped first), at most
 // perObject traces each (oldest dropped first), each trace at most
-// MaxStepsPerTrace steps. A trace that went the way the object's last one
+// MaxStepsPerTrace steps. Objects whose last reconciliation ended without
+// an error ("quiet") take at most maxQuiet of the places (half of them):
+// a resync over many healthy objects pushes out the traces of other quiet
+// ones, not those of failing objects, and a store that sees no errors
+// holds half as much. A trace that went the way the object's last one
 // went is folded into it (trace.Trace.Fold) instead of taking a place of
 // its own: a run of no-op reconciliations is one trace. A stored trace
 // costs about 200 bytes plus 100 per step (its steps are compacted to their
 // own slice when it is kept), so the defaults (256 objects x 4 traces, ~10
-// steps) stay under about 1.2 MB.
+// steps) stay under about 1.2 MB, and about 0.15 MB when every object is
+// quiet (128 objects x one folded trace).
 type traceStore struct {
 	mu         sync.Mutex
 	maxObjects int
+	maxQuiet   int
 	perObject  int
-	lru        *list.List               // of *objectTraces, front = most recent
-	byKey      map[string]*list.Element // key -> element in lru
+	// quiet and busy hold the objects whose last trace ended without and
+	// with an error, front = most recent.
+	quiet, busy *list.List               // of *objectTraces
+	byKey       map[string]*list.Element // key -> element in quiet or busy
 }
 
 type objectTraces struct {
@@ -38,36 +47,87 @@ type objectTraces struct {
 	// record into one).
 	traces []*trace.Trace
 	plans  []ResourcePlan
+	// quiet is set when the last trace ended without an error: the
+	// object is in traceStore.quiet.
+	quiet bool
 }
 
 func newTraceStore(maxObjects, perObject int) *traceStore {
-	return &traceStore{maxObjects: maxObjects, perObject: perObject, lru: list.New(), byKey: map[string]*list.Element{}}
+	return &traceStore{maxObjects: maxObjects, maxQuiet: max(1, maxObjects/2), perObject: perObject,
+		quiet: list.New(), busy: list.New(), byKey: map[string]*list.Element{}}
 }
 
-// entry returns key's entry, made most recent. A new entry in a full store
-// takes over the least recently reconciled object's place; entry returns
-// that object's last trace as dropped, for add to recycle.
-func (s *traceStore) entry(key string) (ot *objectTraces, dropped *trace.Trace) {
-	if e, ok := s.byKey[key]; ok {
-		s.lru.MoveToFront(e)
-		return e.Value.(*objectTraces), nil
+func (s *traceStore) list(quiet bool) *list.List {
+	if quiet {
+		return s.quiet
 	}
-	if s.lru.Len() >= s.maxObjects { // maxObjects > 0: add and addPlans return before
-		e := s.lru.Back()
+	return s.busy
+}
+
+// entry returns key's entry, made the most recent of the quiet or busy
+// objects. An object that needs a place when there is none (maxObjects in
+// all, or maxQuiet quiet ones for a quiet object) takes over the place of
+// the least recently reconciled quiet object, or busy one when no object
+// is quiet; entry returns that object's last trace as dropped, for add to
+// recycle. An object that turns quiet when maxQuiet are pushes the least
+// recent quiet one out the same way.
+func (s *traceStore) entry(key string, quiet bool) (ot *objectTraces, dropped *trace.Trace) {
+	to := s.list(quiet)
+	if e, ok := s.byKey[key]; ok {
 		ot = e.Value.(*objectTraces)
-		delete(s.byKey, ot.key)
-		if n := len(ot.traces); n > 0 {
-			dropped = ot.traces[n-1]
+		if ot.quiet == quiet {
+			to.MoveToFront(e)
+			return ot, nil
 		}
-		clear(ot.traces)
-		ot.key, ot.traces, ot.plans = key, ot.traces[:0], nil
-		s.lru.MoveToFront(e)
-		s.byKey[key] = e
+		s.list(ot.quiet).Remove(e)
+		ot.quiet = quiet
+		s.byKey[key] = to.PushFront(ot)
+		if quiet && to.Len() > s.maxQuiet {
+			dropped = s.drop(to.Back())
+		}
 		return ot, dropped
 	}
-	ot = &objectTraces{key: key}
-	s.byKey[key] = s.lru.PushFront(ot)
+	if (quiet && s.quiet.Len() >= s.maxQuiet) || s.quiet.Len()+s.busy.Len() >= s.maxObjects { // maxObjects > 0: add and addPlans return before
+		from := s.quiet
+		if from.Len() == 0 {
+			from = s.busy
+		}
+		e := from.Back()
+		ot = e.Value.(*objectTraces)
+		dropped = ot.last()
+		delete(s.byKey, ot.key)
+		clear(ot.traces)
+		ot.key, ot.traces, ot.plans, ot.quiet = key, ot.traces[:0], nil, quiet
+		if from == to { // the same element, no allocation
+			to.MoveToFront(e)
+			s.byKey[key] = e
+		} else {
+			from.Remove(e)
+			s.byKey[key] = to.PushFront(ot)
+		}
+		return ot, dropped
+	}
+	ot = &objectTraces{key: key, quiet: quiet}
+	s.byKey[key] = to.PushFront(ot)
 	return ot, nil
+}
+
+// drop removes the object of element e and returns its last trace.
+func (s *traceStore) drop(e *list.Element) (last *trace.Trace) {
+	ot := e.Value.(*objectTraces)
+	s.list(ot.quiet).Remove(e)
+	delete(s.byKey, ot.key)
+	last = ot.last()
+	clear(ot.traces)
+	return last
+}
+
+// last returns the object's last trace, nil when it has none.
+func (ot *objectTraces) last() *trace.Trace {
+	if n := len(ot.traces); n > 0 {
+		return ot.traces[n-1]
+	}
+	return nil
 }
 
 // add keeps tr, the finished trace of a reconciliation of key, or folds it
@@ -83,6 +143,7 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	if s.maxObjects <= 0 {
 		return false
 	}
+	quiet := tr.Error == "" // set by Finish, before add
 	keep := tr
 	if tr.Len() > MaxStepsPerTrace {
 		snap := tr.Snapshot()
@@ -92,7 +153,7 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ot, dropped := s.entry(key)
+	ot, dropped := s.entry(key, quiet)
 	if n := len(ot.traces); n > 0 && ot.traces[n-1].Fold(keep) {
 		// The same as the last one (a no-op resync, say): one place for
 		// both, so that repeats do not push the different traces out.
@@ -117,7 +178,7 @@ func (s *traceStore) addPlans(key string, plans []ResourcePlan) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ot, _ := s.entry(key)
+	ot, _ := s.entry(key, false)
 	ot.plans = plans
 }
 
@@ -153,22 +214,26 @@ type ObjectSummary struct {
 func (s *traceStore) summaries() []ObjectSummary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]ObjectSummary, 0, s.lru.Len())
-	for e := s.lru.Front(); e != nil; e = e.Next() {
-		ot := e.Value.(*objectTraces)
-		if len(ot.traces) == 0 {
-			continue
+	out := make([]ObjectSummary, 0, s.quiet.Len()+s.busy.Len())
+	for _, l := range []*list.List{s.quiet, s.busy} {
+		for e := l.Front(); e != nil; e = e.Next() {
+			ot := e.Value.(*objectTraces)
+			if len(ot.traces) == 0 {
+				continue
+			}
+			t := ot.traces[len(ot.traces)-1].Snapshot()
+			out = append(out, ObjectSummary{Object: ot.key, ResourceSet: t.ResourceSet, Result: t.Result, Start: t.Start, Duration: t.Duration, Error: t.Error, Repeats: t.Repeats})
 		}
-		t := ot.traces[len(ot.traces)-1].Snapshot()
-		out = append(out, ObjectSummary{Object: ot.key, ResourceSet: t.ResourceSet, Result: t.Result, Start: t.Start, Duration: t.Duration, Error: t.Error, Repeats: t.Repeats})
 	}
+	// The two lists are each in that order: merge them.
+	slices.SortStableFunc(out, func(a, b ObjectSummary) int { return b.Start.Compare(a.Start) })
 	return out
 }
 
 func (s *traceStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lru.Len()
+	return s.quiet.Len() + s.busy.Len()
 }
 
 // Traces returns the last traces of the object with key "namespace/name",
