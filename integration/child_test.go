@@ -303,14 +303,20 @@ func TestChildDeleteUIDPrecondition(t *testing.T) {
 	waitCached(t, inf, ns+"/cm", first)
 	gone := owner.DeepCopy()
 	gone.DeletionTimestamp = &metav1.Time{}
-	patch, err := r.Plan(ctx, gone, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	del, ok := patch.DeleteChange()
-	if !ok {
-		t.Fatal("no delete change")
-	}
+	// The resource finds an owner's children through an index its event
+	// handler on the informer keeps, which sees a new object a moment after
+	// the informer's store does: wait for the planned delete, not only for
+	// the store.
+	var del any
+	poll(t, "the delete of cm to be planned", func(ctx context.Context) (bool, error) {
+		patch, err := r.Plan(ctx, gone, true)
+		if err != nil {
+			return false, err
+		}
+		var ok bool
+		del, ok = patch.DeleteChange()
+		return ok, nil
+	})
 	// Replace the object: same name, labels and owner, another UID.
 	if err := kc.CoreV1().ConfigMaps(ns).Delete(ctx, "cm", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
