@@ -133,11 +133,10 @@ func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *status
 // key (cache.MetaNamespaceKeyFunc's "namespace/name", or "name"): kept once,
 // in the key, rather than in fields of every reconciliation's statusRun.
 func (s *statusRun) namespace() string {
-	ns, _, _ := strings.Cut(s.key, "/")
-	if len(ns) == len(s.key) {
-		return ""
+	if ns, _, ok := strings.Cut(s.key, "/"); ok {
+		return ns
 	}
-	return ns
+	return ""
 }
 
 func (s *statusRun) objName() string {

@@ -94,9 +94,7 @@ func (s *traceStore) entry(key string, quiet bool) (ot *objectTraces, dropped *t
 		}
 		e := from.Back()
 		ot = e.Value.(*objectTraces)
-		dropped = ot.last()
-		delete(s.byKey, ot.key)
-		clear(ot.traces)
+		dropped = s.forget(ot)
 		ot.key, ot.traces, ot.plans, ot.quiet = key, ot.traces[:0], nil, quiet
 		if from == to { // the same element, no allocation
 			to.MoveToFront(e)
@@ -113,21 +111,21 @@ func (s *traceStore) entry(key string, quiet bool) (ot *objectTraces, dropped *t
 }
 
 // drop removes the object of element e and returns its last trace.
-func (s *traceStore) drop(e *list.Element) (last *trace.Trace) {
+func (s *traceStore) drop(e *list.Element) *trace.Trace {
 	ot := e.Value.(*objectTraces)
 	s.list(ot.quiet).Remove(e)
-	delete(s.byKey, ot.key)
-	last = ot.last()
-	clear(ot.traces)
-	return last
+	return s.forget(ot)
 }
 
-// last returns the object's last trace, nil when it has none.
-func (ot *objectTraces) last() *trace.Trace {
+// forget removes ot's key and traces, and returns its last trace (nil when
+// it has none); ot's element stays where it is, for entry to reuse.
+func (s *traceStore) forget(ot *objectTraces) (last *trace.Trace) {
+	delete(s.byKey, ot.key)
 	if n := len(ot.traces); n > 0 {
-		return ot.traces[n-1]
+		last = ot.traces[n-1]
 	}
-	return nil
+	clear(ot.traces)
+	return last
 }
 
 // add keeps tr, the finished trace of a reconciliation of key, or folds it

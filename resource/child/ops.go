@@ -266,13 +266,8 @@ func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 	}
 	if namesOwner {
 		// Desired named the owner itself: the controller reference
-		// replaces that entry.
-		out := make([]metav1.OwnerReference, 0, len(refs))
-		for _, r := range refs {
-			if r.UID != ref.UID {
-				out = append(out, r)
-			}
-		}
+		// replaces that entry (in a copy: Desired may share its slice).
+		out := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == ref.UID })
 		c.SetOwnerReferences(append(out, ref))
 	}
 	return nil
