@@ -11,7 +11,9 @@
 #                                  repetition, no warm-up run, 200 ms settle
 #                                  windows; it checks that every contender and
 #                                  phase still runs end to end, its figures are
-#                                  not for reading
+#                                  not for reading; it also runs limit-ready,
+#                                  which the other modes run only when named
+#                                  (--contenders ...,limit-ready)
 #
 # Extra arguments go to every benchrun invocation (e.g. --pin=false).
 # BENCH_OUT (default bench/out) receives the binaries, the markdown tables,
@@ -34,7 +36,8 @@ run() {
 }
 
 if [[ "${BENCH_SMOKE:-}" == "1" ]]; then
-	run smoke --runs 50x4 --repeat 1 --warmup 0 --settle 200ms "$@"
+	run smoke --runs 50x4 --repeat 1 --warmup 0 --settle 200ms \
+		--contenders operatorkit,operatorkit-readme,controller-runtime,limit,limit-ready "$@"
 elif [[ "${BENCH_QUICK:-}" == "1" ]]; then
 	run quick --runs 200x4 --repeat 1 "$@"
 else

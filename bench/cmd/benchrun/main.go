@@ -1,12 +1,13 @@
 // Command benchrun is the driver of the side-by-side benchmark: it starts a
 // real kube-apiserver with testenv (a child process), installs the Item CRD,
 // and runs each contender (bench/cmd/contender: operatorkit,
-// operatorkit-readme, controller-runtime, limit) as a child process through
-// the phases create, burst, steady and delete, for each item count and
-// worker count, repeated. It prints a table of medians (min..max) with the
-// ratios operatorkit/controller-runtime, operatorkit/limit and
-// operatorkit-readme/limit, and can write it as markdown and the raw results
-// as JSON.
+// operatorkit-readme, controller-runtime, limit; limit-ready when named) as
+// a child process through the phases create, burst, steady and delete, for
+// each item count and worker count, repeated. It prints a table of medians
+// (min..max) with the ratios operatorkit/controller-runtime,
+// operatorkit/limit and operatorkit-readme/limit (and each operatorkit
+// contender's to limit-ready when it ran), and can write it as markdown and
+// the raw results as JSON.
 //
 // The API server with this driver and the contender are pinned to different
 // CPUs unless --pin=false. See docs/benchmarks.md for what each figure
@@ -41,10 +42,16 @@ const (
 	kindOperatorkitReadme = "operatorkit-readme"
 	kindControllerRuntime = "controller-runtime"
 	kindLimit             = "limit"
+	kindLimitReady        = "limit-ready"
 )
 
-// allKinds are the contenders benchrun knows, in the default order.
-var allKinds = []string{kindOperatorkit, kindOperatorkitReadme, kindControllerRuntime, kindLimit}
+// defaultKinds are the contenders of a run without --contenders, in order.
+var defaultKinds = []string{kindOperatorkit, kindOperatorkitReadme, kindControllerRuntime, kindLimit}
+
+// allKinds are the contenders benchrun knows: the default ones and
+// limit-ready (the limit that also keeps a Ready condition, as the
+// Framework's Config.Conditions does), which runs only when named.
+var allKinds = append(slices.Clone(defaultKinds), kindLimitReady)
 
 type options struct {
 	contenderBin      string
@@ -82,7 +89,7 @@ func main() {
 func mainErr() error {
 	var (
 		o          options
-		contenders = flag.String("contenders", strings.Join(allKinds, ","), "contenders to run, in order")
+		contenders = flag.String("contenders", strings.Join(defaultKinds, ","), "contenders to run, in order (also known: "+kindLimitReady+")")
 		ns         = flag.String("n", "1000,3000", "numbers of Items (crossed with --workers unless --runs is set)")
 		workers    = flag.String("workers", "1,4,16", "worker counts (crossed with --n unless --runs is set)")
 		runs       = flag.String("runs", "", "explicit N x workers combinations, e.g. 1000x1,1000x4,3000x4 (overrides --n and --workers)")

@@ -214,6 +214,8 @@ var ratioColumns = []ratioColumn{
 	{"okit/limit", kindOperatorkit, kindLimit},
 	{"readme/limit", kindOperatorkitReadme, kindLimit},
 	{"readme/okit", kindOperatorkitReadme, kindOperatorkit},
+	{"okit/limit-ready", kindOperatorkit, kindLimitReady},
+	{"readme/limit-ready", kindOperatorkitReadme, kindLimitReady},
 }
 
 // ratios returns the ratio columns whose contenders both ran.

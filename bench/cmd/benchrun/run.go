@@ -140,7 +140,8 @@ func (r *runner) run(ctx context.Context, spec runSpec) ([]phaseResult, error) {
 		return nil, fmt.Errorf("%s not ready: %w", spec.Contender, err)
 	}
 
-	w := &world{ns: ns, n: spec.N, items: itemInf.GetStore(), cms: cmInf.GetStore()}
+	w := &world{ns: ns, n: spec.N, items: itemInf.GetStore(), cms: cmInf.GetStore(),
+		ready: spec.Contender == kindOperatorkitReadme || spec.Contender == kindLimitReady}
 	var results []phaseResult
 	for _, phase := range r.opts.phases {
 		res, err := r.phase(ctx, c, spec, w, phase)
@@ -162,11 +163,15 @@ type world struct {
 	cms   cache.Store
 	// spec is the spec every Item has after the last write of the driver.
 	spec item.Spec
+	// ready: the contender keeps a Ready condition (operatorkit-readme,
+	// limit-ready), which must be True for the Item's generation too.
+	ready bool
 }
 
 // converged reports whether every one of the n Items has the driver's
-// spec, a finalizer, status.observedGeneration equal to its generation and
-// its ConfigMap with the derived data.
+// spec, a finalizer, status.observedGeneration equal to its generation (and
+// a Ready condition True for it when w.ready) and its ConfigMap with the
+// derived data.
 func (w *world) converged() bool {
 	objs := w.items.List()
 	if len(objs) != w.n {
@@ -177,12 +182,25 @@ func (w *world) converged() bool {
 		if it.Spec != w.spec || len(it.Finalizers) == 0 || it.Status.ObservedGeneration != it.Generation {
 			return false
 		}
+		if w.ready && !readyFor(it) {
+			return false
+		}
 		cm, ok, _ := w.cms.GetByKey(it.Namespace + "/" + it.Name)
 		if !ok || !item.DataEqual(cm.(*corev1.ConfigMap).Data, it.Spec) {
 			return false
 		}
 	}
 	return true
+}
+
+// readyFor reports whether it has a Ready condition True for its generation.
+func readyFor(it *item.Item) bool {
+	for _, c := range it.Status.Conditions {
+		if c.Type == "Ready" {
+			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == it.Generation
+		}
+	}
+	return false
 }
 
 // gone reports whether every Item and ConfigMap is gone.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -41,10 +42,20 @@ import (
 //     the list); the status patch does not: it only ever sets the
 //     generation this reconcile observed, which is correct even when a newer
 //     generation exists, so it never needs to fail.
+//
+// With readyCond (the limit-ready contender) it also keeps a Ready condition
+// as the Framework's Config.Conditions writes it after a success (type,
+// status, reason, message, the observed generation; the transition time
+// kept while it stays True), in the same merge patch as
+// status.observedGeneration: the least a client-go operator does that
+// reports what operatorkit's documented path reports. The merge patch
+// replaces the whole list, which is right only because no other writer
+// sets conditions on Items.
 type limit struct {
 	ns        string
 	workers   int
 	finalizer string
+	readyCond bool
 
 	items     rest.Interface
 	kube      kubernetes.Interface
@@ -60,7 +71,7 @@ type limit struct {
 
 const limitFinalizer = "bench.operatorkit.io/limit"
 
-func newLimit(cfg *rest.Config, ns string, workers int) (*limit, error) {
+func newLimit(cfg *rest.Config, ns string, workers int, readyCond bool) (*limit, error) {
 	items, err := item.NewClient(cfg)
 	if err != nil {
 		return nil, err
@@ -69,7 +80,7 @@ func newLimit(cfg *rest.Config, ns string, workers int) (*limit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube client: %w", err)
 	}
-	l := &limit{ns: ns, workers: workers, finalizer: limitFinalizer, items: items, kube: kube}
+	l := &limit{ns: ns, workers: workers, finalizer: limitFinalizer, readyCond: readyCond, items: items, kube: kube}
 	l.itemInf = cache.NewSharedIndexInformer(
 		cache.NewListWatchFromClient(items, item.Resource, ns, fields.Everything()),
 		&item.Item{}, 0, cache.Indexers{})
@@ -247,6 +258,9 @@ func (l *limit) reconcile(ctx context.Context, key string) error {
 		}
 		l.cmCache.Mutation(cm)
 	}
+	if l.readyCond {
+		return l.writeReady(ctx, it)
+	}
 	if it.Status.ObservedGeneration != it.Generation {
 		body := fmt.Appendf(nil, `{"status":{"observedGeneration":%d}}`, it.Generation)
 		if _, err := l.patchItem(ctx, it, body, "status"); err != nil {
@@ -254,6 +268,38 @@ func (l *limit) reconcile(ctx context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// The Ready condition limit-ready writes: the Framework's after a success
+// of the readme contender's resource set "v1".
+const (
+	limitReadyReason  = "ReconciliationSucceeded"
+	limitReadyMessage = "reconciled by resource set v1"
+)
+
+// writeReady merge-patches status.observedGeneration and a Ready condition
+// of the Item's generation, unless both are current.
+func (l *limit) writeReady(ctx context.Context, it *item.Item) error {
+	since := metav1.Now()
+	for _, c := range it.Status.Conditions {
+		if c.Type != "Ready" || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		if c.ObservedGeneration == it.Generation && it.Status.ObservedGeneration == it.Generation &&
+			c.Reason == limitReadyReason && c.Message == limitReadyMessage {
+			return nil
+		}
+		since = c.LastTransitionTime
+	}
+	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: limitReadyReason,
+		Message: limitReadyMessage, ObservedGeneration: it.Generation, LastTransitionTime: since}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{
+		"observedGeneration": it.Generation, "conditions": []metav1.Condition{ready}}})
+	if err != nil {
+		return err
+	}
+	_, err = l.patchItem(ctx, it, body, "status")
+	return err
 }
 
 // patchItem merge-patches it (or its subresource) and records the result in

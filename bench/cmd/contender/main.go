@@ -44,6 +44,7 @@ const (
 	KindOperatorkitReadme = "operatorkit-readme"
 	KindControllerRuntime = "controller-runtime"
 	KindLimit             = "limit"
+	KindLimitReady        = "limit-ready"
 )
 
 type runner interface {
@@ -56,7 +57,7 @@ func main() {
 	// global one in an init function.
 	fs := flag.NewFlagSet("contender", flag.ExitOnError)
 	var (
-		kind       = fs.String("kind", "", "contender: operatorkit, operatorkit-readme, controller-runtime or limit")
+		kind       = fs.String("kind", "", "contender: operatorkit, operatorkit-readme, controller-runtime, limit or limit-ready")
 		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of the API server")
 		namespace  = fs.String("namespace", "", "namespace of the Items")
 		workers    = fs.Int("workers", 1, "concurrent reconciliations")
@@ -141,7 +142,9 @@ func main() {
 	case KindControllerRuntime:
 		r, err = newCRT(cfg, *namespace, *workers)
 	case KindLimit:
-		r, err = newLimit(cfg, *namespace, *workers)
+		r, err = newLimit(cfg, *namespace, *workers, false)
+	case KindLimitReady:
+		r, err = newLimit(cfg, *namespace, *workers, true)
 	default:
 		err = fmt.Errorf("unknown --kind %q", *kind)
 	}
