@@ -99,6 +99,24 @@ func poll(ctx context.Context, timeout, interval time.Duration, cond func() (boo
 	return err
 }
 
+// saveHeapProfile writes the contender's heap profile (GET /heap: the live
+// heap after a collection) to path.
+func (c *child) saveHeapProfile(path string) error {
+	resp, err := c.http.Get(c.url("/heap"))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s: %s", resp.Status, b)
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
 // saveMetrics writes the contender's /metrics, when it serves them, to path.
 func (c *child) saveMetrics(path string) error {
 	resp, err := c.http.Get(c.url("/metrics"))

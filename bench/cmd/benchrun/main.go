@@ -106,7 +106,7 @@ func mainErr() error {
 	flag.IntVar(&o.driverConcurrency, "driver-concurrency", 8, "concurrent requests of the driver when it creates and updates Items")
 	flag.StringVar(&o.logDir, "logdir", "", "directory for contender logs (default: a temporary directory)")
 	flag.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of every contender run into this directory")
-	flag.StringVar(&o.memProfileDir, "memprofile-dir", "", "write a heap profile of every contender run, taken when its last phase ended, into this directory")
+	flag.StringVar(&o.memProfileDir, "memprofile-dir", "", "write a heap profile of every contender run, taken when its last phase ended (the live heap, after a collection), into this directory")
 	flag.IntVar(&o.steadyRounds, "steady-rounds", 5, "rounds of the steady phase: each re-enqueues every Item once")
 	flag.IntVar(&o.warmup, "warmup", 200, "Items of an unmeasured run of the first contender before the measured ones, so that no contender meets a cold API server (0: none)")
 	flag.BoolVar(&o.dumpMetrics, "dump-metrics", false, "save the contender's /metrics after every phase into --logdir")

@@ -126,9 +126,6 @@ func (r *runner) run(ctx context.Context, spec runSpec) ([]phaseResult, error) {
 	if r.opts.profileDir != "" {
 		args = append(args, "--cpuprofile", filepath.Join(r.opts.profileDir, ns+".pprof"))
 	}
-	if r.opts.memProfileDir != "" {
-		args = append(args, "--memprofile", filepath.Join(r.opts.memProfileDir, ns+".heap"))
-	}
 	cctx, stopChild := context.WithCancel(ctx)
 	defer stopChild()
 	c, err := startChild(cctx, r.opts.contenderBin, args, filepath.Join(r.opts.logDir, ns+".log"))
@@ -151,6 +148,11 @@ func (r *runner) run(ctx context.Context, spec runSpec) ([]phaseResult, error) {
 		results = append(results, res)
 		logf("  %-18s %-6s wall=%-8s writes=%-6d reconciles=%-6d 4xx=%-4d cpu=%.2fs peakRSS=%s", spec.Contender, phase,
 			res.Wall.Round(time.Millisecond), res.Writes, res.Reconciles, res.ClientErrors, res.CPUSeconds, mib(res.PeakRSS))
+	}
+	if r.opts.memProfileDir != "" {
+		if err := c.saveHeapProfile(filepath.Join(r.opts.memProfileDir, ns+".heap")); err != nil {
+			return results, fmt.Errorf("%s in %s: %w", spec.Contender, ns, err)
+		}
 	}
 	return results, nil
 }

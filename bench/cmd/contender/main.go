@@ -70,7 +70,6 @@ func main() {
 		configMap  = fs.String("configmap", "child", "operatorkit: how the ConfigMap is kept: child (resource/child, server-side apply) or crud (hand-written crud.Ops with create and update)")
 		traceObjs  = fs.Int("trace-objects", 0, "operatorkit: framework.Config.TraceObjects (0: the Framework's default, -1: no traces)")
 		cpuprofile = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-		memprofile = fs.String("memprofile", "", "write a heap profile (in use at the end of the run) to this file")
 		debug      = fs.Bool("pprof", false, "serve /debug/pprof/ on the stats listener")
 		qps        = fs.Float64("qps", 1000, "client-side rate limit of every client (requests per second)")
 		burst      = fs.Int("burst", 2000, "client-side burst of every client")
@@ -167,18 +166,6 @@ func main() {
 		defer func() {
 			runtimepprof.StopCPUProfile()
 			_ = f.Close()
-		}()
-	}
-	if *memprofile != "" {
-		defer func() {
-			f, err := os.Create(*memprofile)
-			if err != nil {
-				stats.Fatalf("memprofile: %v", err)
-			}
-			defer f.Close()
-			if err := runtimepprof.Lookup("heap").WriteTo(f, 0); err != nil {
-				stats.Fatalf("memprofile: %v", err)
-			}
 		}()
 	}
 	if err := srv.Announce(os.Stdout); err != nil {

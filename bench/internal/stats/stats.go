@@ -8,6 +8,7 @@
 //	GET  /stats        the current [Stats] as JSON
 //	POST /enqueue-all  enqueues every cached Item through the contender's
 //	                   own framework API and answers the number enqueued
+//	GET  /heap         a heap profile of the live heap (after a collection)
 //
 // Process figures (CPU time, RSS) are not part of it: the driver reads them
 // from /proc/<pid>.
@@ -22,6 +23,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -74,6 +77,7 @@ func Listen(addr string, counter *requestcount.Counter) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /stats", s.stats)
 	mux.HandleFunc("POST /enqueue-all", s.enqueueAll)
+	mux.HandleFunc("GET /heap", heap)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }
@@ -145,6 +149,18 @@ func (s *Server) enqueueAll(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, strconv.Itoa(c.EnqueueAll()))
+}
+
+// heap writes a heap profile of the live heap now: after a collection, so
+// that it counts no garbage of the cycle before (a profile shows the heap
+// as of the last completed collection). benchrun takes it when a run's
+// last phase ended, while the contender's caches are still in use.
+func heap(w http.ResponseWriter, _ *http.Request) {
+	runtime.GC()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if err := pprof.Lookup("heap").WriteTo(w, 0); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
 }
 
 // Fatalf prints an error to stderr and exits with status 1.
