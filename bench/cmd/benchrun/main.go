@@ -107,7 +107,7 @@ func mainErr() error {
 	flag.StringVar(&o.logDir, "logdir", "", "directory for contender logs (default: a temporary directory)")
 	flag.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of every contender run into this directory")
 	flag.StringVar(&o.memProfileDir, "memprofile-dir", "", "write a heap profile of every contender run, taken when its last phase ended (the live heap, after a collection), into this directory")
-	flag.IntVar(&o.steadyRounds, "steady-rounds", 5, "rounds of the steady phase: each re-enqueues every Item once")
+	flag.IntVar(&o.steadyRounds, "steady-rounds", 50, "rounds of the steady phase: each re-enqueues every Item once")
 	flag.IntVar(&o.warmup, "warmup", 200, "Items of an unmeasured run of the first contender before the measured ones, so that no contender meets a cold API server (0: none)")
 	flag.BoolVar(&o.dumpMetrics, "dump-metrics", false, "save the contender's /metrics after every phase into --logdir")
 	flag.StringVar(&o.markdown, "markdown", "", "also write the results as markdown to this file")
