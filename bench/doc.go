@@ -2,11 +2,12 @@
 // controller-runtime and against the limit (plain client-go doing only the
 // necessary writes), and Go benchmarks of the Framework's event path.
 //
-//   - cmd/contender is one binary with the four operators (--kind): the
-//     tuned operatorkit one, operatorkit-readme (written only from what the
-//     README and docs/getting-started.md show), controller-runtime and the
-//     limit; started as a child process by the driver, it does not link the
-//     API server.
+//   - cmd/contender is one binary with the operators (--kind): the tuned
+//     operatorkit one, operatorkit-readme (written only from what the
+//     README and docs/getting-started.md show), controller-runtime, the
+//     limit, and limit-ready (the limit that also keeps the Ready condition
+//     the Framework writes); started as a child process by the driver, it
+//     does not link the API server.
 //   - cmd/benchrun is the driver: it starts a real kube-apiserver with
 //     testenv in its own process, runs every contender through the phases
 //     create, burst, steady and delete, and prints the tables.

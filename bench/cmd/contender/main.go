@@ -1,14 +1,15 @@
-// Command contender runs one of the benchmark's four operators for Items in
-// one namespace: the same operator written with operatorkit (tuned, and
+// Command contender runs one of the benchmark's operators for Items in one
+// namespace: the same operator written with operatorkit (tuned, and
 // operatorkit-readme: only what the README and the getting-started guide
 // show), with controller-runtime, and with plain client-go doing only the
-// necessary writes (the limit). benchrun starts it as a child process and
+// necessary writes (the limit; limit-ready also keeps the Ready condition
+// the Framework writes). benchrun starts it as a child process and
 // talks to it through the protocol of package stats; it never links the API
 // server.
 //
 // Usage:
 //
-//	contender --kind operatorkit|operatorkit-readme|controller-runtime|limit --kubeconfig PATH \
+//	contender --kind operatorkit|operatorkit-readme|controller-runtime|limit|limit-ready --kubeconfig PATH \
 //	    --namespace NS [--workers N] [--cpus 1] [--cpuprofile FILE] [--qps 1000 --burst 2000]
 //	contender --idle
 //
