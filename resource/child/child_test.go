@@ -15,7 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -752,4 +754,93 @@ func TestManagedByLabel(t *testing.T) {
 	n := len(f.client.applies)
 	apply("Desired sets another value", n)
 	apply("again", n)
+}
+
+// widget is an owner type that client-go's scheme does not know, with its
+// TypeMeta as a typed object carries it.
+type widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+}
+
+func (w *widget) DeepCopyObject() runtime.Object {
+	c := *w
+	w.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// TestOwnerReferenceFromOwnersKind: without Config.OwnerGVK (the owner's
+// type is not in client-go's scheme), the controller reference names the
+// kind each owner's own apiVersion and kind say, also when owners of
+// another apiVersion or kind come in between, and an owner that says
+// neither is a permanent error that names Config.OwnerGVK. For typed owners
+// (their TypeMeta) and unstructured ones.
+func TestOwnerReferenceFromOwnersKind(t *testing.T) {
+	t.Run("typed", func(t *testing.T) {
+		testOwnerKinds(t, func(apiVersion, kind, name string) *widget {
+			return &widget{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name, UID: types.UID("uid-owner-" + name)}}
+		})
+	})
+	t.Run("unstructured", func(t *testing.T) {
+		testOwnerKinds(t, func(apiVersion, kind, name string) *unstructured.Unstructured {
+			w := &unstructured.Unstructured{}
+			if apiVersion != "" {
+				w.SetAPIVersion(apiVersion)
+			}
+			if kind != "" {
+				w.SetKind(kind)
+			}
+			w.SetNamespace("demo")
+			w.SetName(name)
+			w.SetUID(types.UID("uid-owner-" + name))
+			return w
+		})
+	})
+}
+
+func testOwnerKinds[O child.Object](t *testing.T, newOwner func(apiVersion, kind, name string) O) {
+	client := newFakeClient[corev1.ConfigMap]()
+	r, err := child.New(child.Config[O, *corev1.ConfigMap]{
+		Name:   "configmap",
+		Client: client.For,
+		Cache:  informertest.New(),
+		Desired: func(_ context.Context, w O) (*corev1.ConfigMap, error) {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.GetName()}}, nil
+		},
+		FieldManager: "test-operator",
+	})
+	if err != nil {
+		t.Fatalf("New() error = %v", err)
+	}
+	owners := []struct{ apiVersion, kind, name string }{
+		{"example.io/v1", "Widget", "a"},
+		{"example.io/v1", "Widget", "b"},
+		{"example.io/v2", "Widget", "c"},
+		{"example.io/v2", "Gadget", "d"},
+		{"v1", "Secret", "e"},
+		{"example.io/v1", "Widget", "f"},
+	}
+	for _, o := range owners {
+		w := newOwner(o.apiVersion, o.kind, o.name)
+		if err := r.EnsureCreated(reconcileCtx(), w); err != nil {
+			t.Fatalf("EnsureCreated(%s %s) error = %v", o.kind, o.name, err)
+		}
+		cm := client.objs["demo/"+o.name]
+		if cm == nil {
+			t.Fatalf("no ConfigMap for owner %s", o.name)
+		}
+		ref := metav1.GetControllerOf(cm)
+		if ref == nil || ref.APIVersion != o.apiVersion || ref.Kind != o.kind || ref.Name != o.name || ref.UID != w.GetUID() {
+			t.Errorf("controller reference of %s = %+v, want %s %s %s", o.name, ref, o.apiVersion, o.kind, o.name)
+		}
+	}
+
+	err = r.EnsureCreated(reconcileCtx(), newOwner("", "", "bare"))
+	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), "has no apiVersion and kind: set Config.OwnerGVK") {
+		t.Fatalf("EnsureCreated(owner without kind) error = %v, want a permanent ErrInvalidChild naming Config.OwnerGVK", err)
+	}
+	if _, ok := client.objs["demo/bare"]; ok {
+		t.Error("an owner without kind got a child")
+	}
 }
