@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -197,12 +198,8 @@ func (w *world) converged() bool {
 
 // readyFor reports whether it has a Ready condition True for its generation.
 func readyFor(it *item.Item) bool {
-	for _, c := range it.Status.Conditions {
-		if c.Type == "Ready" {
-			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == it.Generation
-		}
-	}
-	return false
+	c := meta.FindStatusCondition(it.Status.Conditions, "Ready")
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == it.Generation
 }
 
 // gone reports whether every Item and ConfigMap is gone.

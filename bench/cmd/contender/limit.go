@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -280,21 +282,14 @@ const (
 // writeReady merge-patches status.observedGeneration and a Ready condition
 // of the Item's generation, unless both are current.
 func (l *limit) writeReady(ctx context.Context, it *item.Item) error {
-	since := metav1.Now()
-	for _, c := range it.Status.Conditions {
-		if c.Type != "Ready" || c.Status != metav1.ConditionTrue {
-			continue
-		}
-		if c.ObservedGeneration == it.Generation && it.Status.ObservedGeneration == it.Generation &&
-			c.Reason == limitReadyReason && c.Message == limitReadyMessage {
-			return nil
-		}
-		since = c.LastTransitionTime
+	conds := slices.Clone(it.Status.Conditions) // the cached object stays as it is
+	changed := meta.SetStatusCondition(&conds, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue,
+		Reason: limitReadyReason, Message: limitReadyMessage, ObservedGeneration: it.Generation})
+	if !changed && it.Status.ObservedGeneration == it.Generation {
+		return nil
 	}
-	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: limitReadyReason,
-		Message: limitReadyMessage, ObservedGeneration: it.Generation, LastTransitionTime: since}
 	body, err := json.Marshal(map[string]any{"status": map[string]any{
-		"observedGeneration": it.Generation, "conditions": []metav1.Condition{ready}}})
+		"observedGeneration": it.Generation, "conditions": conds}})
 	if err != nil {
 		return err
 	}
