@@ -101,35 +101,28 @@ func poll(ctx context.Context, timeout, interval time.Duration, cond func() (boo
 
 // saveHeapProfile writes the contender's heap profile (GET /heap: the live
 // heap after a collection) to path.
-func (c *child) saveHeapProfile(path string) error {
-	resp, err := c.http.Get(c.url("/heap"))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("heap profile: %s: %s", resp.Status, b)
-	}
-	return os.WriteFile(path, b, 0o644)
-}
+func (c *child) saveHeapProfile(path string) error { return c.save("/heap", path, true) }
 
 // saveMetrics writes the contender's /metrics, when it serves them, to path.
-func (c *child) saveMetrics(path string) error {
-	resp, err := c.http.Get(c.url("/metrics"))
+func (c *child) saveMetrics(path string) error { return c.save("/metrics", path, false) }
+
+// save writes the body of the contender's GET urlPath to path. An answer
+// other than 200 is an error when required, else nothing is written.
+func (c *child) save(urlPath, path string, required bool) error {
+	resp, err := c.http.Get(c.url(urlPath))
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil
-	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		if required {
+			return fmt.Errorf("GET %s: %s: %s", urlPath, resp.Status, b)
+		}
+		return nil
 	}
 	return os.WriteFile(path, b, 0o644)
 }
