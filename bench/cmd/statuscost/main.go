@@ -1,15 +1,18 @@
-// Command statuscost measures what one status write of an Item costs the
-// API server, by what the write is and what the object holds: the question
-// behind operatorkit-readme's wall time in docs/benchmarks.md (the API
-// server's core is the benchmark's bottleneck, so its CPU per write sets the
-// wall time).
+// Command statuscost measures what one write costs the API server, by what
+// the write is and what the object holds: the question behind
+// operatorkit-readme's wall time in docs/benchmarks.md (the API server's
+// core is the benchmark's bottleneck, so its CPU per write sets the wall
+// time). -kind status (the default) measures the status writes of an Item,
+// -kind configmap the writes of the Item's ConfigMap.
 //
 // It starts a real API server with testenv, installs the Item CRD and
-// creates -items Items for each variant. Then, -rounds times, it bumps the
-// observed generation of every Item of each variant in turn (round 1 writes
-// the first status and is not counted), reading the API server process's
-// CPU time around each variant's batch: the variants take turns, so that a
-// drift of the machine's speed falls on all of them alike. The variants:
+// creates -items objects for each variant. Then, -rounds times, it changes
+// every object of each variant in turn (round 1 writes the first status,
+// or creates the ConfigMap, and is not counted), reading the API server
+// process's CPU time around each variant's batch: the variants take turns,
+// so that a drift of the machine's speed falls on all of them alike.
+//
+// The status variants bump the Item's observed generation:
 //
 //   - apply: server-side apply of status.observedGeneration and a Ready
 //     condition (with its observedGeneration), forced, on the status
@@ -22,10 +25,22 @@
 //   - merge-gen: a merge patch of status.observedGeneration alone, in Items
 //     without conditions: what the benchmark's limit writes.
 //
-// It prints a Markdown table: the server's CPU per write (the
-// counted rounds' median, and their min..max) and as a ratio to merge-gen.
+// The configmap variants change the ConfigMap's data (the labels and the
+// controller owner reference resource/child gives a child stay as they
+// are):
+//
+//   - apply: server-side apply of the whole desired ConfigMap, forced, as
+//     resource/child creates and updates a child;
+//   - merge: a JSON merge patch of the data alone;
+//   - update: a PUT of the last answer with the new data, as the
+//     benchmark's limit and controller-runtime's CreateOrUpdate write.
+//
+// It prints a Markdown table: the server's CPU per write (the counted
+// rounds' median, and their min..max) and as a ratio to the reference
+// variant (merge-gen, update).
 //
 //	cd bench && go run ./cmd/statuscost -items 500 -rounds 10
+//	cd bench && go run ./cmd/statuscost -kind configmap -items 300 -rounds 16
 package main
 
 import (
@@ -44,6 +59,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/bench/internal/item"
 	"github.com/operatorkit/operatorkit/bench/internal/proc"
@@ -52,8 +68,9 @@ import (
 
 func main() {
 	var o options
-	flag.IntVar(&o.items, "items", 500, "Items per variant")
-	flag.IntVar(&o.rounds, "rounds", 10, "status writes per Item and variant (the first is not counted)")
+	flag.StringVar(&o.kind, "kind", kindStatus, "what is written: "+kindStatus+" (an Item's status) or "+kindConfigMap+" (its ConfigMap)")
+	flag.IntVar(&o.items, "items", 500, "objects per variant")
+	flag.IntVar(&o.rounds, "rounds", 10, "writes per object and variant (the first is not counted)")
 	flag.BoolVar(&o.pin, "pin", true, "pin this program and the API server to one CPU (as benchrun pins the server)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,20 +81,39 @@ func main() {
 	}
 }
 
+const (
+	kindStatus    = "status"
+	kindConfigMap = "configmap"
+)
+
 type options struct {
+	kind          string
 	items, rounds int
 	pin           bool
 }
 
-// variant is one kind of status write.
+// variant is one kind of write.
 type variant struct {
 	name string
-	// conditions tells whether the Items of the variant carry the Ready
-	// condition.
+	// conditions tells whether the Items of a status variant carry the
+	// Ready condition.
 	conditions bool
 	// body returns the patch type and body that sets observed generation
-	// gen; first is the Item's first status write.
+	// gen; first is the Item's first status write. Status variants only.
 	body func(gen int64, first bool) (types.PatchType, any)
+	// write makes a configmap variant's write of round gen to the
+	// ConfigMap name (round 1 creates it).
+	write func(ctx context.Context, name string, gen int64) error
+}
+
+// writer is the set of variants of one -kind: prepare creates the objects
+// before round 1, check verifies them after the last round.
+type writer struct {
+	variants  []variant
+	reference string
+	prepare   func(ctx context.Context, names func(v variant) []string) error
+	write     func(ctx context.Context, v variant, name string, gen int64) error
+	check     func(ctx context.Context) error
 }
 
 // readyAt is a Ready condition of generation gen, with a fixed transition
@@ -87,7 +123,8 @@ func readyAt(gen int64, since string) map[string]any {
 		"message": "all resources are up to date", "lastTransitionTime": since, "observedGeneration": gen}
 }
 
-// reference is the variant the others are compared with: the limit's write.
+// reference is the status variant the others are compared with: the
+// limit's write.
 const reference = "merge-gen"
 
 func variants(since string) []variant {
@@ -125,9 +162,56 @@ func variants(since string) []variant {
 	}
 }
 
+// statusWriter writes the status variants to Items.
+func statusWriter(cfg *rest.Config) (*writer, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	items := dyn.Resource(item.GVR).Namespace("default")
+	vs := variants(metav1.Now().UTC().Format(time.RFC3339))
+	return &writer{
+		variants:  vs,
+		reference: reference,
+		prepare: func(ctx context.Context, names func(v variant) []string) error {
+			for _, v := range vs {
+				for _, name := range names(v) {
+					u := &unstructured.Unstructured{Object: map[string]any{
+						"apiVersion": item.GroupVersion.String(), "kind": item.Kind,
+						"metadata": map[string]any{"name": name},
+						"spec":     map[string]any{"message": "m", "count": int64(1)},
+					}}
+					if _, err := items.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+						return fmt.Errorf("create Item %s: %w", name, err)
+					}
+				}
+			}
+			return nil
+		},
+		write: func(ctx context.Context, v variant, name string, gen int64) error {
+			pt, body := v.body(gen, gen == 1)
+			data, err := json.Marshal(body)
+			if err != nil {
+				return err
+			}
+			opts := metav1.PatchOptions{FieldManager: "statuscost"}
+			if pt == types.ApplyPatchType {
+				force := true
+				opts.Force = &force
+			}
+			_, err = items.Patch(ctx, name, pt, data, opts, "status")
+			return err
+		},
+		check: func(ctx context.Context) error { return checkConditions(ctx, items, vs) },
+	}, nil
+}
+
 func run(ctx context.Context, o options, out io.Writer) error {
 	if o.items < 1 || o.rounds < 2 {
 		return fmt.Errorf("-items must be at least 1 and -rounds at least 2 (the first round is not counted), got %d and %d", o.items, o.rounds)
+	}
+	if o.kind != kindStatus && o.kind != kindConfigMap {
+		return fmt.Errorf("-kind must be %s or %s, got %q", kindStatus, kindConfigMap, o.kind)
 	}
 	if o.pin && proc.NumCPU() < 2 {
 		o.pin = false
@@ -153,25 +237,26 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := item.InstallCRD(ctx, cfg); err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	var w *writer
+	if o.kind == kindConfigMap {
+		w, err = configMapWriter(cfg)
+	} else {
+		w, err = statusWriter(cfg)
+	}
 	if err != nil {
 		return err
 	}
-	items := dyn.Resource(item.GVR).Namespace("default")
-
-	vs := variants(metav1.Now().UTC().Format(time.RFC3339))
-	for _, v := range vs {
-		for i := range o.items {
-			u := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": item.GroupVersion.String(), "kind": item.Kind,
-				"metadata": map[string]any{"name": fmt.Sprintf("%s-%d", v.name, i)},
-				"spec":     map[string]any{"message": "m", "count": int64(1)},
-			}}
-			if _, err := items.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("create Item %s: %w", u.GetName(), err)
-			}
+	names := func(v variant) []string {
+		ns := make([]string, o.items)
+		for i := range ns {
+			ns[i] = fmt.Sprintf("%s-%d", v.name, i)
 		}
+		return ns
 	}
+	if err := w.prepare(ctx, names); err != nil {
+		return err
+	}
+	vs := w.variants
 	perWrite := make([][]float64, len(vs)) // µs of server CPU per write, per counted round
 	for gen := int64(1); gen <= int64(o.rounds); gen++ {
 		for vi, v := range vs {
@@ -179,20 +264,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			if err != nil {
 				return err
 			}
-			for i := range o.items {
-				name := fmt.Sprintf("%s-%d", v.name, i)
-				pt, body := v.body(gen, gen == 1)
-				data, err := json.Marshal(body)
-				if err != nil {
-					return err
-				}
-				opts := metav1.PatchOptions{FieldManager: "statuscost"}
-				if pt == types.ApplyPatchType {
-					force := true
-					opts.Force = &force
-				}
-				if _, err := items.Patch(ctx, name, pt, data, opts, "status"); err != nil {
-					return fmt.Errorf("variant %s, Item %s, round %d: %w", v.name, name, gen, err)
+			for _, name := range names(v) {
+				if err := w.write(ctx, v, name, gen); err != nil {
+					return fmt.Errorf("variant %s, object %s, round %d: %w", v.name, name, gen, err)
 				}
 			}
 			after, err := proc.Read(env.PID())
@@ -204,14 +278,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}
 		}
 	}
-	if err := checkConditions(ctx, items, vs); err != nil {
+	if err := w.check(ctx); err != nil {
 		return err
 	}
 
-	fmt.Fprintf(out, "%d Items per variant, %d counted rounds; %s\n\n", o.items, o.rounds-1, proc.Machine())
-	fmt.Fprintln(out, "| variant | Ready condition in the object | API server CPU µs per write: median of rounds (min..max) | ratio to merge-gen |")
+	fmt.Fprintf(out, "%s writes: %d objects per variant, %d counted rounds; %s\n\n", o.kind, o.items, o.rounds-1, proc.Machine())
+	fmt.Fprintf(out, "| variant | Ready condition in the object | API server CPU µs per write: median of rounds (min..max) | ratio to %s |\n", w.reference)
 	fmt.Fprintln(out, "|---|---|---|---|")
-	ref := median(perWrite[slices.IndexFunc(vs, func(v variant) bool { return v.name == reference })])
+	ref := median(perWrite[slices.IndexFunc(vs, func(v variant) bool { return v.name == w.reference })])
 	for vi, v := range vs {
 		m := median(perWrite[vi])
 		fmt.Fprintf(out, "| %s | %v | %.0f (%.0f..%.0f) | %.2f |\n", v.name, v.conditions, m,
