@@ -173,12 +173,16 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		}
 	}
 
-	var st *statusRun
-	if f.conditions && !tombstone {
-		st = f.newStatusRun(key, obj, acc)
-		rctx.begin(tr, &st.conds)
-	} else {
-		rctx.begin(tr, nil)
+	switch {
+	case !f.conditions || tombstone:
+		rctx.begin(tr, nil, "", nil, nil)
+	case acc.GetDeletionTimestamp() != nil:
+		// The delete chain marks it gone once the finalizer is removed.
+		rctx.begin(tr, f, key, obj, f.newStatusRun(key, obj, acc))
+	default:
+		// Made when a resource asks for the conditions, or at the end
+		// when the outcome is not the steady one (finishStatus).
+		rctx.begin(tr, f, key, obj, nil)
 	}
 	if !f.state.begin(key) {
 		// Released (Release): another owner takes the object over.
@@ -191,17 +195,38 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		rv, ok := resourceversioncontext.ResourceVersion(ctx)
 		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
 	}()
-	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr, st)
-	if st != nil {
-		o = st.finish(ctx, o, tr)
+	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr)
+	return f.finishStatus(ctx, rctx, o, tr)
+}
+
+// finishStatus writes the conditions and observed generation that the
+// outcome o of the reconciliation of rctx calls for (statusRun.finish),
+// when the Framework keeps conditions. A reconciliation that made no
+// status state (no resource asked for the conditions) and whose object
+// already shows the steady outcome, success with Ready True at its
+// generation, needs none: it ends here without making one.
+func (f *Framework) finishStatus(ctx context.Context, rctx *reconcileContext, o outcome, tr *trace.Trace) outcome {
+	st := rctx.statusRun(false)
+	if st == nil {
+		if rctx.statusObj == nil {
+			return o // no conditions kept
+		}
+		if o.result == ResultSuccess || o.result == ResultRequeue {
+			if current, observed, err := readStatus(rctx.statusObj); err == nil {
+				if acc, err := meta.Accessor(rctx.statusObj); err == nil && steadyStatus(current, observed, acc.GetGeneration(), tr.ResourceSet) {
+					return o
+				}
+			}
+		}
+		st = rctx.statusRun(true)
 	}
-	return o
+	return st.finish(ctx, o, tr)
 }
 
 // runChain routes obj and runs its resource set's chain: the delete chain
 // and the finalizer's removal, or the finalizer's addition and the update
-// chain. st, when not nil, is the status of the reconciliation.
-func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key string, obj any, acc metav1.Object, tombstone bool, tr *trace.Trace, st *statusRun) outcome {
+// chain. rctx carries the status state of the reconciliation, if any.
+func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key string, obj any, acc metav1.Object, tombstone bool, tr *trace.Trace) outcome {
 	set, err := f.router.ResourceSet(obj)
 	if err != nil {
 		if errors.Is(err, router.ErrNoResourceSet) {
@@ -211,7 +236,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 	}
 	tr.ResourceSet = set.Name()
 	f.state.setResourceSet(key, set.Name())
-	if st != nil {
+	if st := rctx.statusRun(false); st != nil {
 		st.setName = set.Name()
 	}
 
@@ -268,7 +293,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 			if err := f.removeFinalizer(ctx, acc); err != nil {
 				return errorOutcome(err)
 			}
-			if st != nil {
+			if st := rctx.statusRun(false); st != nil {
 				st.setGone() // the object is gone, or going: no status to write
 			}
 		}
@@ -280,7 +305,9 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		if obj, err = f.addFinalizer(ctx, obj, acc); err != nil {
 			return errorOutcome(err)
 		}
-		if st != nil {
+		// The status state of the object as read, then told of the
+		// version the finalizer's patch made.
+		if st := rctx.statusRun(true); st != nil {
 			if nacc, err := meta.Accessor(obj); err == nil {
 				st.setObject(obj, nacc)
 			}

@@ -6,7 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/operatorkit/operatorkit/internal/conditions"
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/operatorkit/operatorkit/internal/ctxkey"
 	"github.com/operatorkit/operatorkit/internal/signal"
 	"github.com/operatorkit/operatorkit/trace"
@@ -47,18 +48,58 @@ type reconcileContext struct {
 	superseded atomic.Bool
 
 	signals signal.Signals
-	// trace and conds are set by begin, before the chain runs and before
-	// anything that reads them can run on another goroutine.
+	// trace, statusOf and statusObj are set by begin, before the chain
+	// runs and before anything that reads them can run on another
+	// goroutine.
 	trace *trace.Trace
-	conds *conditions.Store
+	// statusOf, when not nil, is the Framework that keeps the conditions
+	// of statusObj, the object as the reconciliation read it; status is
+	// their state (made by statusRun).
+	statusOf  *Framework
+	statusObj any
+	status    atomic.Pointer[statusRun]
 }
 
-// begin makes the context carry tr, the reconciliation's trace, and conds,
-// its conditions (nil: none), as trace.NewContext and
-// conditioncontext.NewGuardedContext would. The reconciliation's goroutine
-// calls it once, before the chain runs.
-func (c *reconcileContext) begin(tr *trace.Trace, conds *conditions.Store) {
-	c.trace, c.conds = tr, conds
+// begin makes the context carry tr, the reconciliation's trace, as
+// trace.NewContext would. When f keeps conditions (st or obj not nil), it
+// also carries the conditions of the object obj with key, as
+// conditioncontext.NewGuardedContext would: st's when the caller made it,
+// else a statusRun made when first asked for (statusRun), so that a
+// reconciliation that neither sets nor reads conditions, and leaves them
+// as they are, never makes one. The reconciliation's goroutine calls it
+// once, before the chain runs.
+func (c *reconcileContext) begin(tr *trace.Trace, f *Framework, key string, obj any, st *statusRun) {
+	c.trace = tr
+	if st != nil {
+		c.status.Store(st)
+	}
+	if st != nil || obj != nil {
+		c.statusOf, c.key, c.statusObj = f, key, obj
+	}
+}
+
+// statusRun returns the reconciliation's status state: the one begin was
+// given or made before, or, with create, a new one for the object begin was
+// given (its resource set named by the trace). It returns nil when the
+// reconciliation keeps no conditions, or when it has none yet and create is
+// false. Safe for concurrent use.
+func (c *reconcileContext) statusRun(create bool) *statusRun {
+	if st := c.status.Load(); st != nil || !create || c.statusObj == nil {
+		return st
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.status.Load(); st != nil {
+		return st
+	}
+	acc, err := meta.Accessor(c.statusObj)
+	if err != nil { // checked by reconcile before begin
+		return nil
+	}
+	st := c.statusOf.newStatusRun(c.key, c.statusObj, acc)
+	st.setName = c.trace.ResourceSet
+	c.status.Store(st)
+	return st
 }
 
 // watchGeneration makes supersededBy compare the cached generation of the
@@ -129,8 +170,8 @@ func (c *reconcileContext) Value(key any) any {
 			return c.trace
 		}
 	case ctxkey.Conditions:
-		if c.conds != nil {
-			return c.conds
+		if st := c.statusRun(true); st != nil {
+			return &st.conds
 		}
 	case supersededKey:
 		return c

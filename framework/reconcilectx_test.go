@@ -130,7 +130,7 @@ func TestReconcileContextValues(t *testing.T) {
 	tr := trace.New("ns/a", time.Now())
 	var st statusRun
 	st.conds.Init([]metav1.Condition{{Type: "Old", Status: metav1.ConditionTrue}}, nil)
-	c.begin(tr, &st.conds)
+	c.begin(tr, nil, "ns/a", nil, &st)
 
 	check := func(name string, ctx context.Context) {
 		t.Helper()

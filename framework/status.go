@@ -683,16 +683,25 @@ func readyMessageOf(set string) string {
 // generation and resource set, no Reconciling or Stalled, and
 // observedGeneration this generation.
 func (s *statusRun) steady() bool {
-	if s.observed == nil || *s.observed != s.generation {
+	return steadyStatus(s.current, s.observed, s.generation, s.setName)
+}
+
+// steadyStatus reports whether an object of generation whose status holds
+// current and observed already shows what a success of resource set
+// setName writes: observed is its generation, Ready is True for it, with
+// ReasonSucceeded and the set's message, and no Reconciling or Stalled
+// condition is there.
+func steadyStatus(current []metav1.Condition, observed *int64, generation int64, setName string) bool {
+	if observed == nil || *observed != generation {
 		return false
 	}
 	ready := false
-	for i := range s.current {
-		c := &s.current[i]
+	for i := range current {
+		c := &current[i]
 		switch c.Type {
 		case conditioncontext.Ready:
-			ready = c.Status == metav1.ConditionTrue && c.Reason == ReasonSucceeded && c.ObservedGeneration == s.generation &&
-				isReadyMessage(c.Message, s.setName)
+			ready = c.Status == metav1.ConditionTrue && c.Reason == ReasonSucceeded && c.ObservedGeneration == generation &&
+				isReadyMessage(c.Message, setName)
 			if !ready {
 				return false
 			}

@@ -1162,3 +1162,64 @@ func TestStatusRunObjectName(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusStateOnlyWhenNeeded: a reconciliation whose object already
+// shows the steady outcome and whose resources neither set nor read
+// conditions makes no status state (and writes nothing); one whose
+// resource reads or sets a condition, or whose object is not steady,
+// makes it, and writes what the outcome calls for.
+func TestStatusStateOnlyWhenNeeded(t *testing.T) {
+	steady := func(name string, observed int64) *unstructured.Unstructured {
+		u := object(name, 3, nil)
+		ready := map[string]any{"type": conditioncontext.Ready, "status": "True", "reason": ReasonSucceeded,
+			"message": readyMessageOf("v1"), "observedGeneration": int64(3), "lastTransitionTime": "2026-01-01T00:00:00Z"}
+		u.Object["status"] = map[string]any{"observedGeneration": observed, "conditions": []any{ready}}
+		return u
+	}
+	for _, tc := range []struct {
+		name      string
+		obj       *unstructured.Unstructured
+		do        func(ctx context.Context)
+		wantState bool
+		wantWrite bool
+	}{
+		{name: "steady, conditions untouched", obj: steady("a", 3)},
+		{name: "steady, a condition read", obj: steady("a", 3), wantState: true,
+			do: func(ctx context.Context) { conditioncontext.Get(ctx, conditioncontext.Ready) }},
+		{name: "steady, a condition set", obj: steady("a", 3), wantState: true, wantWrite: true,
+			do: func(ctx context.Context) {
+				conditioncontext.Set(ctx, "DatabaseReady", metav1.ConditionTrue, "Provisioned", "")
+			}},
+		{name: "observed generation behind", obj: steady("a", 2), wantState: true, wantWrite: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+				if tc.do != nil {
+					tc.do(ctx)
+				}
+				return nil
+			}}
+			server := newStatusServer(tc.obj)
+			f, err := New(Config{Name: "op", Informer: informertest.New(tc.obj), ResourceRouter: testRouter(t, nil, r),
+				Client: server.client(), Resource: thingsGVR, DisableFinalizers: true, Conditions: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx := newReconcileContext(context.Background(), time.Now().Add(time.Minute))
+			o := f.reconcile(rctx, rctx, "ns/a")
+			rctx.stop()
+			if o.result != ResultSuccess || o.err != nil || r.calls.Load() != 1 {
+				t.Fatalf("reconciliation: %s %v, %d calls of the resource; want a success after one", o.result, o.err, r.calls.Load())
+			}
+			if got := rctx.statusRun(false) != nil; got != tc.wantState {
+				t.Errorf("status state made: %v, want %v", got, tc.wantState)
+			}
+			if got := len(server.writeLog()) > 0; got != tc.wantWrite {
+				t.Errorf("status written: %q, want a write: %v", server.writeLog(), tc.wantWrite)
+			}
+			if tc.wantWrite && observedOf(server.get()) != 3 {
+				t.Errorf("observedGeneration after the write = %d, want 3", observedOf(server.get()))
+			}
+		})
+	}
+}
