@@ -107,6 +107,8 @@
 //
 // A reconciliation that writes nothing costs, beyond Desired itself, one
 // cache lookup, one index lookup and a reflection walk of the fields the
-// desired object sets (BenchmarkNoOpReconcile: about 1.6 to 1.9 µs and 4
-// allocations more than a hand-written crud resource for a ConfigMap).
+// desired object sets (BenchmarkNoOpReconcile: about 0.8 to 1.9 µs more
+// than a hand-written crud resource for a ConfigMap, with as many
+// allocations and fewer bytes); it returns no patch when nothing is to be
+// applied.
 package child

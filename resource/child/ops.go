@@ -355,12 +355,11 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 			deletes = append(deletes, o.deleteChange(c))
 		}
 	}
-	patch := crud.NewPatch()
 	if len(creates)+len(updates)+len(deletes) == 0 {
 		if len(waits) > 0 {
 			o.wait(ctx, waits)
 		}
-		return patch, nil
+		return nil, nil // nothing to apply (crud: a nil patch applies nothing)
 	}
 	if o.config.ReadyWhen != nil {
 		// The last part applied signals the wait, for the children
@@ -379,6 +378,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 			}
 		}
 	}
+	patch := crud.NewPatch()
 	if len(creates) > 0 {
 		patch.SetCreateChange(creates)
 	}
