@@ -59,7 +59,7 @@ func TestBindClientFlags(t *testing.T) {
 	o.BindClientFlags(fs)
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	if got := strings.Join(names, " "); got != "kube-api-burst kube-api-qps kubeconfig log-format log-level" {
+	if got := strings.Join(names, " "); got != "kube-api-burst kube-api-qps kubeconfig log-format log-level v" {
 		t.Fatalf("flags = %s", got)
 	}
 	if err := fs.Parse(nil); err != nil {

@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-kit/log"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // Defaults of Options, used by BindFlags for the fields left empty and by
@@ -51,6 +53,7 @@ const (
 	flagLeaderElectionNamespace = "leader-election-namespace"
 	flagLogLevel                = "log-level"
 	flagLogFormat               = "log-format"
+	flagKlogVerbosity           = "v"
 	flagKubeAPIQPS              = "kube-api-qps"
 	flagKubeAPIBurst            = "kube-api-burst"
 	flagLeaseDuration           = "leader-election-lease-duration"
@@ -171,6 +174,15 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 // --log-format, with the defaults BindFlags gives them (BindFlags calls
 // it). The other fields keep their values, which Validate accepts when
 // they are empty; RESTConfig and NewLogger then work as for an operator.
+//
+// It also registers -v, the verbosity of client-go's logs (klog's own -v
+// flag, as Kubernetes components have it): V(n) lines up to n are logged,
+// as debug lines when RedirectKlog sends them to a logger (so they show
+// with --log-level=debug); 0, the default, logs none of them. -v sets
+// klog's process-wide verbosity when it is parsed, not a field of o; its
+// bad values are the flag's own parse errors. A program that registers
+// klog's flags itself (klog.InitFlags) on the same FlagSet already has -v:
+// BindClientFlags panics then, as for any flag registered twice.
 func (o *Options) BindClientFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, flagKubeconfig, o.Kubeconfig,
 		"path of a kubeconfig file (default: the files in $KUBECONFIG, else the in-cluster configuration, else ~/.kube/config)")
@@ -190,7 +202,18 @@ func (o *Options) BindClientFlags(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, burst,
 		"burst of requests to the API server above --kube-api-qps (client-side rate limit)")
+	fs.Var(klogVerbosity(), flagKlogVerbosity,
+		"verbosity of client-go's logs: its V(n) lines up to n are logged at level debug (0: none)")
 }
+
+// klogVerbosity returns the flag.Value of klog's -v flag, which sets klog's
+// process-wide verbosity; klog's other flags (log files, headers) are not
+// exposed: RedirectKlog sends its lines to the operator's logger.
+var klogVerbosity = sync.OnceValue(func() flag.Value {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	return fs.Lookup("v").Value
+})
 
 // ParseFlags parses args (without the program name) into fs the way a
 // command's users expect: a bad flag is returned as the flag package's one

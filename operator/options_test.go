@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-kit/log/level"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 func TestBindFlagsDefaults(t *testing.T) {
@@ -501,5 +502,45 @@ func TestOptionsNewLogger(t *testing.T) {
 				t.Errorf("line %q is JSON = %v, want %v", last, isJSON, tt.wantJSON)
 			}
 		})
+	}
+}
+
+// TestKlogVerbosityFlag: -v, bound by BindFlags and BindClientFlags alike,
+// sets klog's verbosity, so that client-go's V(n) lines up to n reach the
+// logger RedirectKlog installs (as debug lines) and those above do not; a
+// value that is not a number is the flag's parse error.
+func TestKlogVerbosityFlag(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	o.BindFlags(fs)
+	plan := flag.NewFlagSet("plan", flag.ContinueOnError)
+	o.BindClientFlags(plan) // a second flag set shares klog's -v
+	t.Cleanup(func() {
+		if err := fs.Set(flagKlogVerbosity, "0"); err != nil {
+			t.Error(err)
+		}
+	})
+	if klog.V(1).Enabled() {
+		t.Fatal("klog's V(1) is enabled before -v is given")
+	}
+	if err := ParseFlags(fs, []string{"-v=4"}, "", io.Discard); err != nil {
+		t.Fatalf("ParseFlags(-v=4) error = %v", err)
+	}
+	var out bytes.Buffer
+	o.LogLevel, o.LogFormat = "debug", "logfmt"
+	logger, err := o.NewLogger(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := RedirectKlog(logger)
+	klog.V(4).InfoS("four", "k", "v4")
+	klog.V(5).InfoS("five")
+	restore()
+	if got := out.String(); !strings.Contains(got, "level=debug") || !strings.Contains(got, "msg=four") || strings.Contains(got, "msg=five") {
+		t.Errorf("with -v=4 the log is %q, want the V(4) line as debug and not the V(5) one", got)
+	}
+	err = ParseFlags(plan, []string{"-v=loud"}, "", io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-v") {
+		t.Errorf("ParseFlags(-v=loud) error = %v, want the flag's parse error naming -v", err)
 	}
 }
