@@ -196,26 +196,25 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
 	}()
 	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr)
-	return f.finishStatus(ctx, rctx, o, tr)
+	return f.finishStatus(ctx, rctx, acc, o, tr)
 }
 
 // finishStatus writes the conditions and observed generation that the
 // outcome o of the reconciliation of rctx calls for (statusRun.finish),
 // when the Framework keeps conditions. A reconciliation that made no
 // status state (no resource asked for the conditions) and whose object
-// already shows the steady outcome, success with Ready True at its
-// generation, needs none: it ends here without making one.
-func (f *Framework) finishStatus(ctx context.Context, rctx *reconcileContext, o outcome, tr *trace.Trace) outcome {
+// (acc, the metadata of the object begin was given) already shows the
+// steady outcome, success with Ready True at its generation, needs none:
+// it ends here without making one.
+func (f *Framework) finishStatus(ctx context.Context, rctx *reconcileContext, acc metav1.Object, o outcome, tr *trace.Trace) outcome {
 	st := rctx.statusRun(false)
 	if st == nil {
 		if rctx.statusObj == nil {
 			return o // no conditions kept
 		}
 		if o.result == ResultSuccess || o.result == ResultRequeue {
-			if current, observed, err := readStatus(rctx.statusObj); err == nil {
-				if acc, err := meta.Accessor(rctx.statusObj); err == nil && steadyStatus(current, observed, acc.GetGeneration(), tr.ResourceSet) {
-					return o
-				}
+			if current, observed, err := readStatus(rctx.statusObj); err == nil && steadyStatus(current, observed, acc.GetGeneration(), tr.ResourceSet) {
+				return o
 			}
 		}
 		st = rctx.statusRun(true)
