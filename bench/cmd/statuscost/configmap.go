@@ -79,16 +79,14 @@ func configMapWriter(cfg *rest.Config) (*writer, error) {
 			return err
 		}},
 	}
-	var rounds int64
 	return &writer{
 		variants:  vs,
 		reference: configMapReference,
 		prepare:   func(context.Context, func(variant) []string) error { return nil },
 		write: func(ctx context.Context, v variant, name string, gen int64) error {
-			rounds = gen
 			return v.write(ctx, name, gen)
 		},
-		check: func(ctx context.Context) error {
+		check: func(ctx context.Context, rounds int64) error {
 			// Every variant's first ConfigMap holds the last round's data
 			// and kept what a child carries.
 			for _, v := range vs {

@@ -107,13 +107,13 @@ type variant struct {
 }
 
 // writer is the set of variants of one -kind: prepare creates the objects
-// before round 1, check verifies them after the last round.
+// before round 1, check verifies them after the last round, rounds.
 type writer struct {
 	variants  []variant
 	reference string
 	prepare   func(ctx context.Context, names func(v variant) []string) error
 	write     func(ctx context.Context, v variant, name string, gen int64) error
-	check     func(ctx context.Context) error
+	check     func(ctx context.Context, rounds int64) error
 }
 
 // readyAt is a Ready condition of generation gen, with a fixed transition
@@ -202,7 +202,7 @@ func statusWriter(cfg *rest.Config) (*writer, error) {
 			_, err = items.Patch(ctx, name, pt, data, opts, "status")
 			return err
 		},
-		check: func(ctx context.Context) error { return checkConditions(ctx, items, vs) },
+		check: func(ctx context.Context, _ int64) error { return checkConditions(ctx, items, vs) },
 	}, nil
 }
 
@@ -278,7 +278,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}
 		}
 	}
-	if err := w.check(ctx); err != nil {
+	if err := w.check(ctx, int64(o.rounds)); err != nil {
 		return err
 	}
 
