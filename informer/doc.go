@@ -7,9 +7,11 @@
 //
 //   - Config.RESTConfig with Config.ObjectType (what operator.Operator's
 //     Informer does when ObjectType is set): every object is decoded once,
-//     straight from the API server's JSON into its Go type, with no scheme
-//     to register. An object the Go type cannot hold stays unstructured
-//     (with a warning), so it cannot stall the list or the watch.
+//     straight into its Go type, with no scheme to register: from protobuf
+//     for built-in kinds (as client-go's clientsets read them), from JSON
+//     for custom resources. An object of a custom resource that the Go type
+//     cannot hold stays unstructured (with a warning), so it cannot stall
+//     the list or the watch.
 //   - Config.RESTClient with Config.ObjectType: the same decoding through a
 //     REST client of your own (a clientset's, or one from [NewRESTClient]
 //     with a scheme); one object the type cannot hold fails the whole list

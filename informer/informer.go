@@ -39,14 +39,18 @@ type Config struct {
 	// RESTConfig, with ObjectType, is the typed path and the one to choose
 	// first: New builds a client for GVR's group and version that decodes
 	// every object straight into a new value of ObjectType's Go type (one
-	// JSON decode per event, no scheme, no AddToScheme, no conversion from
-	// a map). It works for built-in kinds (&corev1.ConfigMap{}) and custom
-	// resources (the Go type of a kubebuilder API package) alike. An object
-	// that the Go type cannot hold (a value of the wrong type that no schema
-	// stopped) is cached as an *unstructured.Unstructured instead, with a
-	// warning naming it: the other objects, the list and the watch go on,
-	// and the resources can report the bad one. The config is copied, so
-	// its rate limits (QPS, Burst) and transport wrappers apply.
+	// decode per event, no AddToScheme, no conversion from a map). It works
+	// for built-in kinds (&corev1.ConfigMap{}) and custom resources (the Go
+	// type of a kubebuilder API package) alike. Built-in kinds are read as
+	// protobuf, as client-go's clientsets read them (smaller and cheaper to
+	// decode than JSON), unless the config's ContentType asks for JSON;
+	// custom resources, which have no other encoding, as JSON. Cached
+	// objects carry their apiVersion and kind either way. An object of a
+	// custom resource that the Go type cannot hold (a value of the wrong
+	// type that no schema stopped) is cached as an *unstructured.Unstructured
+	// instead, with a warning naming it: the other objects, the list and the
+	// watch go on, and the resources can report the bad one. The config is
+	// copied, so its rate limits (QPS, Burst) and transport wrappers apply.
 	// operator.Operator.Informer sets it when ObjectType is set and no
 	// client is. Client, RESTClient and RESTConfig exclude each other.
 	RESTConfig *rest.Config
@@ -322,12 +326,13 @@ func NewRESTClient(cfg *rest.Config, gv schema.GroupVersion, addToScheme func(*r
 		return nil, fmt.Errorf("register types of %s: %w", gv.String(), err)
 	}
 	metav1.AddToGroupVersion(scheme, gv)
-	return restClientFor(cfg, gv, serializer.NewCodecFactory(scheme).WithoutConversion())
+	return restClientFor(cfg, gv, serializer.NewCodecFactory(scheme).WithoutConversion(), runtime.ContentTypeJSON)
 }
 
 // restClientFor returns a REST client for gv on a copy of cfg that speaks
-// JSON (custom resources have no other encoding) through codecs.
-func restClientFor(cfg *rest.Config, gv schema.GroupVersion, codecs runtime.NegotiatedSerializer) (rest.Interface, error) {
+// contentType (JSON for custom resources, which have no other encoding;
+// protobuf, with JSON accepted, for built-in kinds) through codecs.
+func restClientFor(cfg *rest.Config, gv schema.GroupVersion, codecs runtime.NegotiatedSerializer, contentType string) (rest.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
@@ -335,8 +340,11 @@ func restClientFor(cfg *rest.Config, gv schema.GroupVersion, codecs runtime.Nego
 		c.APIPath = "/api"
 	}
 	c.NegotiatedSerializer = codecs
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.ContentType = contentType
+	c.AcceptContentTypes = contentType
+	if contentType == runtime.ContentTypeProtobuf {
+		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -8,19 +8,26 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	kjson "sigs.k8s.io/json"
 )
 
 // newTypedRESTClient returns a REST client for gv that decodes the objects
-// it lists and watches straight into new values of objType's Go type, with
-// no scheme: lists become a *typedList of them, "Status" documents a
+// it lists and watches straight into new values of objType's Go type.
+//
+// A built-in kind (protobufKind) is read as protobuf, as client-go's
+// clientsets read it, unless cfg asks for another content type; the
+// informer's transform drops its managedFields.
+//
+// Any other type is read as JSON, with no scheme: lists become a *typedList of them, "Status" documents a
 // *metav1.Status. An object the Go type cannot hold (a value of the wrong
 // type that no schema stopped) is decoded as an *unstructured.Unstructured
 // instead, with a warning to logger naming it, so one bad object costs
@@ -32,9 +39,72 @@ func newTypedRESTClient(cfg *rest.Config, gv schema.GroupVersion, objType runtim
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || reflect.ValueOf(objType).IsNil() {
 		return nil, fmt.Errorf("%w: Config.ObjectType must be a non-nil pointer to a struct, got %T", ErrInvalidConfig, objType)
 	}
+	if gvk, ok := protobufKind(gv, objType); ok && (cfg.ContentType == "" || cfg.ContentType == runtime.ContentTypeProtobuf) {
+		return restClientFor(cfg, gv, kindNegotiator{scheme.Codecs.WithoutConversion(), gvk}, runtime.ContentTypeProtobuf)
+	}
 	codec := newTypedCodec(t.Elem(), logger, undecodable)
 	codec.dropManagedFields = dropManagedFields
-	return restClientFor(cfg, gv, typedNegotiator{codec})
+	return restClientFor(cfg, gv, typedNegotiator{codec}, runtime.ContentTypeJSON)
+}
+
+// protoUnmarshaler is the method the protobuf serializer decodes with; the
+// Go types of built-in kinds have it, those of custom resources do not.
+type protoUnmarshaler interface{ Unmarshal([]byte) error }
+
+// protobufKind returns the kind of objType in group version gv when it is a
+// built-in kind that the API server serves as protobuf: its Go type is in
+// client-go's scheme under gv and decodes protobuf.
+func protobufKind(gv schema.GroupVersion, objType runtime.Object) (schema.GroupVersionKind, bool) {
+	if _, ok := objType.(protoUnmarshaler); !ok {
+		return schema.GroupVersionKind{}, false
+	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(objType)
+	if err != nil {
+		return schema.GroupVersionKind{}, false
+	}
+	for _, gvk := range gvks {
+		if gvk.GroupVersion() == gv {
+			return gvk, true
+		}
+	}
+	return schema.GroupVersionKind{}, false
+}
+
+// kindNegotiator is client-go's codecs for built-in kinds (protobuf first,
+// JSON accepted) with a decoder that keeps the apiVersion and kind of the
+// objects of kind gvk and of their lists' items: the protobuf decoder
+// clears them, the typed JSON path keeps them, and the cache holds objects
+// that carry them whichever way they came.
+type kindNegotiator struct {
+	runtime.NegotiatedSerializer
+	gvk schema.GroupVersionKind
+}
+
+func (n kindNegotiator) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	return kindDecoder{Decoder: n.NegotiatedSerializer.DecoderToVersion(d, gv), gvk: n.gvk}
+}
+
+type kindDecoder struct {
+	runtime.Decoder
+	gvk schema.GroupVersionKind
+}
+
+func (d kindDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	obj, gvk, err := d.Decoder.Decode(data, defaults, into)
+	if err != nil || obj == nil || gvk == nil {
+		return obj, gvk, err
+	}
+	switch {
+	case *gvk == d.gvk:
+		obj.GetObjectKind().SetGroupVersionKind(d.gvk)
+	case gvk.GroupVersion() == d.gvk.GroupVersion() && gvk.Kind == d.gvk.Kind+"List":
+		obj.GetObjectKind().SetGroupVersionKind(*gvk)
+		err = meta.EachListItem(obj, func(item runtime.Object) error {
+			item.GetObjectKind().SetGroupVersionKind(d.gvk)
+			return nil
+		})
+	}
+	return obj, gvk, err
 }
 
 // typedNegotiator serves typedCodec as the only (JSON) serializer, with

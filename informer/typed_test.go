@@ -2,18 +2,22 @@ package informer
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/go-kit/log"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
 	restclientwatch "k8s.io/client-go/rest/watch"
 )
 
@@ -182,7 +186,10 @@ func (nopCloser) Close() error { return nil }
 
 // BenchmarkTypedCodecDecode decodes one watch event's ConfigMap written
 // with server-side apply (three managedFields entries), with the
-// managedFields cut before decoding (drop) and decoded (keep).
+// managedFields cut before decoding (drop) and decoded (keep), and the same
+// ConfigMap as protobuf, the way the typed path reads built-in kinds, with
+// the managedFields dropped by the informer's transform after decoding
+// (protobuf).
 func BenchmarkTypedCodecDecode(b *testing.B) {
 	data := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"item-00042","namespace":"bench","uid":"0b7c3c1e-1111-2222-3333-444455556666","resourceVersion":"123456","creationTimestamp":"2026-11-23T20:00:00Z","labels":{"app.kubernetes.io/managed-by":"bench-readme","bench.operatorkit.io/item":"item-00042"},"managedFields":[` +
 		mfEntry + `,` + mfEntry + `,` + mfEntry + `]},"data":{"value":"some data of the item 00042"}}`)
@@ -198,5 +205,102 @@ func BenchmarkTypedCodecDecode(b *testing.B) {
 				}
 			}
 		})
+	}
+	b.Run("protobuf", func(b *testing.B) {
+		cm := &corev1.ConfigMap{}
+		if err := json.Unmarshal(data, cm); err != nil || len(cm.ManagedFields) != 3 {
+			b.Fatalf("decode the JSON: %v, %d managedFields", err, len(cm.ManagedFields))
+		}
+		gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+		n := kindNegotiator{scheme.Codecs.WithoutConversion(), gvk}
+		info, _ := runtime.SerializerInfoForMediaType(n.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+		pb, err := runtime.Encode(scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), cm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dec := n.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
+		b.ReportAllocs()
+		for b.Loop() {
+			obj, _, err := dec.Decode(pb, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := dropManagedFieldsTransform(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestProtobufKind(t *testing.T) {
+	type crd struct{ corev1.ConfigMap } // a custom type: not in client-go's scheme
+	for _, tc := range []struct {
+		name string
+		gv   schema.GroupVersion
+		obj  runtime.Object
+		want bool
+	}{
+		{"ConfigMap in v1", corev1.SchemeGroupVersion, &corev1.ConfigMap{}, true},
+		{"Deployment in apps/v1", appsv1.SchemeGroupVersion, &appsv1.Deployment{}, true},
+		{"ConfigMap in apps/v1", appsv1.SchemeGroupVersion, &corev1.ConfigMap{}, false},
+		{"a custom type", corev1.SchemeGroupVersion, &crd{}, false},
+		{"unstructured", corev1.SchemeGroupVersion, &unstructured.Unstructured{}, false},
+	} {
+		gvk, ok := protobufKind(tc.gv, tc.obj)
+		if ok != tc.want || (ok && gvk.GroupVersion() != tc.gv) {
+			t.Errorf("%s: protobufKind() = %v, %v; want ok %v in %s", tc.name, gvk, ok, tc.want, tc.gv)
+		}
+	}
+}
+
+// TestKindDecoderKeepsKinds checks that objects and list items read as
+// protobuf keep their apiVersion and kind, which the protobuf decoder of
+// client-go's codecs clears.
+func TestKindDecoderKeepsKinds(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	n := kindNegotiator{scheme.Codecs.WithoutConversion(), gvk}
+	info, ok := runtime.SerializerInfoForMediaType(n.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		t.Fatal("no protobuf serializer")
+	}
+	enc := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
+	dec := n.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Data: map[string]string{"k": "v"}}
+	list := &corev1.ConfigMapList{Items: []corev1.ConfigMap{*cm, *cm}}
+	for _, in := range []runtime.Object{cm, list} {
+		data, err := runtime.Encode(enc, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The decoder under kindDecoder clears the kinds: the test's
+		// premise.
+		if raw, _, err := n.NegotiatedSerializer.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion).Decode(data, nil, nil); err != nil || !raw.GetObjectKind().GroupVersionKind().Empty() {
+			t.Fatalf("client-go's decoder gave %v, %v; want an object without kind", raw, err)
+		}
+		out, _, err := dec.Decode(data, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch o := out.(type) {
+		case *corev1.ConfigMap:
+			if o.GroupVersionKind() != gvk || o.Data["k"] != "v" {
+				t.Errorf("decoded object: kind %v, data %v; want %v and the data", o.GroupVersionKind(), o.Data, gvk)
+			}
+		case *corev1.ConfigMapList:
+			if k := o.GroupVersionKind(); k != corev1.SchemeGroupVersion.WithKind("ConfigMapList") {
+				t.Errorf("decoded list: kind %v, want v1 ConfigMapList", k)
+			}
+			if len(o.Items) != 2 {
+				t.Fatalf("decoded list has %d items, want 2", len(o.Items))
+			}
+			for i, item := range o.Items {
+				if item.GroupVersionKind() != gvk || item.Name != "a" {
+					t.Errorf("item %d: kind %v, name %q; want %v and a", i, item.GroupVersionKind(), item.Name, gvk)
+				}
+			}
+		default:
+			t.Fatalf("decoded %T", out)
+		}
 	}
 }

@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"mime"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-kit/log"
@@ -11,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/informer"
 )
@@ -202,4 +206,77 @@ func TestInformerTypedFromRESTConfig(t *testing.T) {
 		_, exists, _ := inf.Get(ns + "/listed")
 		return !exists && len(inf.List()) == 2
 	})
+}
+
+// TestInformerTypedBuiltInReadsProtobuf reads ConfigMaps through
+// informer.Config's RESTConfig and ObjectType: the list and the watch come
+// as protobuf (as client-go's clientsets read built-in kinds), or as JSON
+// when the config asks for it, and either way every cached ConfigMap
+// carries its apiVersion and kind, its data, and no managedFields.
+func TestInformerTypedBuiltInReadsProtobuf(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	kc := kubeClient(t)
+	mk := func(name string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}
+		if _, err := kc.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("listed")
+	for _, tc := range []struct{ contentType, want string }{
+		{"", runtime.ContentTypeProtobuf},
+		{runtime.ContentTypeJSON, runtime.ContentTypeJSON},
+	} {
+		t.Run("content type "+tc.contentType, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[string]bool{} // the content types of the answers to the informer's list and watch
+			cfg := rest.CopyConfig(env.Config())
+			cfg.ContentType = tc.contentType
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					resp, err := rt.RoundTrip(r)
+					if err == nil && strings.HasSuffix(r.URL.Path, "/namespaces/"+ns+"/configmaps") {
+						mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+						mu.Lock()
+						seen[mt] = true
+						mu.Unlock()
+					}
+					return resp, err
+				})
+			})
+			inf, err := informer.New(informer.Config{
+				RESTConfig: cfg, ObjectType: &corev1.ConfigMap{}, GVR: corev1.SchemeGroupVersion.WithResource("configmaps"),
+				Namespace: ns, ResyncPeriod: -1, DropManagedFields: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runInformer(t, inf)
+			watched := "watched-" + strings.ToLower(strings.TrimPrefix(tc.want, "application/"))
+			watched = strings.NewReplacer(".", "-", "/", "-").Replace(watched)
+			mk(watched)
+			eventually(t, "the watched ConfigMap in the cache", func() bool {
+				_, ok, _ := inf.Get(ns + "/" + watched)
+				return ok
+			})
+			for _, name := range []string{"listed", watched} {
+				obj, ok, err := inf.Get(ns + "/" + name)
+				cm, typed := obj.(*corev1.ConfigMap)
+				if err != nil || !ok || !typed {
+					t.Fatalf("Get(%s/%s) = %T, %v, %v; want a cached *corev1.ConfigMap", ns, name, obj, ok, err)
+				}
+				if cm.APIVersion != "v1" || cm.Kind != "ConfigMap" || cm.Data["k"] != name || cm.ManagedFields != nil {
+					t.Errorf("cached %s: apiVersion %q, kind %q, data %v, managedFields %v; want v1, ConfigMap, k=%s and none",
+						name, cm.APIVersion, cm.Kind, cm.Data, cm.ManagedFields, name)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 1 || !seen[tc.want] {
+				t.Errorf("the list and watch were answered as %v, want %s only", seen, tc.want)
+			}
+		})
+	}
 }
