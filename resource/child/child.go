@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-kit/log"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
@@ -153,6 +156,15 @@ type Config[Owner, Child Object] struct {
 	// ManagedBy is the value of the LabelManagedBy label set on children.
 	// Defaults to FieldManager.
 	ManagedBy string
+	// OwnerLabels are label keys whose values the children take from
+	// their owner: each child written carries the owner's value of every
+	// key of OwnerLabels that the owner has (over a value Desired sets),
+	// and a child whose value differs from its owner's is written again.
+	// A key the owner lacks is not set. With operator.Sharding, give
+	// operator.Operator.ShardLabels() here, so that children follow their
+	// owner's shard (Sharding.Children). Optional; each must be a valid
+	// label key other than LabelManagedBy.
+	OwnerLabels []string
 	// GVK is the children's group, version and kind, put in the apply
 	// body. Defaults to the Child type's kind in client-go's scheme
 	// (built-in kinds); required for other kinds.
@@ -216,6 +228,17 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	}
 	if _, ok := childType.Elem().FieldByName("ObjectMeta"); !ok {
 		return nil, fmt.Errorf("%w: %T: Child %s has no ObjectMeta field", ErrInvalidConfig, config, childType)
+	}
+	for i, k := range config.OwnerLabels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("%w: %T.OwnerLabels[%d] %q is not a label key: %s", ErrInvalidConfig, config, i, k, strings.Join(errs, "; "))
+		}
+		switch {
+		case k == LabelManagedBy:
+			return nil, fmt.Errorf("%w: %T.OwnerLabels[%d] %q is LabelManagedBy, which the resource sets to ManagedBy", ErrInvalidConfig, config, i, k)
+		case slices.Contains(config.OwnerLabels[:i], k):
+			return nil, fmt.Errorf("%w: %T.OwnerLabels[%d] %q is given twice", ErrInvalidConfig, config, i, k)
+		}
 	}
 	if config.FieldManager == "" {
 		config.FieldManager = DefaultFieldManager

@@ -844,3 +844,96 @@ func testOwnerKinds[O child.Object](t *testing.T, newOwner func(apiVersion, kind
 		t.Error("an owner without kind got a child")
 	}
 }
+
+// TestOwnerLabels: the children carry the owner's values of OwnerLabels,
+// over what Desired sets; a child that has them needs no write; a child
+// whose value differs from its owner's (the owner moved to another shard)
+// is written again with the owner's value; a key the owner lacks is not
+// set.
+func TestOwnerLabels(t *testing.T) {
+	const shard = "shard.operatorkit.io/ring"
+	var desiredShard string // a value Desired sets for the shard label, if any
+	shared := map[string]string{"app": "web"}
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.OwnerLabels = []string{shard, "team"}
+		c.Desired = func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
+			d := desiredDeployment(2, "nginx:1")
+			d.Labels = shared
+			if desiredShard != "" {
+				d.Labels = map[string]string{"app": "web", shard: desiredShard}
+			}
+			return d, nil
+		}
+	})
+	ctx := context.Background()
+	w := owner()
+	w.Labels = map[string]string{shard: "replica-a", "other": "not copied"}
+	apply := func(when string, want int) *appsv1.Deployment {
+		t.Helper()
+		if err := f.resource.EnsureCreated(ctx, w); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if len(f.client.applies) != want {
+			t.Fatalf("%s: applies = %d, want %d", when, len(f.client.applies), want)
+		}
+		if len(shared) != 1 {
+			t.Fatalf("%s: the labels map Desired returned was changed: %v", when, shared)
+		}
+		f.sync(t, defaulted)
+		return f.client.objs["demo/web"]
+	}
+	applied := apply("create", 1)
+	if applied.Labels[shard] != "replica-a" || applied.Labels["app"] != "web" || applied.Labels[child.LabelManagedBy] != "test-operator" {
+		t.Errorf("created child's labels = %v, want the owner's %s, app and the managed-by label", applied.Labels, shard)
+	}
+	for _, k := range []string{"team", "other"} {
+		if _, ok := applied.Labels[k]; ok {
+			t.Errorf("created child has label %s: %v (the owner lacks it, or OwnerLabels does not name it)", k, applied.Labels)
+		}
+	}
+	apply("steady", 1)
+
+	// The owner moved: its children follow it.
+	w.Labels[shard] = "replica-b"
+	patch, err := f.resource.Plan(ctx, w, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update, ok := patch.UpdateChange()
+	if !ok {
+		t.Fatal("the owner's new shard label gives no update")
+	}
+	if got, want := strings.Join(update.(child.Changes).Describe(), "\n"), `deployment demo/web: metadata.labels["shard.operatorkit.io/ring"] "replica-a" → "replica-b"`; got != want {
+		t.Errorf("update description = %q, want %q", got, want)
+	}
+	if applied = apply("moved", 2); applied.Labels[shard] != "replica-b" {
+		t.Errorf("moved child's %s = %q, want replica-b", shard, applied.Labels[shard])
+	}
+	apply("steady after the move", 2)
+
+	// The owner's value wins over Desired's.
+	desiredShard = "elsewhere"
+	apply("Desired sets the key", 2)
+	if applied = f.client.objs["demo/web"]; applied.Labels[shard] != "replica-b" {
+		t.Errorf("child's %s = %q, want the owner's replica-b", shard, applied.Labels[shard])
+	}
+}
+
+func TestOwnerLabelsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		keys []string
+		want string
+	}{
+		{[]string{"not a key"}, `OwnerLabels[0] "not a key" is not a label key`},
+		{[]string{"team", child.LabelManagedBy}, `OwnerLabels[1] "app.kubernetes.io/managed-by" is LabelManagedBy`},
+		{[]string{"team", "team"}, `OwnerLabels[1] "team" is given twice`},
+	} {
+		client := newFakeClient[appsv1.Deployment]()
+		_, err := child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(),
+			Desired:     func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) { return nil, nil },
+			OwnerLabels: tc.keys})
+		if !errors.Is(err, child.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("OwnerLabels %q: New() error = %v, want %q", tc.keys, err, tc.want)
+		}
+	}
+}

@@ -35,8 +35,10 @@
 //     request at all.
 //   - Writes: create and update are one server-side apply each (PATCH
 //     application/apply-patch+yaml, Config.FieldManager, force), of the
-//     fields the desired object sets, with the label LabelManagedBy and a
-//     controller owner reference (blockOwnerDeletion) added. The answer goes
+//     fields the desired object sets, with the label LabelManagedBy, the
+//     owner's labels that Config.OwnerLabels names (such as the shard label
+//     of a sharded operator) and a controller owner reference
+//     (blockOwnerDeletion) added. The answer goes
 //     to the cache's mutation cache (informer.Informer.Mutation) so the next
 //     reconciliation does not act on an older version, and to
 //     Config.Writes so its watch event does not wake the owner.

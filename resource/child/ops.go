@@ -335,7 +335,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ctrl.Kind, ctrl.Name, ctrl.UID))
 			}
 		}
-		change, err := o.change(c, ctrl, d, ref)
+		change, err := o.change(c, ctrl, d, ref, w.GetLabels())
 		if err != nil {
 			return nil, o.encodeError(w, d, err)
 		}
@@ -441,15 +441,14 @@ func (d *desired[C]) names(name string) bool {
 // of its labels and owner references: the comparison checks them on c
 // instead, and adds them to d first when c lacks them, so that the walk
 // names the difference.
-func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.OwnerReference) (*Change, error) {
+func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.OwnerReference, wl map[string]string) (*Change, error) {
 	exists := !reflect.ValueOf(c).IsNil()
 	var cv reflect.Value
 	if exists {
 		cv = reflect.ValueOf(c).Elem()
 	}
-	_, setsLabel := d.GetLabels()[LabelManagedBy]
-	if !exists || o.config.Matches != nil || setsLabel || !o.ownedBy(c, ctrl, ref) {
-		o.own(d, ref)
+	if !exists || o.config.Matches != nil || o.setsOwnLabels(d) || !o.ownedBy(c, ctrl, ref, wl) {
+		o.own(d, ref, wl)
 	}
 	if exists && o.config.Matches != nil && o.config.Matches(c, d) {
 		return nil, nil
@@ -458,7 +457,7 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 	if exists && o.config.Matches == nil && len(fields) == 0 {
 		return nil, nil
 	}
-	o.own(d, ref)
+	o.own(d, ref, wl)
 	body, err := json.Marshal(objectPayload(reflect.ValueOf(d).Elem(), o.apiVersion, o.config.GVK.Kind))
 	if err != nil {
 		return nil, err
@@ -472,16 +471,37 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 	return change, nil
 }
 
-// own gives d the label LabelManagedBy=ManagedBy, in a copy of its labels
-// (the caller's Desired may share its map), and ref, after its other owner
+// setsOwnLabels reports whether d sets a label that own sets: then the
+// comparison must see own's value, not d's.
+func (o *ops[O, C]) setsOwnLabels(d C) bool {
+	l := d.GetLabels()
+	if _, ok := l[LabelManagedBy]; ok {
+		return true
+	}
+	for _, k := range o.config.OwnerLabels {
+		if _, ok := l[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// own gives d the label LabelManagedBy=ManagedBy and the values of the
+// owner's labels wl that OwnerLabels names, in a copy of its labels (the
+// caller's Desired may share its map), and ref, after its other owner
 // references (in a new array), unless it has them.
-func (o *ops[O, C]) own(d C, ref metav1.OwnerReference) {
-	if l := d.GetLabels(); l[LabelManagedBy] != o.config.ManagedBy {
+func (o *ops[O, C]) own(d C, ref metav1.OwnerReference, wl map[string]string) {
+	if l := d.GetLabels(); !o.labelled(l, wl) {
 		l = maps.Clone(l)
 		if l == nil {
-			l = make(map[string]string, 1)
+			l = make(map[string]string, 1+len(o.config.OwnerLabels))
 		}
 		l[LabelManagedBy] = o.config.ManagedBy
+		for _, k := range o.config.OwnerLabels {
+			if v, ok := wl[k]; ok {
+				l[k] = v
+			}
+		}
 		d.SetLabels(l)
 	}
 	refs := d.GetOwnerReferences()
@@ -490,11 +510,27 @@ func (o *ops[O, C]) own(d C, ref metav1.OwnerReference) {
 	}
 }
 
+// labelled reports whether labels l carry what own gives: LabelManagedBy
+// and the values of the owner's labels wl that OwnerLabels names.
+func (o *ops[O, C]) labelled(l, wl map[string]string) bool {
+	if v, ok := l[LabelManagedBy]; !ok || v != o.config.ManagedBy {
+		return false
+	}
+	for _, k := range o.config.OwnerLabels {
+		if v, ok := wl[k]; ok {
+			if cv, has := l[k]; !has || cv != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // ownedBy reports whether the cached child c, whose controller reference
-// is r, carries what own gives a desired one: the label and a controller
-// reference equal to ref.
-func (o *ops[O, C]) ownedBy(c C, r *metav1.OwnerReference, ref metav1.OwnerReference) bool {
-	if v, ok := c.GetLabels()[LabelManagedBy]; !ok || v != o.config.ManagedBy {
+// is r, carries what own gives a desired one: the labels (labelled) and a
+// controller reference equal to ref.
+func (o *ops[O, C]) ownedBy(c C, r *metav1.OwnerReference, ref metav1.OwnerReference, wl map[string]string) bool {
+	if !o.labelled(c.GetLabels(), wl) {
 		return false
 	}
 	return r != nil && r.UID == ref.UID && r.APIVersion == ref.APIVersion && r.Kind == ref.Kind && r.Name == ref.Name &&
