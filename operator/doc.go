@@ -70,7 +70,11 @@
 // removes both labels, and only then is the object labelled for its new
 // owner. The objects of a replica whose member Lease expired move at once
 // (it stopped itself at RenewDeadline); a replica that stops cleanly deletes
-// its Lease after its last reconciliation. /readyz has a "shard-membership"
+// its Lease after its last reconciliation. The children of the objects
+// follow them when their kinds are in Sharding.Children and their child
+// resources copy the shard label ([Operator.ShardLabels] as
+// child.Config.OwnerLabels): each replica then caches only the children
+// of its share. /readyz has a "shard-membership"
 // check; the operatorkit_shard_* metrics count members, objects per shard,
 // moves and hand-over times. See docs/scaling.md for when to shard, the
 // limits, and figures.

@@ -95,6 +95,21 @@ type Sharding struct {
 	// informer of one of them (and the assigner labels the objects that
 	// informer's namespace and selectors would show). Required.
 	Resources []schema.GroupVersionResource
+	// Children are the resources of the child objects of the Resources'
+	// objects (those of Owns, written by child resources): Informer adds
+	// the shard label selector to their informers too, so that each
+	// replica caches only the children of its own objects. The assigner
+	// does not label them: each child resource copies its owner's shard
+	// label onto the children it writes (child.Config.OwnerLabels:
+	// Operator.ShardLabels()), and when an object moves, its new owner's
+	// first reconciliation relabels its children, which then leave the
+	// old owner's cache. A child that no reconciliation writes after a
+	// move (one the object's new desired state no longer names) stays with
+	// the old label: no replica sees it, and it goes with its owner
+	// (through its owner reference, by the cluster's garbage collector).
+	// Children written by resources of your own must carry the label
+	// themselves. Optional; none of them may be in Resources.
+	Children []schema.GroupVersionResource
 	// Ring names the replicas sharing the objects, in the label keys
 	// (ShardLabelPrefix+Ring): a qualified name's name part (at most 63
 	// characters). Defaults to Config.Name.
@@ -145,6 +160,14 @@ func (s *Sharding) validate(config Config) error {
 	for i, r := range s.Resources {
 		if r.Resource == "" || r.Version == "" {
 			return fmt.Errorf("%w: %T.Sharding.Resources[%d] %q needs a version and a resource", ErrInvalidConfig, config, i, r)
+		}
+	}
+	for i, r := range s.Children {
+		switch {
+		case r.Resource == "" || r.Version == "":
+			return fmt.Errorf("%w: %T.Sharding.Children[%d] %q needs a version and a resource", ErrInvalidConfig, config, i, r)
+		case slices.Contains(s.Resources, r):
+			return fmt.Errorf("%w: %T.Sharding.Children[%d] %q is in Sharding.Resources too: an object is either assigned or follows its owner", ErrInvalidConfig, config, i, r)
 		}
 	}
 	if s.Ring == "" {
@@ -526,9 +549,15 @@ func jsonPointerEscape(s string) string {
 }
 
 // shardedInformerConfig returns cfg with the shard label selector added
-// when cfg's resource is sharded, and the user's own selector.
+// when cfg's resource is sharded or follows its owners (Children), the
+// user's own selector, and whether the resource is sharded (its objects
+// assigned and counted).
 func (o *Operator) shardedInformerConfig(cfg informer.Config) (informer.Config, string, bool) {
-	if o.shard == nil || !o.shard.cfg.shards(cfg.GVR) {
+	if o.shard == nil {
+		return cfg, "", false
+	}
+	sharded := o.shard.cfg.shards(cfg.GVR)
+	if !sharded && !slices.Contains(o.shard.cfg.Children, cfg.GVR) {
 		return cfg, "", false
 	}
 	user := cfg.LabelSelector
@@ -537,7 +566,18 @@ func (o *Operator) shardedInformerConfig(cfg informer.Config) (informer.Config, 
 		sel = user + "," + sel
 	}
 	cfg.LabelSelector = sel
-	return cfg, user, true
+	return cfg, user, sharded
+}
+
+// ShardLabels returns the labels that children copy from their owners so
+// that they follow their owner's shard (child.Config.OwnerLabels, with
+// Sharding.Children): the shard label with Config.Sharding, none without.
+// Giving it whether or not the operator is sharded keeps one code path.
+func (o *Operator) ShardLabels() []string {
+	if o.shard == nil {
+		return nil
+	}
+	return []string{o.shard.shardLabel}
 }
 
 // ownedObjects counts the objects in this replica's sharded informers.

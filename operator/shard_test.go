@@ -29,6 +29,8 @@ func TestShardingConfigErrorsNameTheField(t *testing.T) {
 		{"negative virtual nodes", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, VirtualNodes: -1}, "Sharding.VirtualNodes"},
 		{"negative workers", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignWorkers: -1}, "Sharding.AssignWorkers"},
 		{"negative QPS", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignQPS: -1}, "Sharding.AssignQPS"},
+		{"child without version", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Children: []schema.GroupVersionResource{{Resource: "configmaps"}}}, "Sharding.Children[0]"},
+		{"child also assigned", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Children: []schema.GroupVersionResource{thingsGVR}}, "Sharding.Children[0] \"example.com/v1, Resource=things\" is in Sharding.Resources too"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +83,50 @@ func TestShardingDefaultsAndSelector(t *testing.T) {
 		if si.inf == cms.Informer && (si.sharded || si.key.labels != "") {
 			t.Errorf("the informer of a resource that is not sharded got the selector %q", si.key.labels)
 		}
+	}
+	if got := o.ShardLabels(); len(got) != 1 || got[0] != ShardLabelPrefix+"op" {
+		t.Errorf("ShardLabels() = %q, want [%s]", got, ShardLabelPrefix+"op")
+	}
+}
+
+// TestShardingChildrenSelectTheShard: the informers of Sharding.Children
+// select the shard label, but their objects are neither assigned nor
+// counted as the replica's share.
+func TestShardingChildrenSelectTheShard(t *testing.T) {
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	o, err := New(Config{RESTConfig: restConfig(), Name: "op", Registry: prometheus.NewRegistry(),
+		Sharding: &Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Children: []schema.GroupVersionResource{cmGVR}, Identity: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := o.Informer(informer.Config{GVR: cmGVR, Namespace: "ns", LabelSelector: "app.kubernetes.io/managed-by=op"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := o.Informer(informer.Config{GVR: secrets, Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "app.kubernetes.io/managed-by=op," + ShardLabelPrefix + "op=a"
+	for _, si := range o.order {
+		switch si.inf {
+		case cms.Informer:
+			if si.key.labels != want || si.sharded {
+				t.Errorf("children's informer: selector %q, sharded %v; want %q and not sharded (not assigned, not counted)", si.key.labels, si.sharded, want)
+			}
+		case other.Informer:
+			if si.key.labels != "" || si.sharded {
+				t.Errorf("the informer of a resource neither sharded nor a child got the selector %q", si.key.labels)
+			}
+		}
+	}
+	noShard, err := New(Config{RESTConfig: restConfig(), Name: "op", Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := noShard.ShardLabels(); got != nil {
+		t.Errorf("ShardLabels() without sharding = %q, want none", got)
 	}
 }
 
