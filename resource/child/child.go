@@ -118,8 +118,10 @@ type Config[Owner, Child Object] struct {
 	// RESTClient; the resource never GETs a child. When Cache has a method
 	// Selection() (string, labels.Selector), as informer.Informer does, New
 	// fails on a label selector that excludes LabelManagedBy=ManagedBy,
-	// and a child outside the Cache's namespace is a permanent error of
-	// the step: either would be applied in every reconciliation.
+	// and a child outside the Cache's namespace, or one whose labels as
+	// written the selector does not select (such as a sharded child
+	// without its owner's shard label: see OwnerLabels), is a permanent
+	// error of the step: either would be applied in every reconciliation.
 	Cache Cache
 
 	// Desired returns the one child owner should have, or a nil Child for
@@ -294,6 +296,9 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 			}
 		}
 		o.cacheNamespace = ns
+		if !sel.Empty() {
+			o.selector = sel
+		}
 	}
 	o.mutation, _ = config.Cache.(interface{ Mutation(runtime.Object) })
 	if s, ok := config.Cache.(interface {

@@ -937,3 +937,42 @@ func TestOwnerLabelsValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestChildTheCacheWouldNotSelect: a child whose labels, as written, the
+// Cache's selector does not select (a sharded Cache, and no OwnerLabels to
+// copy the owner's shard label) is a permanent error naming the selector,
+// and nothing is applied; with the owner's label copied it is applied.
+func TestChildTheCacheWouldNotSelect(t *testing.T) {
+	const shard = "shard.operatorkit.io/ring"
+	sel, err := labels.Parse("app.kubernetes.io/managed-by=test-operator," + shard + "=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := owner()
+	w.Labels = map[string]string{shard: "a"}
+	for _, ownerLabels := range [][]string{nil, {shard}} {
+		client := newFakeClient[appsv1.Deployment]()
+		r, err := child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{
+			Name: "deployment", Client: client.For,
+			Cache:        selectingCache{Informer: informertest.New(), selector: sel},
+			FieldManager: "test-operator",
+			Desired: func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
+				return desiredDeployment(1, "nginx"), nil
+			},
+			OwnerLabels: ownerLabels,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.EnsureCreated(reconcileCtx(), w)
+		if ownerLabels == nil {
+			if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), sel.String()) || len(client.applies) != 0 {
+				t.Errorf("without OwnerLabels: EnsureCreated() = %v with %d applies, want a permanent ErrInvalidChild naming the selector %q and none", err, len(client.applies), sel)
+			}
+			continue
+		}
+		if err != nil || len(client.applies) != 1 || client.objs["demo/web"].Labels[shard] != "a" {
+			t.Errorf("with OwnerLabels: EnsureCreated() = %v, %d applies; want the child applied with %s=a", err, len(client.applies), shard)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +43,9 @@ type ops[O, C Object] struct {
 	// cacheNamespace is the only namespace the Cache holds, "" when it
 	// holds all (or does not say).
 	cacheNamespace string
+	// selector is the Cache's label selector; nil when it selects every
+	// object (or does not say).
+	selector labels.Selector
 	// unstructuredCache is set once the cache handed out an
 	// *unstructured.Unstructured: answers are recorded in that form.
 	unstructuredCache atomic.Bool
@@ -336,7 +340,10 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 			}
 		}
 		change, err := o.change(c, ctrl, d, ref, w.GetLabels())
-		if err != nil {
+		switch {
+		case errors.Is(err, errNotSelected):
+			return nil, o.invalid(w, childName(d), fmt.Sprintf("would carry the labels %v, which the Cache's selector %q does not select: it would be applied in every reconciliation (set the labels the selector requires in Desired, or copy them from the owner with OwnerLabels)", d.GetLabels(), o.selector))
+		case err != nil:
 			return nil, o.encodeError(w, d, err)
 		}
 		switch {
@@ -458,6 +465,9 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 		return nil, nil
 	}
 	o.own(d, ref, wl)
+	if o.selector != nil && !o.selector.Matches(labels.Set(d.GetLabels())) {
+		return nil, errNotSelected
+	}
 	body, err := json.Marshal(objectPayload(reflect.ValueOf(d).Elem(), o.apiVersion, o.config.GVK.Kind))
 	if err != nil {
 		return nil, err
@@ -485,6 +495,10 @@ func (o *ops[O, C]) setsOwnLabels(d C) bool {
 	}
 	return false
 }
+
+// errNotSelected is change's error for a child that the Cache's selector
+// would not select once written.
+var errNotSelected = errors.New("not selected by the cache")
 
 // own gives d the label LabelManagedBy=ManagedBy and the values of the
 // owner's labels wl that OwnerLabels names, in a copy of its labels (the
