@@ -80,6 +80,12 @@ type Command struct {
 	// its Framework. Empty: the binary does not shard, and --shard is a
 	// bad flag.
 	ShardResources []schema.GroupVersionResource
+	// ShardChildren are the kinds of the sharded objects' children that
+	// --shard caches per replica (Sharding.Children): their child
+	// resources must copy the shard label (child.Config.OwnerLabels:
+	// Operator.ShardLabels()). Optional: without it every replica caches
+	// every child.
+	ShardChildren []schema.GroupVersionResource
 }
 
 // Run runs the command with args (without the program name) and returns
@@ -147,7 +153,7 @@ func (c Command) operator(ctx context.Context, opts Options, fopts FrameworkOpti
 	}
 	config := opts.Config(name, restConfig, logger)
 	if config.Sharding != nil {
-		config.Sharding.Resources = c.ShardResources
+		config.Sharding.Resources, config.Sharding.Children = c.ShardResources, c.ShardChildren
 	}
 	op, err := New(config)
 	if err != nil {

@@ -370,8 +370,25 @@ func TestShardedReplicas(t *testing.T) {
 	p2 := start(t, bin, args("r2"), nil)
 	shardLabel := operator.ShardLabelPrefix + "webapp-operator"
 
+	// childShards returns the shard labels of the children of WebApp name
+	// (of release 1: a ConfigMap and a Deployment).
+	childShards := func(ctx context.Context, name string) []string {
+		var shards []string
+		for _, get := range []func() (metav1.Object, error){
+			func() (metav1.Object, error) { return c.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}) },
+			func() (metav1.Object, error) { return c.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}) },
+		} {
+			obj, err := get()
+			if err != nil {
+				return nil
+			}
+			shards = append(shards, obj.GetLabels()[shardLabel])
+		}
+		return shards
+	}
 	// owned waits until every WebApp is ready and labelled for one of ids,
-	// and returns the WebApps by owner.
+	// with its children carrying the same shard label (ShardChildren), and
+	// returns the WebApps by owner.
 	owned := func(what string, ids ...string) map[string][]string {
 		t.Helper()
 		var by map[string][]string
@@ -383,7 +400,7 @@ func TestShardedReplicas(t *testing.T) {
 					return false, nil
 				}
 				owner := w.Labels[shardLabel]
-				if !slices.Contains(ids, owner) {
+				if !slices.Contains(ids, owner) || !slices.Equal(childShards(ctx, w.Name), []string{owner, owner}) {
 					return false, nil
 				}
 				by[owner] = append(by[owner], w.Name)

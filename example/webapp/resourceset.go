@@ -40,9 +40,9 @@ func resourceSets(config Config, logger log.Logger) ([]*router.ResourceSet, []*o
 		caches, cacheErrs = append(caches, inf), append(cacheErrs, err)
 		return inf
 	}
-	configMaps := cache(&corev1.ConfigMap{}, corev1.SchemeGroupVersion.WithResource("configmaps"))
-	deployments := cache(&appsv1.Deployment{}, appsv1.SchemeGroupVersion.WithResource("deployments"))
-	services := cache(&corev1.Service{}, corev1.SchemeGroupVersion.WithResource("services"))
+	configMaps := cache(&corev1.ConfigMap{}, ChildResources[0])
+	deployments := cache(&appsv1.Deployment{}, ChildResources[1])
+	services := cache(&corev1.Service{}, ChildResources[2])
 	if err := errors.Join(cacheErrs...); err != nil {
 		return nil, nil, err
 	}
@@ -65,10 +65,21 @@ func resourceSets(config Config, logger log.Logger) ([]*router.ResourceSet, []*o
 	return sets, caches, nil
 }
 
-// newChild returns the child resource c, applying as ManagedBy and told of
-// by the Operator's OwnWrites, wrapped by retry and metrics.
+// ChildResources are the kinds of a WebApp's children: its ConfigMap,
+// Deployment and Service. With --shard each replica caches only those of
+// its WebApps (operator.Command.ShardChildren).
+var ChildResources = []schema.GroupVersionResource{
+	corev1.SchemeGroupVersion.WithResource("configmaps"),
+	appsv1.SchemeGroupVersion.WithResource("deployments"),
+	corev1.SchemeGroupVersion.WithResource("services"),
+}
+
+// newChild returns the child resource c, applying as ManagedBy, told of by
+// the Operator's OwnWrites and carrying its WebApp's shard label (when
+// sharded), wrapped by retry and metrics.
 func newChild[C child.Object](config Config, logger log.Logger, c child.Config[*v1alpha1.WebApp, C]) (resource.Interface, error) {
 	c.FieldManager, c.OwnerGVK, c.Writes, c.Logger = ManagedBy, v1alpha1.GroupVersionKind, config.Operator.OwnWrites(), logger
+	c.OwnerLabels = config.Operator.ShardLabels()
 	r, err := child.New(c)
 	if err != nil {
 		return nil, err

@@ -77,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return w.Framework(), nil
 		},
 		ShardResources: []schema.GroupVersionResource{v1alpha1.GroupVersionResource},
+		ShardChildren:  webapp.ChildResources,
 		SetFlag:        "release",
 		Sets:           map[string]string{webapp.Release1: "release-" + webapp.Release1, webapp.Release2: "release-" + webapp.Release2},
 	}.Run(ctx, args, stdout, stderr)
