@@ -375,8 +375,12 @@ func TestShardedReplicas(t *testing.T) {
 	childShards := func(ctx context.Context, name string) []string {
 		var shards []string
 		for _, get := range []func() (metav1.Object, error){
-			func() (metav1.Object, error) { return c.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}) },
-			func() (metav1.Object, error) { return c.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}) },
+			func() (metav1.Object, error) {
+				return c.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+			},
+			func() (metav1.Object, error) {
+				return c.kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			},
 		} {
 			obj, err := get()
 			if err != nil {
