@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,6 +75,7 @@ type options struct {
 	quietWait         time.Duration
 	markdown          string
 	heapProfiles      string
+	children          string
 }
 
 func main() {
@@ -117,7 +119,11 @@ func mainErr() error {
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level of the replicas (debug logs every assignment and hand-over)")
 	flag.StringVar(&o.markdown, "markdown", "", "also write the tables to this file")
 	flag.StringVar(&o.heapProfiles, "heap-profiles", "", "write each replica's heap profile (after the collections of each memory reading) into this directory")
+	flag.StringVar(&o.children, "children", childrenNone, "a child Secret per ConfigMap, written by a child resource: "+childrenNone+", "+childrenSharded+" (Sharding.Children: each replica caches its share's) or "+childrenAll+" (each replica caches every child)")
 	flag.Parse()
+	if !slices.Contains([]string{childrenNone, childrenSharded, childrenAll}, o.children) {
+		return fmt.Errorf("-children: %q is none of %s, %s and %s", o.children, childrenNone, childrenSharded, childrenAll)
+	}
 
 	for _, s := range strings.Split(*replicas, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/router"
 )
 
@@ -38,7 +42,50 @@ const (
 	drainLabel   = operator.DrainLabelPrefix + operatorName
 )
 
-var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+var (
+	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secretGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// The values of -children.
+const (
+	childrenNone    = "none"
+	childrenSharded = "sharded"
+	childrenAll     = "all"
+)
+
+// newChildSecrets returns the child resource that keeps a Secret with the
+// data of each ConfigMap, copying the ConfigMap's shard label when the
+// replica is sharded (whether or not Sharding.Children caches the Secrets
+// per shard).
+func newChildSecrets(op *operator.Operator, namespace string) (resource.Interface, error) {
+	const manager = operatorName
+	secrets, err := op.Informer(informer.Config{GVR: secretGVR, Namespace: namespace, ObjectType: &corev1.Secret{},
+		LabelSelector: child.LabelManagedBy + "=" + manager, ResyncPeriod: -1})
+	if err != nil {
+		return nil, err
+	}
+	return child.New(child.Config[*unstructured.Unstructured, *corev1.Secret]{
+		Name:   "secret",
+		Client: child.Typed(op.Kubernetes().CoreV1().Secrets),
+		Cache:  secrets,
+		Desired: func(_ context.Context, cm *unstructured.Unstructured) (*corev1.Secret, error) {
+			data, _, err := unstructured.NestedStringMap(cm.Object, "data")
+			if err != nil {
+				return nil, err
+			}
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cm.GetName()}, Data: make(map[string][]byte, len(data))}
+			for k, v := range data {
+				secret.Data[k] = []byte(v)
+			}
+			return secret, nil
+		},
+		FieldManager: manager,
+		OwnerGVK:     corev1.SchemeGroupVersion.WithKind("ConfigMap"),
+		OwnerLabels:  op.ShardLabels(),
+		Writes:       op.OwnWrites(),
+	})
+}
 
 // replicaOptions are the flags of a replica process.
 type replicaOptions struct {
@@ -56,6 +103,7 @@ type replicaOptions struct {
 	retryPeriod   time.Duration
 	logLevel      string
 	pprof         bool
+	children      string
 }
 
 // args returns o as the command line of a replica.
@@ -75,6 +123,7 @@ func (o replicaOptions) args() []string {
 		"-retry-period", o.retryPeriod.String(),
 		"-log-level", o.logLevel,
 		fmt.Sprintf("-pprof=%t", o.pprof),
+		"-children", o.children,
 	}
 }
 
@@ -100,6 +149,7 @@ func replicaMain(args []string) error {
 	fs.DurationVar(&o.retryPeriod, "retry-period", 250*time.Millisecond, "Config.RetryPeriod")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof on the metrics address (Config.Pprof)")
+	fs.StringVar(&o.children, "children", childrenNone, "child Secrets: none, sharded or all")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -146,6 +196,9 @@ func replicaMain(args []string) error {
 	}
 	if o.sharded {
 		config.Sharding = &operator.Sharding{Resources: []schema.GroupVersionResource{configMapGVR}, Identity: o.identity, AssignWorkers: o.assignWorkers}
+		if o.children == childrenSharded {
+			config.Sharding.Children = []schema.GroupVersionResource{secretGVR}
+		}
 	}
 	op, err := operator.New(config)
 	if err != nil {
@@ -156,7 +209,15 @@ func replicaMain(args []string) error {
 		return err
 	}
 	ext := &externalCall{wait: o.external}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{ext}})
+	resources := []resource.Interface{ext}
+	if o.children != childrenNone {
+		r, err := newChildSecrets(op, o.namespace)
+		if err != nil {
+			return err
+		}
+		resources = append(resources, r)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: resources})
 	if err != nil {
 		return err
 	}

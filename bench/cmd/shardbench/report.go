@@ -59,9 +59,9 @@ func report(o options, results []*result, took time.Duration) string {
 	fmt.Fprintf(&w, "Machine: %s. Full run: %s.\n\n", proc.Machine(), took.Round(time.Second))
 	fmt.Fprintf(&w, "Settings: %d ConfigMaps of %d bytes created at once (%d concurrent creates); each replica a separate process with %d workers, "+
 		"%s wait per reconciliation, no finalizers (framework.Config.DisableFinalizers), Sharding.AssignWorkers %s, client-side limit %g QPS / burst %d, "+
-		"LeaseDuration %s, RenewDeadline %s, RetryPeriod %s, %d virtual nodes; %d run(s) of each replica count.\n\n",
+		"LeaseDuration %s, RenewDeadline %s, RetryPeriod %s, %d virtual nodes; %d run(s) of each replica count; child Secrets: %s.\n\n",
 		o.objects, o.dataBytes, o.createConcurrency, o.workers, o.external, assignWorkers(o), o.qps, o.burst,
-		o.leaseDuration, o.renewDeadline, o.retryPeriod, operator.DefaultVirtualNodes, o.repeat)
+		o.leaseDuration, o.renewDeadline, o.retryPeriod, operator.DefaultVirtualNodes, o.repeat, o.children)
 
 	gs := groups(results)
 	// one is the single sharded replica, the reference of throughput; ref

@@ -595,6 +595,7 @@ func (b *bench) replicaOptions(ns, identity string, sharded bool) replicaOptions
 		retryPeriod:   b.o.retryPeriod,
 		logLevel:      b.o.logLevel,
 		pprof:         b.o.heapProfiles != "",
+		children:      b.o.children,
 	}
 }
 
