@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -107,6 +108,9 @@ type httpError struct{ code int }
 
 func (e *httpError) Error() string { return http.StatusText(e.code) }
 
+// demoRuns counts TestDemoOnExistingCluster's runs in this process.
+var demoRuns atomic.Int64
+
 // TestDemoOnExistingCluster runs the demo with --cluster against an API
 // server it did not start: it must start none, converge there and exit 0.
 func TestDemoOnExistingCluster(t *testing.T) {
@@ -119,7 +123,10 @@ func TestDemoOnExistingCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := build(t, "demo")
-	p := start(t, bin, []string{"--cluster", kubeconfig, "--namespace", "demo-existing", "--objects", "8", "--timeout", "4m"}, nil)
+	// A namespace of its own for each count of go test -count=N (the API
+	// server outlives one; the demo leaves its WebApps).
+	ns := fmt.Sprintf("demo-existing-%d", demoRuns.Add(1))
+	p := start(t, bin, []string{"--cluster", kubeconfig, "--namespace", ns, "--objects", "8", "--timeout", "4m"}, nil)
 	if code := p.ExitCode(t, 5*time.Minute); code != 0 {
 		t.Fatalf("demo exit code = %d, want 0\n%s", code, p.Output())
 	}

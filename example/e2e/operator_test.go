@@ -70,11 +70,13 @@ func stopCluster() {
 // deleting namespaces, so none is deleted).
 func namespace(t *testing.T, c clients, name string) string {
 	t.Helper()
-	_, err := c.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	// A generated name: the package's API server outlives one count of
+	// go test -count=N.
+	ns, err := c.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return name
+	return ns.Name
 }
 
 // grant binds the shipped ClusterRole to user.
@@ -93,7 +95,7 @@ func grant(t *testing.T, c clients, user string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	}
-	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -181,7 +182,9 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 
-	if _, err := d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.opts.namespace}}, metav1.CreateOptions{}); err != nil {
+	// An existing namespace (a second run against the same cluster) is
+	// used as it is.
+	if _, err := d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.opts.namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", d.opts.namespace, err)
 	}
 	if err := d.phase(4, fmt.Sprintf("creating %d WebApps in namespace %s (release 1) and waiting until they converge", d.opts.objects, d.opts.namespace), func() error {
