@@ -794,7 +794,7 @@ func TestFaultDocListsEveryTest(t *testing.T) {
 		inDoc[m[1]] = true
 	}
 	inCode := map[string]string{}
-	for _, pattern := range []string{"fault_test.go", "../example/reliability/*_test.go"} {
+	for _, pattern := range []string{"fault*_test.go", "../example/reliability/*_test.go"} {
 		files, err := filepath.Glob(pattern)
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no test files match %s (%v)", pattern, err)

@@ -420,10 +420,27 @@ func TestOperatorLeaderElection(t *testing.T) {
 
 	// Lease loss: someone else takes the Lease; the leader cannot renew and
 	// stops within its renew deadline.
-	leases := kc.CoordinationV1().Leases(ns)
 	start = time.Now()
+	stealLease(t, ns, "op-le")
+	select {
+	case err := <-done2:
+		t.Logf("replica two stopped %s after losing the Lease: %v", time.Since(start).Round(time.Millisecond), err)
+		if !errors.Is(err, operatorpkg.ErrLeaseLost) {
+			t.Fatalf("Run() = %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("replica two still runs 60 s after its Lease was taken")
+	}
+}
+
+// stealLease makes "an-intruder" the holder of the Lease ns/name for an
+// hour, as another replica taking over would: its holder cannot renew it
+// any more.
+func stealLease(t *testing.T, ns, name string) {
+	t.Helper()
+	leases := kubeClient(t).CoordinationV1().Leases(ns)
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		l, err := leases.Get(ctx, "op-le", metav1.GetOptions{})
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -434,15 +451,6 @@ func TestOperatorLeaderElection(t *testing.T) {
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("take the Lease: %v", err)
-	}
-	select {
-	case err := <-done2:
-		t.Logf("replica two stopped %s after losing the Lease: %v", time.Since(start).Round(time.Millisecond), err)
-		if !errors.Is(err, operatorpkg.ErrLeaseLost) {
-			t.Fatalf("Run() = %v, want ErrLeaseLost", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("replica two still runs 60 s after its Lease was taken")
+		t.Fatalf("take the Lease %s/%s: %v", ns, name, err)
 	}
 }

@@ -115,6 +115,17 @@
 // timings (15 s lease, 10 s renew deadline, 2 s retry period) and
 // ReleaseOnCancel.
 //
+// A resource that ignores the end of its context would still write after
+// the loss, beside the replica that took over. So the Operator's clients
+// are behind a write fence: from the moment the Lease is lost, every POST, PUT, PATCH and
+// DELETE of a client built from Operator.RESTConfig (Kubernetes, Dynamic,
+// Metadata, the Frameworks' clients from NewFramework, the event recorder)
+// fails before it is sent, with an error matching ErrLeaseLost, and counts
+// in operatorkit_operator_refused_writes_total. Reads go on. The Leases are
+// written with clients of their own. A client built from another
+// rest.Config is not fenced: build the resources' clients from
+// Operator.RESTConfig.
+//
 // Readiness: /readyz answers 200 when every shared informer's cache has
 // synced and, with leader election, when the replica campaigns or leads
 // (ready to lead: a standby replica is ready). /healthz answers 200 while the

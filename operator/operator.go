@@ -59,7 +59,9 @@ var ErrInvalidConfig = errors.New("invalid config")
 // election Lease, or with Config.Sharding could not renew its member Lease
 // within RenewDeadline, while its context was still running: it stopped
 // reconciling at once, and the process should exit (a restart campaigns,
-// or joins the ring, again).
+// or joins the ring, again). The writes of the Operator's clients (see
+// RESTConfig) that a resource still makes after the loss fail with an
+// error that matches it too.
 var ErrLeaseLost = errors.New("lost the Lease")
 
 // ErrAlreadyStarted is returned by Run and Plan when either was called
@@ -139,13 +141,16 @@ type Config struct {
 type Operator struct {
 	config Config
 	// restConfig is Config.RESTConfig with Config.Name as user agent
-	// unless it has one: every client of the Operator's is built from it.
+	// unless it has one, behind the fence: every client of the Operator's
+	// is built from it, but the Leases' (leases) and the assigner's.
 	restConfig *rest.Config
 	logger     log.Logger
 	registry   *prometheus.Registry
 	dynamic    dynamic.Interface
 	kube       kubernetes.Interface
 	metadata   metadata.Interface
+	leases     kubernetes.Interface
+	fence      *fence
 
 	mu         sync.Mutex
 	started    bool
@@ -207,10 +212,33 @@ func New(config Config) (*Operator, error) {
 		registry = prometheus.NewRegistry()
 		registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	rc := rest.CopyConfig(config.RESTConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = config.Name
+	lc := rest.CopyConfig(config.RESTConfig)
+	if lc.UserAgent == "" {
+		lc.UserAgent = config.Name
 	}
+	// The Leases are written outside the fence (fence.go): releasing or
+	// deleting this replica's own Lease must work after the others' writes
+	// are refused.
+	leases, err := kubernetes.NewForConfig(lc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
+	}
+	fnc := newFence(config.Name, log.With(logger, "operator", config.Name))
+	if err := registry.Register(fnc.refused); err != nil {
+		// Another Operator of the same name on this registry (replicas in
+		// one test process): count into its counter.
+		are, ok := err.(prometheus.AlreadyRegisteredError)
+		if !ok {
+			return nil, fmt.Errorf("%w: %T.Registry: %v", ErrInvalidConfig, config, err)
+		}
+		c, ok := are.ExistingCollector.(prometheus.Counter)
+		if !ok {
+			return nil, fmt.Errorf("%w: %T.Registry: %v", ErrInvalidConfig, config, err)
+		}
+		fnc.refused = c
+	}
+	rc := rest.CopyConfig(lc)
+	rc.Wrap(fnc.wrap)
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
@@ -231,6 +259,8 @@ func New(config Config) (*Operator, error) {
 		dynamic:    dyn,
 		kube:       kube,
 		metadata:   md,
+		leases:     leases,
+		fence:      fnc,
 		informers:  map[informerKey]*sharedInformer{},
 	}
 	if config.Sharding != nil {
@@ -239,7 +269,9 @@ func New(config Config) (*Operator, error) {
 		if err := sh.validate(config); err != nil {
 			return nil, err
 		}
-		arc := rest.CopyConfig(rc)
+		// The assigner works under the leader election Lease, not the
+		// member Lease the fence is closed for.
+		arc := rest.CopyConfig(lc)
 		arc.QPS, arc.Burst, arc.RateLimiter = sh.AssignQPS, int(2*sh.AssignQPS), nil
 		assignMD, err := metadata.NewForConfig(arc)
 		if err != nil {
@@ -256,7 +288,7 @@ func New(config Config) (*Operator, error) {
 			leaseDur:   config.LeaseDuration,
 			renewDL:    config.RenewDeadline,
 			retry:      config.RetryPeriod,
-			kube:       kube,
+			kube:       leases,
 			md:         md,
 			logger:     log.With(o.logger, "ring", sh.Ring, "identity", sh.Identity),
 			handing:    map[string]bool{},
@@ -294,17 +326,31 @@ func (o *Operator) Add(f *framework.Framework) error {
 // Frameworks', informers' and resources' metrics on it.
 func (o *Operator) Registry() *prometheus.Registry { return o.registry }
 
-// Dynamic returns a dynamic client built from Config.RESTConfig.
+// Dynamic returns a dynamic client built from RESTConfig: its writes are
+// refused once this replica lost its Lease (see RESTConfig).
 func (o *Operator) Dynamic() dynamic.Interface { return o.dynamic }
 
-// Kubernetes returns a typed clientset built from Config.RESTConfig.
+// Kubernetes returns a typed clientset built from RESTConfig: its writes
+// are refused once this replica lost its Lease (see RESTConfig).
 func (o *Operator) Kubernetes() kubernetes.Interface { return o.kube }
 
 // Metadata returns a metadata-only client (client-go's metadata package)
-// built from Config.RESTConfig: the API server answers its requests with
-// objects' metadata only. NewFramework gives it to the Framework for its
-// finalizer patches.
+// built from RESTConfig: the API server answers its requests with objects'
+// metadata only. NewFramework gives it to the Framework for its finalizer
+// patches. Its writes are refused once this replica lost its Lease.
 func (o *Operator) Metadata() metadata.Interface { return o.metadata }
+
+// RESTConfig returns a copy of the configuration the Operator's clients
+// are built from: Config.RESTConfig, with Config.Name as user agent unless
+// it has one, and a transport that refuses writes once this replica lost
+// its Lease. Build every other client the resources write with from it (a
+// generated clientset, a client of another library): from the moment the
+// leader election Lease, or with Sharding the member Lease, is lost, its
+// POST, PUT, PATCH and DELETE requests fail unsent with an error matching
+// ErrLeaseLost, so that a resource that ignores the end of its context
+// cannot write beside the replica that took over; reads go on. Without
+// leader election and sharding no Lease is held and nothing is refused.
+func (o *Operator) RESTConfig() *rest.Config { return rest.CopyConfig(o.restConfig) }
 
 // MetricsURL returns the base URL of the metrics endpoint ("http://host:port")
 // once Run has opened it, and "" before or when it is off. With port 0 in
@@ -338,8 +384,10 @@ func (o *Operator) MetricsURL() string {
 // It returns the first fatal error otherwise: a Framework that fails to
 // boot (the others are stopped), a cache that never syncs, ErrLeaseLost
 // when the Lease (or the member Lease) is lost (reconciling stops at
-// once), or a shutdown that exceeded ShutdownTimeout (the Lease is then
-// released only when the last reconciliation ends). Run is called once.
+// once, and the writes of the Operator's clients are refused from then
+// on: RESTConfig), or a shutdown that exceeded ShutdownTimeout (the Lease
+// is then released only when the last reconciliation ends; after a lost
+// Lease the error matches ErrLeaseLost as well). Run is called once.
 func (o *Operator) Run(ctx context.Context) error {
 	o.mu.Lock()
 	if o.started {
@@ -436,7 +484,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Name: o.config.LeaderElectionID, Namespace: o.config.LeaderElectionNamespace},
-			Client:     o.kube.CoordinationV1(),
+			Client:     o.leases.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 		},
 		LeaseDuration:   o.config.LeaseDuration,
@@ -492,6 +540,7 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 		// Another replica may take over soon: the reconciliations in
 		// flight stop too, not only the intake.
 		stopOnLost := context.AfterFunc(lost, func() {
+			o.fence.close(errFenced(o.config.Name, lease))
 			stop()
 			for _, f := range frameworks {
 				f.Abort()
@@ -519,6 +568,9 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 	select {
 	case <-done:
 	case <-timer.C:
+		if lost != nil && lost.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("operator %s: %w: %s; reconciliations still running after ShutdownTimeout (%s), their writes refused", o.config.Name, ErrLeaseLost, lease, o.config.ShutdownTimeout), done
+		}
 		return fmt.Errorf("operator %s: reconciliations still running after ShutdownTimeout (%s)", o.config.Name, o.config.ShutdownTimeout), done
 	}
 	close(errs)

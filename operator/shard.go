@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -275,11 +276,11 @@ type sharder struct {
 	leaseDur   time.Duration
 	renewDL    time.Duration
 	retry      time.Duration
-	kube       kubernetes.Interface
-	md         metadata.Interface // the Operator's: the hand-overs
-	assignMD   metadata.Interface // the assigner's, with its own rate limit
-	instance   string             // random token of this process (InstanceAnnotation)
-	owned      func() float64     // objects in the sharded informers (OwnedObjectsAnnotation)
+	kube       kubernetes.Interface // the Leases' (outside the fence)
+	md         metadata.Interface   // the Operator's: the hand-overs
+	assignMD   metadata.Interface   // the assigner's, with its own rate limit
+	instance   string               // random token of this process (InstanceAnnotation)
+	owned      func() float64       // objects in the sharded informers (OwnedObjectsAnnotation)
 	logger     log.Logger
 	metrics    *shardMetrics
 
@@ -526,6 +527,10 @@ func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr 
 			// A test failed: the object is not being drained from this
 			// replica any more.
 			return false, errTestFailed
+		case errors.Is(err, ErrLeaseLost):
+			// The fence: this replica lost its member Lease, and the
+			// object goes with it.
+			return false, err
 		}
 		level.Warn(s.logger).Log("msg", "cannot hand over object", "object", key, "resource", gvr.Resource, "err", err)
 		return false, nil
@@ -650,7 +655,7 @@ func (o *Operator) electAssigner(ctx context.Context, wg *sync.WaitGroup, st *st
 			el, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 				Lock: &resourcelock.LeaseLock{
 					LeaseMeta:  metav1.ObjectMeta{Name: o.config.LeaderElectionID, Namespace: o.config.LeaderElectionNamespace},
-					Client:     o.kube.CoordinationV1(),
+					Client:     o.leases.CoordinationV1(),
 					LockConfig: resourcelock.ResourceLockConfig{Identity: s.cfg.Identity + "_" + s.instance},
 				},
 				LeaseDuration:   o.config.LeaseDuration,
