@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/operatorkit/operatorkit/framework"
@@ -53,25 +54,47 @@ func (r *stubbornResource) EnsureDeleted(context.Context, any) error { return ni
 
 // TestOperatorFencesWritesAfterLeaseLoss: a resource that ignores the end
 // of its context still runs when its replica loses the leader election
-// Lease; its write through the Operator's clientset after the loss fails
-// unsent, with an error matching ErrLeaseLost, and is counted, so that it
-// cannot write beside the replica that took over.
+// Lease, or with sharding its member Lease; its write through the
+// Operator's clientset after the loss fails unsent, with an error matching
+// ErrLeaseLost, and is counted, so that it cannot write beside the replica
+// that took over.
 func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
-	ns := newNamespace(t)
 	ensureWidgetCRD(t)
-	registry := prometheus.NewRegistry()
-	op, err := operatorpkg.New(operatorpkg.Config{
-		RESTConfig:              env.Config(),
-		Name:                    "op-fence",
-		Logger:                  log.NewNopLogger(),
-		Registry:                registry,
-		LeaderElection:          true,
-		LeaderElectionNamespace: ns,
-		LeaseDuration:           4 * time.Second,
-		RenewDeadline:           3 * time.Second,
-		RetryPeriod:             500 * time.Millisecond,
-		ShutdownTimeout:         time.Second,
-	})
+	for _, sharded := range []bool{false, true} {
+		name := "leader election"
+		if sharded {
+			name = "sharding"
+		}
+		t.Run(name, func(t *testing.T) {
+			ns := newNamespace(t)
+			registry := prometheus.NewRegistry()
+			config := operatorpkg.Config{
+				RESTConfig:              env.Config(),
+				Name:                    "op-fence",
+				Logger:                  log.NewNopLogger(),
+				Registry:                registry,
+				LeaderElection:          !sharded,
+				LeaderElectionNamespace: ns,
+				LeaseDuration:           4 * time.Second,
+				RenewDeadline:           3 * time.Second,
+				RetryPeriod:             500 * time.Millisecond,
+				ShutdownTimeout:         time.Second,
+			}
+			lease := "op-fence"
+			if sharded {
+				config.Sharding = &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: "a"}
+				lease = "op-fence-a" // the member Lease: <ring>-<identity>
+			}
+			testFence(t, config, ns, lease)
+		})
+	}
+}
+
+// testFence runs the operator of config with a stubbornResource over the
+// widgets of ns, lets it start reconciling widget w, takes its Lease, and
+// checks that its write after the loss is refused.
+func testFence(t *testing.T, config operatorpkg.Config, ns, lease string) {
+	op, err := operatorpkg.New(config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +107,7 @@ func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := framework.New(framework.Config{Name: "fence", Informer: inf, ResourceRouter: rt, Client: op.Dynamic(), Resource: widgetGVR, Registerer: registry, DisableFinalizers: true})
+	f, err := framework.New(framework.Config{Name: "fence", Informer: inf, ResourceRouter: rt, Client: op.Dynamic(), Resource: widgetGVR, Registerer: config.Registry, DisableFinalizers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +131,7 @@ func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
 		t.Fatal("w was not reconciled within 60 s")
 	}
 
-	stealLease(t, ns, "op-fence")
+	stealLease(t, ns, lease)
 	select {
 	case err := <-done:
 		if !errors.Is(err, operatorpkg.ErrLeaseLost) {
@@ -133,7 +156,7 @@ func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
 	if _, err := kubeClient(t).CoreV1().ConfigMaps(ns).Get(t.Context(), "w-late", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("get w-late = %v, want NotFound: the write after the loss reached the API server", err)
 	}
-	if got := metricSum(t, registry, "operatorkit_operator_refused_writes_total", map[string]string{"operator": "op-fence"}); got < 1 {
+	if got := metricSum(t, config.Registry, "operatorkit_operator_refused_writes_total", map[string]string{"operator": config.Name}); got < 1 {
 		t.Errorf("operatorkit_operator_refused_writes_total = %v, want at least 1", got)
 	}
 }

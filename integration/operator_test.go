@@ -435,7 +435,7 @@ func TestOperatorLeaderElection(t *testing.T) {
 
 // stealLease makes "an-intruder" the holder of the Lease ns/name for an
 // hour, as another replica taking over would: its holder cannot renew it
-// any more.
+// any more. A member Lease of sharding gets another instance too.
 func stealLease(t *testing.T, ns, name string) {
 	t.Helper()
 	leases := kubeClient(t).CoordinationV1().Leases(ns)
@@ -445,6 +445,10 @@ func stealLease(t *testing.T, ns, name string) {
 			return false, nil
 		}
 		l.Spec.HolderIdentity = ptr("an-intruder")
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		l.Annotations[operatorpkg.InstanceAnnotation] = "an-intruder"
 		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Hour)}
 		l.Spec.LeaseDurationSeconds = ptr(int32(3600))
 		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})

@@ -379,7 +379,10 @@ func (o *Operator) MetricsURL() string {
 //
 // With Config.Sharding, the member Lease is deleted last, after the last
 // reconciliation ended, so that the other replicas take this one's objects
-// at once.
+// at once. After a lost Lease, Run returns once the reconciliations in
+// flight returned or ShutdownTimeout passed, whichever comes first, with
+// or without leader election: one still running then can write nothing
+// through the Operator's clients (RESTConfig).
 //
 // It returns the first fatal error otherwise: a Framework that fails to
 // boot (the others are stopped), a cache that never syncs, ErrLeaseLost

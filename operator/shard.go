@@ -636,6 +636,14 @@ func (o *Operator) runSharded(ctx context.Context, frameworks []*framework.Frame
 	o.electAssigner(leCtx, &leWG, st)
 
 	err, finished := o.runFrameworks(ctx, frameworks, lostCtx, "the member Lease "+s.namespace+"/"+s.leaseName+" was not renewed within RenewDeadline")
+	if lostCtx.Err() != nil {
+		// The member Lease is lost: the other replicas take the objects
+		// once it expires, whatever this one does, and the fence refuses
+		// the writes of a reconciliation still running past
+		// ShutdownTimeout. Waiting for it would only keep the process
+		// from exiting.
+		return err
+	}
 	// The member Lease is renewed, and deleted, only after the last
 	// reconciliation ended, even past ShutdownTimeout: until then no
 	// other replica may take this one's objects.
