@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -12,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/operatorkit/operatorkit/example/api/v1alpha1"
 )
 
 // TestDemo builds the demo and runs it as a user would, with 20 objects: it
@@ -108,11 +111,10 @@ type httpError struct{ code int }
 
 func (e *httpError) Error() string { return http.StatusText(e.code) }
 
-// demoRuns counts TestDemoOnExistingCluster's runs in this process.
-var demoRuns atomic.Int64
-
 // TestDemoOnExistingCluster runs the demo with --cluster against an API
-// server it did not start: it must start none, converge there and exit 0.
+// server it did not start, twice into the same namespace: it must start
+// none, converge there, delete the WebApps it left, and exit 0, so that
+// the second run starts from nothing as the first did.
 func TestDemoOnExistingCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the demo")
@@ -123,20 +125,31 @@ func TestDemoOnExistingCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := build(t, "demo")
-	// A namespace of its own for each count of go test -count=N (the API
-	// server outlives one; the demo leaves its WebApps).
-	ns := fmt.Sprintf("demo-existing-%d", demoRuns.Add(1))
-	p := start(t, bin, []string{"--cluster", kubeconfig, "--namespace", ns, "--objects", "8", "--timeout", "4m"}, nil)
-	if code := p.ExitCode(t, 5*time.Minute); code != 0 {
-		t.Fatalf("demo exit code = %d, want 0\n%s", code, p.Output())
+	ns := "demo-existing"
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := p.Output()
-	for _, want := range []string{"connecting to the cluster of " + kubeconfig, "result: OK"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out)
+	for run := 1; run <= 2; run++ {
+		p := start(t, bin, []string{"--cluster", kubeconfig, "--namespace", ns, "--objects", "8", "--timeout", "4m"}, nil)
+		if code := p.ExitCode(t, 5*time.Minute); code != 0 {
+			t.Fatalf("run %d: demo exit code = %d, want 0\n%s", run, code, p.Output())
 		}
-	}
-	if strings.Contains(out, "starting etcd and kube-apiserver") {
-		t.Errorf("demo started an API server although --cluster was given:\n%s", out)
+		out := p.Output()
+		for _, want := range []string{"connecting to the cluster of " + kubeconfig, "result: OK", "cleaning up: deleting the demo's WebApps in namespace " + ns + " ... ok, 8 gone"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("run %d: demo output lacks %q:\n%s", run, want, out)
+			}
+		}
+		if strings.Contains(out, "starting etcd and kube-apiserver") {
+			t.Errorf("run %d: demo started an API server although --cluster was given:\n%s", run, out)
+		}
+		l, err := dyn.Resource(v1alpha1.GroupVersionResource).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) != 0 {
+			t.Fatalf("run %d: %d WebApps left in %s after the demo", run, len(l.Items), ns)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -226,10 +228,57 @@ func (d *demo) run(ctx context.Context) (err error) {
 			d.printf("\nstopping\n")
 		}
 	}
+	if d.opts.cluster != "" {
+		// Not the demo's own API server: leave the cluster as it was, so
+		// that a second run into the same namespace starts from nothing.
+		d.cleanUp(ctx)
+	}
 	if err := stop(); err != nil {
 		return fmt.Errorf("operator stopped with an error: %w", err)
 	}
 	return nil
+}
+
+// cleanUp deletes the WebApps the demo created and left (--cluster), while
+// the operator still runs to process their deletes, and waits up to a
+// minute until they are gone. It prints what it did or why it could not:
+// the demo's result stands either way. The namespace is kept (it may be
+// the user's, and a cluster without a namespace controller would keep it
+// Terminating).
+func (d *demo) cleanUp(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	d.printf("\ncleaning up: deleting the demo's WebApps in namespace %s ...", d.opts.namespace)
+	start := time.Now()
+	wr := d.dyn.Resource(v1alpha1.GroupVersionResource).Namespace(d.opts.namespace)
+	err := parallel(ctx, 8, len(d.names), func(ctx context.Context, i int) error {
+		if err := wr.Delete(ctx, d.names[i], metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete webapp %s: %w", d.names[i], err)
+		}
+		return nil
+	})
+	left := len(d.names)
+	if err == nil {
+		err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			l, err := wr.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, nil
+			}
+			left = 0
+			for _, u := range l.Items {
+				if slices.Contains(d.names, u.GetName()) {
+					left++
+				}
+			}
+			return left == 0, nil
+		})
+	}
+	if err != nil {
+		d.printf(" not done: %s\n", oneLine(err))
+		d.printf("  %d WebApps left; delete them with: kubectl --kubeconfig %s delete webapps -n %s --all\n", left, d.opts.kubeconfig, d.opts.namespace)
+		return
+	}
+	d.printf(" ok, %d gone (%s)\n", len(d.names), time.Since(start).Round(time.Millisecond))
 }
 
 // installCRD ensures the WebApp CRD with crdclient, as an operator does.
