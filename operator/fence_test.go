@@ -6,11 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/go-kit/log"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -172,3 +175,42 @@ func TestFencedTransportClosesTheRefusedBody(t *testing.T) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestOperatorMetricsDocumented: the metrics New registers under
+// operatorkit_operator_ are in docs/observability.md, and every such name
+// there is one.
+func TestOperatorMetricsDocumented(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	if _, err := New(Config{RESTConfig: &rest.Config{Host: "http://127.0.0.1:1"}, Name: "op", Registry: reg}); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "operatorkit_operator_") {
+			registered[f.GetName()] = true
+		}
+	}
+	if len(registered) == 0 {
+		t.Fatal("New registered no operatorkit_operator_ metric")
+	}
+	data, err := os.ReadFile("../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, n := range regexp.MustCompile(`operatorkit_operator_[a-z_]+[a-z]`).FindAllString(string(data), -1) {
+		documented[n] = true
+		if !registered[n] {
+			t.Errorf("docs/observability.md names %s, which the Operator does not register", n)
+		}
+	}
+	for n := range registered {
+		if !documented[n] {
+			t.Errorf("docs/observability.md does not document %s", n)
+		}
+	}
+}
