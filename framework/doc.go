@@ -125,7 +125,9 @@
 //     Config.TracesPerObject traces of the last Config.TraceObjects objects
 //     are kept (memory bounded; see [MaxStepsPerTrace]; objects whose last
 //     reconciliation ended without an error take at most half of the
-//     places, so that healthy objects do not push failing ones out), returned by
+//     places, so that healthy objects do not push failing ones out, and a
+//     reconciliation that changed nothing takes only a free place, so that
+//     a resync does not push out the traces of changes), returned by
 //     [Framework.Traces], logged as one debug line, and served as JSON or text
 //     by [Framework.DebugHandler].
 //   - Cost of a reconciliation that changes nothing: the Framework's own

@@ -156,7 +156,11 @@ type Config struct {
 	// reconciled objects are dropped first). Objects whose last
 	// reconciliation ended without an error take at most half of the
 	// places, and give theirs up first: a resync over many healthy objects
-	// does not push the traces of failing ones out. Defaults to
+	// does not push the traces of failing ones out. A successful
+	// reconciliation that changed nothing (crud resources whose apply
+	// steps were all skipped, no status write) of an object without kept
+	// traces takes a place only when one is free, so that a resync does not
+	// push out the traces of the last changes either. Defaults to
 	// DefaultTraceObjects; negative disables tracing.
 	TraceObjects int
 	// TracesPerObject caps the traces kept per object. Defaults to

@@ -33,6 +33,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
 	"github.com/operatorkit/operatorkit/trace"
@@ -1036,5 +1037,126 @@ func TestTraceStoreQuietObjectsTakeHalf(t *testing.T) {
 	}
 	if len(sums) != 10 || sums[0].Object != "f14" {
 		t.Errorf("summaries = %d, first %s; want 10, first f14", len(sums), sums[0].Object)
+	}
+}
+
+// crudSteps records the steps of a crud resource named r into tr: its
+// read steps, then its apply steps, each skipped unless named in applied,
+// then the Framework's "ensure created".
+func crudSteps(tr *trace.Trace, r string, applied ...string) {
+	start := tr.Start
+	for _, st := range []string{crud.StepGetCurrentState, crud.StepGetDesiredState, crud.StepNewUpdatePatch} {
+		tr.Record(r, st, start, trace.OutcomeDone, nil)
+	}
+	for _, st := range []string{crud.StepApplyCreateChange, crud.StepApplyUpdateChange, crud.StepApplyDeleteChange} {
+		if slices.Contains(applied, st) {
+			tr.Record(r, st, start, trace.OutcomeDone, nil)
+		} else {
+			tr.RecordNotRun(r, st, trace.OutcomeSkipped)
+		}
+	}
+	tr.Record(r, resource.OperationEnsureCreated, start, trace.OutcomeDone, nil)
+}
+
+func TestChangedNothing(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		record func(tr *trace.Trace)
+		want   bool
+	}{
+		{"two crud resources in sync", func(tr *trace.Trace) { crudSteps(tr, "a"); crudSteps(tr, "b") }, true},
+		{"and the conditions read, the status left alone", func(tr *trace.Trace) {
+			crudSteps(tr, "a")
+			tr.Record("framework", StepLockCondition, tr.Start, trace.OutcomeDone, nil)
+			tr.RecordNotRun("framework", StepWriteStatus, trace.OutcomeSkipped)
+		}, true},
+		{"an update applied", func(tr *trace.Trace) { crudSteps(tr, "a"); crudSteps(tr, "b", crud.StepApplyUpdateChange) }, false},
+		{"a create applied", func(tr *trace.Trace) { crudSteps(tr, "a", crud.StepApplyCreateChange) }, false},
+		{"a delete applied", func(tr *trace.Trace) { crudSteps(tr, "a", crud.StepApplyDeleteChange) }, false},
+		{"the status written", func(tr *trace.Trace) {
+			crudSteps(tr, "a")
+			tr.Record("framework", StepWriteStatus, tr.Start, trace.OutcomeDone, nil)
+		}, false},
+		{"a plain resource (it may have written)", func(tr *trace.Trace) {
+			crudSteps(tr, "a")
+			tr.Record("plain", resource.OperationEnsureCreated, tr.Start, trace.OutcomeDone, nil)
+		}, false},
+		{"a step it does not know", func(tr *trace.Trace) { tr.Record("x", "sync the DNS record", tr.Start, trace.OutcomeDone, nil) }, false},
+		{"more crud resources than it tracks", func(tr *trace.Trace) {
+			for i := range 9 {
+				crudSteps(tr, fmt.Sprint("r", i))
+			}
+		}, false},
+		{"no step at all", func(*trace.Trace) {}, true},
+	} {
+		tr := trace.New("ns/a", time.Unix(1000, 0))
+		c.record(tr)
+		if got := tr.ScanSteps(changedNothing); got != c.want {
+			t.Errorf("%s: changedNothing = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTraceStoreNoOpsTakeOnlyFreePlaces: a resync of more objects than the
+// store holds, every one in sync, pushes out neither the traces of the
+// objects whose last reconciliation changed something nor the failing
+// ones, and stores nothing new once the quiet places are taken; the objects
+// the store holds still fold their no-ops, and a change still takes the
+// place of the least recent quiet object.
+func TestTraceStoreNoOpsTakeOnlyFreePlaces(t *testing.T) {
+	s := newTraceStore(10, 2) // 5 quiet places
+	start := time.Unix(1000, 0)
+	add := func(key string, err error, applied ...string) bool {
+		start = start.Add(time.Second)
+		tr := trace.New(key, start)
+		crudSteps(tr, "cm", applied...)
+		result := ResultSuccess
+		if err != nil {
+			result = ResultError
+		}
+		tr.Finish(result, 0, err)
+		return s.add(key, tr)
+	}
+	add("f0", errors.New("boom"))
+	for i := range 3 {
+		add(fmt.Sprint("c", i), nil, crud.StepApplyUpdateChange)
+	}
+	for i := range 100 { // the resync: two of them find free places
+		add(fmt.Sprint("n", i), nil)
+	}
+	for _, k := range []string{"f0", "c0", "c1", "c2", "n0", "n1"} {
+		if traces, _ := s.get(k); len(traces) == 0 {
+			t.Errorf("%s has no traces after the resync, want them kept", k)
+		}
+	}
+	if s.len() != 6 {
+		t.Errorf("objects kept = %d, want 6 (1 failing, 3 changed, the 2 no-ops that found a free place)", s.len())
+	}
+	if traces, _ := s.get("n99"); len(traces) != 0 {
+		t.Errorf("n99's no-op took a place from another object: %+v", traces)
+	}
+
+	// The resync again: the objects held fold their no-ops.
+	for _, k := range []string{"c0", "n0"} {
+		if kept := add(k, nil); kept && k == "n0" {
+			t.Errorf("%s's second no-op was kept as a trace of its own, want it folded", k)
+		}
+	}
+	if traces, _ := s.get("c0"); len(traces) != 2 || traces[0].Steps[4].Outcome != trace.OutcomeDone || traces[1].Steps[4].Outcome != trace.OutcomeSkipped {
+		t.Errorf("c0's traces = %+v, want its change and its no-op", traces)
+	}
+
+	// A change of an object the store does not hold takes the place of
+	// the least recent quiet object (c1; c0 and n0 were just reconciled).
+	if !add("n50", nil, crud.StepApplyCreateChange) {
+		t.Error("the change of n50 was not kept")
+	}
+	if traces, _ := s.get("c1"); len(traces) != 0 {
+		t.Errorf("c1 still has traces, want its place taken by n50's change")
+	}
+	for _, k := range []string{"f0", "c0", "c2", "n0", "n1", "n50"} {
+		if traces, _ := s.get(k); len(traces) == 0 {
+			t.Errorf("%s has no traces, want them kept", k)
+		}
 	}
 }

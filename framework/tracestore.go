@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/trace"
 )
 
@@ -20,11 +22,15 @@ const MaxStepsPerTrace = 64
 // perObject traces each (oldest dropped first), each trace at most
 // MaxStepsPerTrace steps. Objects whose last reconciliation ended without
 // an error ("quiet") take at most maxQuiet of the places (half of them):
-// a resync over many healthy objects pushes out the traces of other quiet
-// ones, not those of failing objects, and a store that sees no errors
-// holds half as much. A trace that went the way the object's last one
-// went is folded into it (trace.Trace.Fold) instead of taking a place of
-// its own: a run of no-op reconciliations is one trace. A stored trace
+// many healthy objects do not push out the traces of failing ones, and a
+// store that sees no errors holds half as much. A trace that went the way
+// the object's last one went is folded into it (trace.Trace.Fold) instead
+// of taking a place of its own: a run of no-op reconciliations is one
+// trace. A successful trace that changed nothing (changedNothing: a resync
+// of an object in sync) of an object the store does not hold takes a
+// place only when one is free: a resync of more objects than the store
+// holds neither pushes out the traces of the objects whose last
+// reconciliation did something, nor churns through the store. A stored trace
 // costs about 200 bytes plus 100 per step (its steps are compacted to their
 // own slice when it is kept), so the defaults (256 objects x 4 traces, ~10
 // steps) stay under about 1.2 MB, and about 0.15 MB when every object is
@@ -149,8 +155,12 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 		snap.Steps = append(snap.Steps[:MaxStepsPerTrace-1:MaxStepsPerTrace-1], snap.Steps[n-1])
 		keep = &snap
 	}
+	noop := quiet && keep == tr && tr.Result == ResultSuccess && tr.ScanSteps(changedNothing)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, held := s.byKey[key]; !held && noop && (s.quiet.Len() >= s.maxQuiet || s.quiet.Len()+s.busy.Len() >= s.maxObjects) {
+		return false // no free place, and nothing worth another object's
+	}
 	ot, dropped := s.entry(key, quiet)
 	if n := len(ot.traces); n > 0 && ot.traces[n-1].Fold(keep) {
 		// The same as the last one (a no-op resync, say): one place for
@@ -167,6 +177,50 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 		return false
 	}
 	tr.CompactReusing(dropped)
+	return true
+}
+
+// changedNothing reports whether the steps of a successful reconciliation
+// show that it changed nothing: every resource that ran is a crud resource
+// (resource/crud) whose apply steps were all skipped, and the Framework did
+// not write the status. A plain resource's "ensure created" may have
+// written anything: a trace with one is taken as a change, as is one with a
+// step this function does not know.
+func changedNothing(steps []trace.Step) bool {
+	var crudNames [8]string // the crud resources seen; a longer chain counts as a change
+	n := 0
+	isCrud := func(name string) bool {
+		for _, c := range crudNames[:n] {
+			if c == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, st := range steps {
+		switch st.Step {
+		case crud.StepGetCurrentState, crud.StepGetDesiredState, crud.StepNewUpdatePatch, crud.StepNewDeletePatch:
+			if !isCrud(st.Resource) {
+				if n == len(crudNames) {
+					return false
+				}
+				crudNames[n] = st.Resource
+				n++
+			}
+		case crud.StepApplyCreateChange, crud.StepApplyUpdateChange, crud.StepApplyDeleteChange, StepWriteStatus:
+			if st.Outcome != trace.OutcomeSkipped {
+				return false
+			}
+		case resource.OperationEnsureCreated, resource.OperationEnsureDeleted:
+			if !isCrud(st.Resource) {
+				return false
+			}
+		case StepLockCondition:
+			// Reading the conditions writes nothing.
+		default:
+			return false
+		}
+	}
 	return true
 }
 

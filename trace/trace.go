@@ -427,6 +427,19 @@ func (t *Trace) Fold(newer *Trace) bool {
 	return true
 }
 
+// ScanSteps calls f with the Trace's steps, in the order they ended, under
+// the Trace's lock, and returns what f returns (f(nil) on a nil t). f must
+// neither keep nor change the slice, nor call the Trace's methods. It is
+// safe for concurrent use, and reads without the copy of Snapshot.
+func (t *Trace) ScanSteps(f func(steps []Step) bool) bool {
+	if t == nil {
+		return f(nil)
+	}
+	t.lock()
+	defer t.unlock()
+	return f(t.Steps)
+}
+
 func (t *Trace) lock() {
 	if t.mu != nil {
 		t.mu.Lock()
