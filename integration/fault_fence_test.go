@@ -59,6 +59,10 @@ func (r *stubbornResource) EnsureDeleted(context.Context, any) error { return ni
 // ErrLeaseLost, and is counted, so that it cannot write beside the replica
 // that took over.
 func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
+	// Parallel, with the sharding tests' long renew deadline, so that a
+	// machine busy with the other tests does not make a replica lose its
+	// Lease before the test takes it; nothing here is timed.
+	t.Parallel()
 	ensureWidgetCRD(t)
 	for _, sharded := range []bool{false, true} {
 		name := "leader election"
@@ -66,6 +70,7 @@ func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
 			name = "sharding"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ns := newNamespace(t)
 			registry := prometheus.NewRegistry()
 			config := operatorpkg.Config{
@@ -75,9 +80,9 @@ func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
 				Registry:                registry,
 				LeaderElection:          !sharded,
 				LeaderElectionNamespace: ns,
-				LeaseDuration:           4 * time.Second,
-				RenewDeadline:           3 * time.Second,
-				RetryPeriod:             500 * time.Millisecond,
+				LeaseDuration:           shardLease,
+				RenewDeadline:           shardRenew,
+				RetryPeriod:             shardRetry,
 				ShutdownTimeout:         time.Second,
 			}
 			lease := "op-fence"
@@ -114,6 +119,7 @@ func testFence(t *testing.T, config operatorpkg.Config, ns, lease string) {
 	if err := op.Add(f); err != nil {
 		t.Fatal(err)
 	}
+	createWidget(t, newWidget(ns, "w", "", nil)) // reconciled as soon as the replica leads
 	stop, done := runOperator(op)
 	released := false
 	t.Cleanup(func() {
@@ -122,7 +128,6 @@ func testFence(t *testing.T, config operatorpkg.Config, ns, lease string) {
 		}
 		_ = stop()
 	})
-	createWidget(t, newWidget(ns, "w", "", nil))
 	select {
 	case <-res.started:
 	case err := <-done:
