@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
@@ -635,6 +636,47 @@ func TestDeleteChainRunsOnceAfterFinalizerRemoved(t *testing.T) {
 	}
 	if n := deletes.Load(); n != 1 {
 		t.Fatalf("EnsureDeleted calls = %d, want 1", n)
+	}
+	if !slices.ContainsFunc(f.Traces("ns/gone")[0].Steps, func(st trace.Step) bool {
+		return st.Resource == "framework" && st.Step == StepRemoveFinalizer && st.Outcome == trace.OutcomeDone
+	}) {
+		t.Errorf("the delete chain's trace %+v has no %q step", f.Traces("ns/gone")[0].Steps, StepRemoveFinalizer)
+	}
+}
+
+// TestFinalizerStepsInTheTrace: the Framework's finalizer patch is a step of
+// the reconciliation's trace, before the chain; when it fails, the trace
+// and operatorkit_framework_errors_total name it.
+func TestFinalizerStepsInTheTrace(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	gvr := schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}
+	for _, fail := range []bool{false, true} {
+		obj := object("a", 1, nil)
+		dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ThingList"}, obj.DeepCopy())
+		if fail {
+			dc.PrependReactor("patch", "things", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, errors.New("the API server is on fire")
+			})
+		}
+		reg := prometheus.NewRegistry()
+		f, err := New(Config{Name: "op", Informer: informertest.New(obj), ResourceRouter: testRouter(t, nil, &funcResource{name: "r"}), Client: dc, Resource: gvr, Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		boot(t, f)
+		pollUntil(t, "a reconciled", func() bool { return len(f.Traces("ns/a")) > 0 })
+		steps := f.Traces("ns/a")[0].Steps
+		want := trace.OutcomeDone
+		if fail {
+			want = trace.OutcomeError
+		}
+		if len(steps) == 0 || steps[0].Resource != "framework" || steps[0].Step != StepAddFinalizer || steps[0].Outcome != want {
+			t.Errorf("fail=%v: steps %+v, want the first %q by framework, %s", fail, steps, StepAddFinalizer, want)
+		}
+		got := testutil.ToFloat64(f.metrics.errors.WithLabelValues("framework", StepAddFinalizer))
+		if wantErrors := map[bool]float64{false: 0, true: 1}[fail]; got < wantErrors || !fail && got != 0 {
+			t.Errorf("fail=%v: errors_total{resource=framework, step=%q} = %v, want %v", fail, StepAddFinalizer, got, wantErrors)
+		}
 	}
 }
 

@@ -519,10 +519,14 @@ func (f *Framework) leftSelection(ctx context.Context, acc metav1.Object) (bool,
 // an error: the object is retried with its latest state.
 func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object) (any, error) {
 	finalizers := append(slices.Clone(acc.GetFinalizers()), f.finalizer)
+	tr := trace.FromContext(ctx)
+	start := tr.Now()
 	rv, err := f.patchFinalizers(ctx, acc, finalizers)
 	if err != nil {
+		tr.Record("framework", StepAddFinalizer, start, trace.OutcomeError, err)
 		return nil, fmt.Errorf("add finalizer %s: %w", f.finalizer, err)
 	}
+	tr.Record("framework", StepAddFinalizer, start, trace.OutcomeDone, nil)
 	resourceversioncontext.SetResourceVersion(ctx, rv)
 	ro, ok := obj.(runtime.Object)
 	if !ok {
@@ -548,10 +552,14 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 func (f *Framework) removeFinalizer(ctx context.Context, acc metav1.Object) error {
 	finalizers := slices.DeleteFunc(slices.Clone(acc.GetFinalizers()), func(s string) bool { return s == f.finalizer })
 	f.state.markFinalized(acc.GetUID())
+	tr := trace.FromContext(ctx)
+	start := tr.Now()
 	if _, err := f.patchFinalizers(ctx, acc, finalizers); err != nil && !apierrors.IsNotFound(err) {
 		f.state.unmarkFinalized(acc.GetUID())
+		tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeError, err)
 		return fmt.Errorf("remove finalizer %s: %w", f.finalizer, err)
 	}
+	tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeDone, nil)
 	return nil
 }
 

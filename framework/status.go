@@ -50,10 +50,14 @@ const (
 	ReasonInvalidCondition = "InvalidCondition"
 )
 
-// Trace steps of the Framework's status writes (resource "framework").
+// Trace steps of the Framework's own writes (resource "framework"): the
+// status, and the finalizer patches. A failed one names the step of
+// operatorkit_framework_errors_total.
 const (
-	StepLockCondition = "lock condition"
-	StepWriteStatus   = "write status"
+	StepLockCondition   = "lock condition"
+	StepWriteStatus     = "write status"
+	StepAddFinalizer    = "add finalizer"
+	StepRemoveFinalizer = "remove finalizer"
 )
 
 // statusWriteTimeout bounds the end-of-chain status write when the

@@ -182,8 +182,8 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 
 // changedNothing reports whether the steps of a successful reconciliation
 // show that it changed nothing: every resource that ran is a crud resource
-// (resource/crud) whose apply steps were all skipped, and the Framework did
-// not write the status. A plain resource's "ensure created" may have
+// (resource/crud) whose apply steps were all skipped, and the Framework
+// wrote neither the status nor its finalizer. A plain resource's "ensure created" may have
 // written anything: a trace with one is taken as a change, as is one with a
 // step this function does not know.
 func changedNothing(steps []trace.Step) bool {
@@ -207,7 +207,7 @@ func changedNothing(steps []trace.Step) bool {
 				crudNames[n] = st.Resource
 				n++
 			}
-		case crud.StepApplyCreateChange, crud.StepApplyUpdateChange, crud.StepApplyDeleteChange, StepWriteStatus:
+		case crud.StepApplyCreateChange, crud.StepApplyUpdateChange, crud.StepApplyDeleteChange, StepWriteStatus, StepAddFinalizer, StepRemoveFinalizer:
 			if st.Outcome != trace.OutcomeSkipped {
 				return false
 			}
