@@ -88,3 +88,69 @@ func BenchmarkNoOpReconcileInformer(b *testing.B) {
 		i++
 	}
 }
+
+// TestDeleteRightAfterCreate: the owner index holds the answer of the
+// resource's own create at once, so a delete chain that runs before the
+// informer showed the child (here: never; its source is not the client)
+// still deletes it; and a delete that finds the child gone drops it from
+// the index, so that the next reconciliation does not delete it again.
+func TestDeleteRightAfterCreate(t *testing.T) {
+	src := fcache.NewFakeControllerSource()
+	defer src.Shutdown()
+	inf := cache.NewSharedIndexInformer(src, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	client := newFakeClient[corev1.ConfigMap]()
+	r, err := child.New(child.Config[*corev1.Secret, *corev1.ConfigMap]{
+		Name:         "configmap",
+		Client:       client.For,
+		Cache:        informerCache{inf},
+		FieldManager: "test",
+		Desired: func(_ context.Context, w *corev1.Secret) (*corev1.ConfigMap, error) {
+			return benchConfigMap(w), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	w := owner()
+	// The resource's handler has synced once the informer has: until
+	// then the resource scans the cache instead of using the index.
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return child.OwnerIndexSynced(r), nil
+	})
+	if err != nil {
+		t.Fatal("the owner index did not sync")
+	}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.applies) != 1 {
+		t.Fatalf("applies = %v, want the ConfigMap's create", client.applies)
+	}
+	gone := w.DeepCopy()
+	now := metav1.Now()
+	gone.DeletionTimestamp = &now
+	if err := r.EnsureDeleted(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if len(client.deletes) != 1 {
+		t.Fatalf("deletes = %v, want the ConfigMap the resource created an instant before", client.deletes)
+	}
+	// The index still holds the child: the informer never saw it come
+	// or go. The next delete chain finds it gone (NotFound) and drops it;
+	// the one after sends no delete.
+	for range 2 {
+		if err := r.EnsureDeleted(ctx, gone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if client.deleteCalls != 2 {
+		t.Errorf("delete requests = %d, want 2 (the delete, then one that found the child gone)", client.deleteCalls)
+	}
+}

@@ -42,8 +42,10 @@ type fakeClient[T any, PT interface {
 	objs    map[string]PT
 	applies []string
 	deletes []string
-	rv      int
-	err     error
+	// deleteCalls counts every Delete, those that find nothing too.
+	deleteCalls int
+	rv          int
+	err         error
 }
 
 func newFakeClient[T any, PT interface {
@@ -92,6 +94,7 @@ func (c *nsClient[T, PT]) Patch(_ context.Context, name string, pt types.PatchTy
 func (c *nsClient[T, PT]) Delete(_ context.Context, name string, opts metav1.DeleteOptions) error {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
+	c.f.deleteCalls++
 	key := c.ns + "/" + name
 	old, ok := c.f.objs[key]
 	if !ok {

@@ -32,7 +32,11 @@
 //     by controller owner UID that an event handler on the cache's informer
 //     keeps, or a scan when the cache exposes no informer); a
 //     reconciliation makes no GET. A steady resync of N owners sends no
-//     request at all.
+//     request at all. The index holds the answers of the resource's own
+//     writes at once, so that an owner deleted an instant after its child
+//     was created (before the informer showed the child) still has it
+//     deleted by its delete chain, also where no garbage collector runs
+//     (testenv's API server).
 //   - Writes: create and update are one server-side apply each (PATCH
 //     application/apply-patch+yaml, Config.FieldManager, force), of the
 //     fields the desired object sets, with the label LabelManagedBy, the

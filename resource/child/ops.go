@@ -618,6 +618,12 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 	}
 	if valid {
 		o.record(answer)
+		if o.owners != nil {
+			// At once, not when the informer's handler sees it: a
+			// delete chain that runs an instant after this create
+			// must find the child.
+			o.owners.onAdd(answer)
+		}
 		level.Debug(o.logger).Log("msg", "applied child", "action", c.Action, "kind", c.Kind, "child", c.Namespace+"/"+c.Name, "resourceVersion", answer.GetResourceVersion())
 	}
 	return answer, nil
@@ -666,6 +672,14 @@ func (o *ops[O, C]) ApplyDeleteChange(ctx context.Context, obj, change any) erro
 		case err == nil:
 			level.Debug(o.logger).Log("msg", "deleted child", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
 		case apierrors.IsNotFound(err):
+			if o.owners != nil {
+				// Gone without the informer's delete event (the index
+				// held this resource's own answer, and the informer
+				// never saw the child): not a child any more.
+				if m, ok := obj.(metav1.Object); ok {
+					o.owners.drop(m.GetUID(), c.Namespace, c.Name)
+				}
+			}
 		case apierrors.IsConflict(err) && c.UID != "":
 			level.Debug(o.logger).Log("msg", "child replaced before its delete; not deleted", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
 		default:

@@ -25,9 +25,14 @@ import (
 // sets (operator releases) over one informer index the same children
 // once each, which still costs less than client-go's shared index did.
 //
-// The handler sees an object a moment after the store does. A child missed
-// that way is one the watch delivered an instant before the owner's
-// reconciliation; its own event wakes the owner again (Operator.Owns).
+// The handler sees an object a moment after the store does, and the
+// answer of the resource's own write later still. So the resource adds the
+// answers of its own writes at once (the handler later puts the cached
+// object in their place, by name), and drops a child whose delete found it
+// gone (an answer the informer never showed, its create and delete both
+// missed in a relist). Any other child missed by the lag is one the watch
+// delivered an instant before the owner's reconciliation; its own event
+// wakes the owner again (Operator.Owns).
 type ownerIndex struct {
 	managedBy string
 
@@ -130,6 +135,13 @@ func (x *ownerIndex) onDelete(obj any) {
 			return
 		}
 	}
+}
+
+// drop removes the child namespace/name of the owner with uid, if indexed.
+func (x *ownerIndex) drop(uid types.UID, namespace, name string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.removeLocked(uid, &metav1.ObjectMeta{Namespace: namespace, Name: name})
 }
 
 func sameObject(a, b metav1.Object) bool {
