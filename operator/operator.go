@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/internal/promutil"
 )
 
 // Defaults of Config.
@@ -224,18 +225,10 @@ func New(config Config) (*Operator, error) {
 		return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)
 	}
 	fnc := newFence(config.Name, log.With(logger, "operator", config.Name))
-	if err := registry.Register(fnc.refused); err != nil {
-		// Another Operator of the same name on this registry (replicas in
-		// one test process): count into its counter.
-		are, ok := err.(prometheus.AlreadyRegisteredError)
-		if !ok {
-			return nil, fmt.Errorf("%w: %T.Registry: %v", ErrInvalidConfig, config, err)
-		}
-		c, ok := are.ExistingCollector.(prometheus.Counter)
-		if !ok {
-			return nil, fmt.Errorf("%w: %T.Registry: %v", ErrInvalidConfig, config, err)
-		}
-		fnc.refused = c
+	// Another Operator of the same name on this registry (replicas in one
+	// test process) counts into the same counter.
+	if fnc.refused, err = promutil.Register(registry, fnc.refused); err != nil {
+		return nil, fmt.Errorf("%w: %T.Registry: %v", ErrInvalidConfig, config, err)
 	}
 	rc := rest.CopyConfig(lc)
 	rc.Wrap(fnc.wrap)
