@@ -46,6 +46,15 @@ func TestMain(m *testing.M) {
 // waits to be killed.
 func helper(mode string) error {
 	ctx := context.Background()
+	if mode == "echo" {
+		// A stand-in for the server program's command loop: it answers
+		// every command with a report naming it, and exits on "stop".
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() && sc.Text() != "stop" {
+			fmt.Printf("{\"host\":%q}\n", sc.Text())
+		}
+		return nil
+	}
 	if mode == "build" {
 		source = tinySource
 		bin, err := build(ctx, os.Stderr)
@@ -229,6 +238,60 @@ func TestStopEndsTheProcess(t *testing.T) {
 	}
 	if _, err := env.WaitReady(t.Context(), schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "default", "x"); !errors.Is(err, ErrStopped) {
 		t.Errorf("WaitReady after Stop: err = %v, want ErrStopped", err)
+	}
+}
+
+// TestLateReports: a report that comes after waitReady gave up (the
+// caller's context ended while the server started: a deadline that also
+// covered a cold build, say) is not taken as the answer to the next
+// command, and reports that nobody waits for do not keep stop from seeing
+// the program exit (they did: Stop hung for ever over a zombie).
+func TestLateReports(t *testing.T) {
+	t.Setenv(helperEnv, "echo") // not parallel: its children inherit the environment
+	p, err := startProcess(os.Args[0], []string{"-test.run=^$"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	stop := func() {
+		go func() { p.stop(10 * time.Second); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(time.Minute):
+			t.Fatal("stop did not return within a minute of a program that exits on stop")
+		}
+	}
+
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := p.waitReady(gone, time.Minute); err == nil {
+		t.Fatal("waitReady with an ended context: no error")
+	}
+	for _, cmd := range []string{"first", "second"} {
+		if err := p.send(cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, err := p.waitReady(t.Context(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "second" {
+		t.Errorf("waitReady after one that gave up = %q, want %q (the report of the command after it)", host, "second")
+	}
+
+	// More reports than anyone waits for, or than the reader buffers.
+	for i := range 2 * cap(p.lines) {
+		if err := p.send(fmt.Sprint("unread-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	if p.err != nil {
+		t.Errorf("program exit: %v%s", p.err, p.stderr.suffix())
+	}
+	if alive(p.cmd.Process.Pid) {
+		t.Errorf("program %d still running after stop", p.cmd.Process.Pid)
 	}
 }
 

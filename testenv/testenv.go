@@ -86,7 +86,9 @@ type Env struct {
 // Build), starts it on random loopback ports and returns once /readyz
 // answers ok and the CRDs of Options.CRDs are served. ctx bounds the
 // start; its deadline does not bound the first build, its cancellation
-// does. The server runs until Stop, or until this process exits: it never
+// does (a deadline that passes during the build lets it finish into the
+// cache, and Start then fails without starting the server: give a first
+// start no deadline, or call Build before it). The server runs until Stop, or until this process exits: it never
 // outlives its parent. On error everything started so far is stopped
 // again.
 func Start(ctx context.Context, opts Options) (*Env, error) {
@@ -109,6 +111,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	bin, err := build(ctx, opts.BuildOutput)
 	if err != nil {
 		return nil, err
+	}
+	if ctx.Err() != nil {
+		// The build outlives a deadline (it is cached for the next start);
+		// the start does not.
+		return nil, fmt.Errorf("testenv: start apiserver: the context ended before the start (a deadline that also covers a first build of the server program is too short): %w", context.Cause(ctx))
 	}
 	dir, err := os.MkdirTemp(opts.Dir, "testenv-")
 	if err != nil {
@@ -317,12 +324,22 @@ func New(t TB, opts ...Options) *Env {
 
 // process is the running server program and the pipes to it.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan message  // what the program reports on stdout
-	exited chan struct{} // closed when the program has exited
-	err    error         // its exit status, once exited is closed
-	stderr *tailBuffer   // the end of its stderr, for error messages
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// lines holds what the program reports on stdout, one report per start
+	// or restart, until waitReady takes it.
+	lines chan message
+	// late counts the reports that waitReady gave up waiting for (its
+	// context ended, or the start took too long): they may still come, and
+	// are not the answer to a later command. Only the goroutine calling
+	// waitReady (serialized by Env) touches it.
+	late int
+	// stopping is closed by stop: from then on no report is waited for,
+	// and the reader drains the program's stdout until it exits.
+	stopping chan struct{}
+	exited   chan struct{} // closed when the program has exited
+	err      error         // its exit status, once exited is closed
+	stderr   *tailBuffer   // the end of its stderr, for error messages
 }
 
 // message is one line of the program's stdout.
@@ -335,7 +352,7 @@ type message struct {
 func startProcess(bin string, args []string, logs io.Writer) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = sysProcAttr()
-	p := &process{cmd: cmd, lines: make(chan message), exited: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}}
+	p := &process{cmd: cmd, lines: make(chan message, 4), stopping: make(chan struct{}), exited: make(chan struct{}), stderr: &tailBuffer{max: 8 << 10}}
 	cmd.Stderr = p.stderr
 	if logs != nil {
 		cmd.Stderr = io.MultiWriter(p.stderr, logs)
@@ -358,9 +375,13 @@ func startProcess(bin string, args []string, logs io.Writer) (*process, error) {
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m.Warning != "" {
 				continue
 			}
+			// Never blocks for ever: a report nobody waits for (its
+			// waitReady gave up) stays in the buffer, and once stop
+			// began nothing is delivered, so that the program's exit is
+			// always seen.
 			select {
 			case p.lines <- m:
-			case <-p.exited:
+			case <-p.stopping:
 			}
 		}
 		p.err = cmd.Wait()
@@ -371,21 +392,35 @@ func startProcess(bin string, args []string, logs io.Writer) (*process, error) {
 
 // waitReady waits for the program's next report: the address it serves on
 // once /readyz answered, or why it could not start.
+// A report that comes after an earlier call gave up is skipped: it answers
+// an earlier command, not the last one.
 func (p *process) waitReady(ctx context.Context, timeout time.Duration) (string, error) {
 	timer := time.NewTimer(timeout + 10*time.Second) // the program bounds its own start
 	defer timer.Stop()
-	select {
-	case m := <-p.lines:
-		if m.Error != "" {
-			return "", fmt.Errorf("testenv: apiserver: %s", m.Error)
+	for {
+		select {
+		case m := <-p.lines:
+			if p.late > 0 {
+				p.late--
+				continue
+			}
+			if m.Error != "" {
+				return "", fmt.Errorf("testenv: apiserver: %s", m.Error)
+			}
+			return m.Host, nil
+		case <-p.exited:
+			// A report sent just before the exit may still be buffered.
+			if len(p.lines) > p.late {
+				continue
+			}
+			return "", fmt.Errorf("testenv: apiserver exited during start: %v%s", p.err, p.stderr.suffix())
+		case <-timer.C:
+			p.late++
+			return "", fmt.Errorf("testenv: apiserver not ready after %s%s", timeout, p.stderr.suffix())
+		case <-ctx.Done():
+			p.late++
+			return "", fmt.Errorf("testenv: start apiserver: %w", context.Cause(ctx))
 		}
-		return m.Host, nil
-	case <-p.exited:
-		return "", fmt.Errorf("testenv: apiserver exited during start: %v%s", p.err, p.stderr.suffix())
-	case <-timer.C:
-		return "", fmt.Errorf("testenv: apiserver not ready after %s%s", timeout, p.stderr.suffix())
-	case <-ctx.Done():
-		return "", fmt.Errorf("testenv: start apiserver: %w", context.Cause(ctx))
 	}
 }
 
@@ -404,6 +439,7 @@ func (p *process) send(cmd string) error {
 // stop asks the program to shut down, closes its stdin (which alone would
 // make it shut down) and kills it if it has not exited within timeout.
 func (p *process) stop(timeout time.Duration) {
+	close(p.stopping)
 	_ = p.send("stop")
 	p.stdin.Close()
 	select {

@@ -17,7 +17,8 @@
 // running after the summary until Ctrl-C, for kubectl.
 //
 // The first run builds the API server program (testenv.Build: minutes, and
-// it says so); later runs find it in the cache and start in seconds.
+// it says so; not counted in --timeout); later runs find it in the cache and
+// start in seconds.
 package main
 
 import (
