@@ -197,7 +197,8 @@ func changedNothing(steps []trace.Step) bool {
 		}
 		return false
 	}
-	for _, st := range steps {
+	for i := range steps {
+		st := &steps[i] // a Step is about 100 bytes: no copy of each
 		switch st.Step {
 		case crud.StepGetCurrentState, crud.StepGetDesiredState, crud.StepNewUpdatePatch, crud.StepNewDeletePatch:
 			if !isCrud(st.Resource) {
