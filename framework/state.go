@@ -14,28 +14,57 @@ import (
 // for a successful reconciliation, and which objects are in deletion. It
 // feeds the stuck-object gauges. Every entry is removed when its object is
 // gone, so it is bounded by the number of live objects.
+//
+// What it keeps per key is one objectEntry in one map: a reconciliation asks
+// about its key several times (begin, stale, resource set, end, done), and
+// one entry is one look-up of memory that is cold in a resync of many
+// objects, where a map per fact was one each.
 type objectState struct {
 	mu         sync.Mutex
 	now        func() time.Time
-	tombstones map[string]any
+	objects    map[string]*objectEntry
 	finalizedU map[types.UID]struct{}
-	pending    map[string]time.Time // key -> first time it needed a reconciliation not yet done
-	deleting   map[string]time.Time // key -> deletionTimestamp, while our finalizer is on it
-	sets       map[string]string    // key -> resource set name
-	setCounts  map[string]int
-	failed     map[string]struct{} // keys whose last reconciliation failed
-	expected   map[string]*expectation
-	// running holds the keys being reconciled, each with the
-	// resourceVersions the cache delivered meanwhile: a write's watch event
-	// can overtake the end of the reconciliation that made it.
-	running map[string][]string
-	// released holds the keys that Release took away from this Framework:
-	// none of them starts a reconciliation until its object leaves the
-	// informer (DeleteFunc) or Reclaim gives it back.
-	released map[string]struct{}
-	// idle holds, per running key that Release waits for, a channel closed
-	// when its reconciliation ends.
-	idle map[string]chan struct{}
+	setCounts  map[string]int // resource set name -> objects it handled last
+}
+
+// objectEntry is what objectState keeps about one key. An entry whose
+// fields are all zero is removed (prune).
+type objectEntry struct {
+	// tombstone is the last state of an object that vanished without the
+	// Framework's finalizer, for its delete chain.
+	tombstone    any
+	hasTombstone bool
+	// pending is the first time the object needed a reconciliation not
+	// done yet; zero when none is pending.
+	pending time.Time
+	// deleting is the object's deletionTimestamp while our finalizer is on
+	// it (inDeletion).
+	deleting   time.Time
+	inDeletion bool
+	// set is the name of the resource set that handled it last (hasSet).
+	set    string
+	hasSet bool
+	// failed is set when its last reconciliation failed.
+	failed bool
+	// expected is a write to the object that the cache has not shown yet.
+	expected *expectation
+	// running is set while it is being reconciled; seen holds the
+	// resourceVersions the cache delivered meanwhile: a write's watch
+	// event can overtake the end of the reconciliation that made it.
+	running bool
+	seen    []string
+	// released is set when Release took the key away from this
+	// Framework: no reconciliation of it starts until its object leaves
+	// the informer (DeleteFunc) or Reclaim gives it back.
+	released bool
+	// idle, while a Release waits for the running reconciliation, is
+	// closed when it ends.
+	idle chan struct{}
+}
+
+func (e *objectEntry) empty() bool {
+	return !e.hasTombstone && e.pending.IsZero() && !e.inDeletion && !e.hasSet && !e.failed &&
+		e.expected == nil && !e.running && !e.released && e.idle == nil
 }
 
 // maxSeen bounds the resourceVersions remembered per running reconciliation.
@@ -55,17 +84,26 @@ type expectation struct {
 func newObjectState() *objectState {
 	return &objectState{
 		now:        time.Now,
-		tombstones: map[string]any{},
+		objects:    map[string]*objectEntry{},
 		finalizedU: map[types.UID]struct{}{},
-		pending:    map[string]time.Time{},
-		deleting:   map[string]time.Time{},
-		sets:       map[string]string{},
 		setCounts:  map[string]int{},
-		failed:     map[string]struct{}{},
-		expected:   map[string]*expectation{},
-		running:    map[string][]string{},
-		released:   map[string]struct{}{},
-		idle:       map[string]chan struct{}{},
+	}
+}
+
+// entry returns key's entry, made when there is none. s.mu must be held.
+func (s *objectState) entry(key string) *objectEntry {
+	e := s.objects[key]
+	if e == nil {
+		e = &objectEntry{}
+		s.objects[key] = e
+	}
+	return e
+}
+
+// prune removes key's entry e when it holds nothing. s.mu must be held.
+func (s *objectState) prune(key string, e *objectEntry) {
+	if e.empty() {
+		delete(s.objects, key)
 	}
 }
 
@@ -76,10 +114,11 @@ func newObjectState() *objectState {
 func (s *objectState) begin(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.released[key]; ok {
+	e := s.entry(key)
+	if e.released {
 		return false
 	}
-	s.running[key] = nil
+	e.running, e.seen = true, nil
 	return true
 }
 
@@ -88,24 +127,23 @@ func (s *objectState) begin(key string) bool {
 func (s *objectState) release(key string) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.released[key] = struct{}{}
-	if _, ok := s.running[key]; !ok {
+	e := s.entry(key)
+	e.released = true
+	if !e.running {
 		return nil
 	}
-	ch, ok := s.idle[key]
-	if !ok {
-		ch = make(chan struct{})
-		s.idle[key] = ch
+	if e.idle == nil {
+		e.idle = make(chan struct{})
 	}
-	return ch
+	return e.idle
 }
 
-// wakeIdle tells the Release waiting for key, if any, that no
-// reconciliation of key runs. s.mu must be held.
-func (s *objectState) wakeIdle(key string) {
-	if ch, ok := s.idle[key]; ok {
-		close(ch)
-		delete(s.idle, key)
+// wakeIdle tells the Release waiting for e's key, if any, that no
+// reconciliation of it runs. s.mu must be held.
+func wakeIdle(e *objectEntry) {
+	if e.idle != nil {
+		close(e.idle)
+		e.idle = nil
 	}
 }
 
@@ -113,8 +151,13 @@ func (s *objectState) wakeIdle(key string) {
 func (s *objectState) reclaim(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.released[key]
-	delete(s.released, key)
+	e := s.objects[key]
+	if e == nil {
+		return false
+	}
+	ok := e.released
+	e.released = false
+	s.prune(key, e)
 	return ok
 }
 
@@ -122,8 +165,8 @@ func (s *objectState) reclaim(key string) bool {
 func (s *objectState) isReleased(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.released[key]
-	return ok
+	e := s.objects[key]
+	return e != nil && e.released
 }
 
 // end records the end of key's reconciliation, whose last write to the
@@ -133,29 +176,39 @@ func (s *objectState) isReleased(key string) bool {
 func (s *objectState) end(key string, uid types.UID, rv string, generation int64, written bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seen := s.running[key]
-	delete(s.running, key)
-	s.wakeIdle(key)
-	if !written || slices.Contains(seen, rv) {
+	e := s.objects[key]
+	if e == nil {
+		// Forgotten while it ran (its delete event came before the
+		// answer to the finalizer patch): the object is gone, no write of
+		// it is expected.
 		return
 	}
-	s.expected[key] = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
+	seen := e.seen
+	e.running, e.seen = false, nil
+	wakeIdle(e)
+	if written && !slices.Contains(seen, rv) {
+		e.expected = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
+	}
+	s.prune(key, e)
 }
 
 func (s *objectState) setTombstone(key string, obj any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tombstones[key] = obj
-	if _, ok := s.pending[key]; !ok {
-		s.pending[key] = s.now()
+	e := s.entry(key)
+	e.tombstone, e.hasTombstone = obj, true
+	if e.pending.IsZero() {
+		e.pending = s.now()
 	}
 }
 
 func (s *objectState) tombstone(key string) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	obj, ok := s.tombstones[key]
-	return obj, ok
+	if e := s.objects[key]; e != nil {
+		return e.tombstone, e.hasTombstone
+	}
+	return nil, false
 }
 
 func (s *objectState) markFinalized(uid types.UID) {
@@ -193,17 +246,19 @@ func (s *objectState) finalized(uid types.UID) bool {
 func (s *objectState) markPending(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pending[key]; !ok {
-		s.pending[key] = s.now()
+	if e := s.entry(key); e.pending.IsZero() {
+		e.pending = s.now()
 	}
 }
 
 func (s *objectState) pendingKeys() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	keys := make([]string, 0, len(s.pending))
-	for k := range s.pending {
-		keys = append(keys, k)
+	var keys []string
+	for k, e := range s.objects {
+		if !e.pending.IsZero() {
+			keys = append(keys, k)
+		}
 	}
 	return keys
 }
@@ -211,30 +266,37 @@ func (s *objectState) pendingKeys() []string {
 func (s *objectState) done(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.pending, key)
+	if e := s.objects[key]; e != nil && !e.pending.IsZero() {
+		e.pending = time.Time{}
+		s.prune(key, e)
+	}
 }
 
 func (s *objectState) setDeleting(key string, since time.Time, deleting bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if deleting {
-		s.deleting[key] = since
-	} else {
-		delete(s.deleting, key)
+		e := s.entry(key)
+		e.deleting, e.inDeletion = since, true
+		return
+	}
+	if e := s.objects[key]; e != nil && e.inDeletion {
+		e.deleting, e.inDeletion = time.Time{}, false
+		s.prune(key, e)
 	}
 }
 
 func (s *objectState) setResourceSet(key, set string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.sets[key]
-	if ok && old == set {
+	e := s.entry(key)
+	if e.hasSet && e.set == set {
 		return
 	}
-	if ok {
-		s.setCounts[old]--
+	if e.hasSet {
+		s.setCounts[e.set]--
 	}
-	s.sets[key] = set
+	e.set, e.hasSet = set, true
 	s.setCounts[set]++
 }
 
@@ -242,7 +304,7 @@ func (s *objectState) setResourceSet(key, set string) {
 func (s *objectState) setFailed(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failed[key] = struct{}{}
+	s.entry(key).failed = true
 }
 
 // recovered records that key's last reconciliation succeeded and reports
@@ -250,9 +312,13 @@ func (s *objectState) setFailed(key string) {
 func (s *objectState) recovered(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.failed[key]
-	delete(s.failed, key)
-	return ok
+	e := s.objects[key]
+	if e == nil || !e.failed {
+		return false
+	}
+	e.failed = false
+	s.prune(key, e)
+	return true
 }
 
 // stale reports whether the cached object (uid, rv, generation) is older
@@ -262,16 +328,18 @@ func (s *objectState) recovered(key string) bool {
 func (s *objectState) stale(key string, uid types.UID, rv string, generation int64, ttl time.Duration) (bool, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.expected[key]
-	if !ok {
+	e := s.objects[key]
+	if e == nil || e.expected == nil {
 		return false, 0
 	}
-	age := s.now().Sub(e.since)
-	if e.uid != uid || e.rv == rv || generation > e.generation || age >= ttl {
-		delete(s.expected, key)
+	x := e.expected
+	age := s.now().Sub(x.since)
+	if x.uid != uid || x.rv == rv || generation > x.generation || age >= ttl {
+		e.expected = nil
+		s.prune(key, e)
 		return false, 0
 	}
-	e.deferred = true
+	x.deferred = true
 	return true, ttl - age
 }
 
@@ -281,36 +349,38 @@ func (s *objectState) stale(key string, uid types.UID, rv string, generation int
 func (s *objectState) observed(key, rv string) (deferred bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if seen, ok := s.running[key]; ok {
-		if len(seen) == maxSeen {
-			seen = append(seen[:0], seen[1:]...)
-		}
-		s.running[key] = append(seen, rv)
-	}
-	e, ok := s.expected[key]
-	if !ok || e.rv != rv {
+	e := s.objects[key]
+	if e == nil {
 		return false
 	}
-	delete(s.expected, key)
-	return e.deferred
+	if e.running {
+		if len(e.seen) == maxSeen {
+			e.seen = append(e.seen[:0], e.seen[1:]...)
+		}
+		e.seen = append(e.seen, rv)
+	}
+	x := e.expected
+	if x == nil || x.rv != rv {
+		return false
+	}
+	e.expected = nil
+	s.prune(key, e)
+	return x.deferred
 }
 
 // forget drops everything about key: the object is gone.
 func (s *objectState) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.tombstones, key)
-	delete(s.running, key)
-	delete(s.released, key)
-	s.wakeIdle(key)
-	delete(s.pending, key)
-	delete(s.deleting, key)
-	delete(s.failed, key)
-	delete(s.expected, key)
-	if set, ok := s.sets[key]; ok {
-		s.setCounts[set]--
-		delete(s.sets, key)
+	e := s.objects[key]
+	if e == nil {
+		return
 	}
+	wakeIdle(e)
+	if e.hasSet {
+		s.setCounts[e.set]--
+	}
+	delete(s.objects, key)
 }
 
 // stats returns the stuck-object figures: how many objects are in deletion,
@@ -320,19 +390,22 @@ func (s *objectState) stats() (inDeletion int, oldestDeletion, oldestPending tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	for _, t := range s.deleting {
-		if d := now.Sub(t); d > oldestDeletion {
-			oldestDeletion = d
+	for _, e := range s.objects {
+		if e.inDeletion {
+			inDeletion++
+			if d := now.Sub(e.deleting); d > oldestDeletion {
+				oldestDeletion = d
+			}
 		}
-	}
-	for _, t := range s.pending {
-		if d := now.Sub(t); d > oldestPending {
-			oldestPending = d
+		if !e.pending.IsZero() {
+			if d := now.Sub(e.pending); d > oldestPending {
+				oldestPending = d
+			}
 		}
 	}
 	perSet = make(map[string]int, len(s.setCounts))
 	for k, v := range s.setCounts {
 		perSet[k] = v
 	}
-	return len(s.deleting), oldestDeletion, oldestPending, perSet
+	return inDeletion, oldestDeletion, oldestPending, perSet
 }

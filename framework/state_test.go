@@ -37,8 +37,8 @@ func TestWriteExpectationOvertakenByItsEvent(t *testing.T) {
 	// Nothing written: nothing expected; end forgets the running state.
 	s.begin("ns/a")
 	s.end("ns/a", "uid", "", 1, false)
-	if len(s.running) != 0 || len(s.expected) != 0 {
-		t.Errorf("running %v, expected %v after a reconciliation that wrote nothing", s.running, s.expected)
+	if e := s.objects["ns/a"]; e != nil {
+		t.Errorf("entry %+v kept after a reconciliation that wrote nothing, want none", *e)
 	}
 
 	// The memory of a running reconciliation is bounded.
@@ -46,7 +46,52 @@ func TestWriteExpectationOvertakenByItsEvent(t *testing.T) {
 	for i := range 3 * maxSeen {
 		s.observed("ns/b", string(rune('a'+i%26)))
 	}
-	if n := len(s.running["ns/b"]); n != maxSeen {
+	if n := len(s.objects["ns/b"].seen); n != maxSeen {
 		t.Errorf("%d resourceVersions remembered, want at most %d", n, maxSeen)
+	}
+}
+
+// TestObjectStateKeepsNothingOfFinishedFacts: an entry holds a key only
+// while it holds a fact about it (pending, failed, expected, released, in
+// deletion, a resource set), and forget drops it with its count per set:
+// objects that come and go leave nothing behind.
+func TestObjectStateKeepsNothingOfFinishedFacts(t *testing.T) {
+	s := newObjectState()
+	s.markPending("ns/a")
+	s.begin("ns/a")
+	s.setFailed("ns/a")
+	s.end("ns/a", "uid", "", 1, false)
+	s.done("ns/a")
+	if !s.recovered("ns/a") {
+		t.Error("recovered after a failure = false")
+	}
+	s.setDeleting("ns/a", time.Unix(100, 0), true)
+	s.setDeleting("ns/a", time.Time{}, false)
+	s.release("ns/a")
+	s.reclaim("ns/a")
+	s.begin("ns/a")
+	s.end("ns/a", "uid", "5", 1, true)
+	s.observed("ns/a", "5")
+	if len(s.objects) != 0 {
+		t.Errorf("entries after every fact ended: %v, want none", s.objects)
+	}
+
+	s.setResourceSet("ns/a", "v1")
+	s.setResourceSet("ns/b", "v1")
+	s.setResourceSet("ns/b", "v2")
+	s.setDeleting("ns/b", time.Now().Add(-time.Minute), true)
+	s.markPending("ns/c")
+	n, oldestDel, _, perSet := s.stats()
+	if n != 1 || oldestDel < time.Minute || perSet["v1"] != 1 || perSet["v2"] != 1 {
+		t.Errorf("stats = %d in deletion (oldest %s), per set %v; want 1 (oldest >= 1m), v1=1 v2=1", n, oldestDel, perSet)
+	}
+	if keys := s.pendingKeys(); len(keys) != 1 || keys[0] != "ns/c" {
+		t.Errorf("pendingKeys = %v, want [ns/c]", keys)
+	}
+	for _, k := range []string{"ns/a", "ns/b", "ns/c"} {
+		s.forget(k)
+	}
+	if n, _, _, perSet := s.stats(); n != 0 || perSet["v1"] != 0 || perSet["v2"] != 0 || len(s.objects) != 0 {
+		t.Errorf("after forget: %d in deletion, per set %v, %d entries; want nothing", n, perSet, len(s.objects))
 	}
 }
