@@ -52,9 +52,15 @@
 //     object with the new resourceVersion, so a status write in the same
 //     reconciliation does not conflict. An object with a deletionTimestamp
 //     and our finalizer runs ProcessDelete; the finalizer is removed, with the
-//     same kind of patch, only when every EnsureDeleted succeeded and none set
-//     finalizerskeptcontext. An object deleted while the operator is down
-//     keeps the finalizer and is cleaned up after the next Boot.
+//     same kind of patch, only when every EnsureDeleted succeeded, none set
+//     finalizerskeptcontext and none canceled the chain
+//     (reconciliationcanceledcontext: the resources after it did not run;
+//     the chain runs again, after the delay asked for with requeuecontext,
+//     else with the object's backoff). The patch carries the resourceVersion
+//     the chain's own writes of the object left (resourceversioncontext), so
+//     that a Guard in the delete chain does not make it conflict. An object
+//     deleted while the operator is down keeps the finalizer and is cleaned
+//     up after the next Boot.
 //   - Own writes do not wake the operator: [DefaultUpdatePredicate] drops
 //     updates that change neither generation, labels, annotations nor the
 //     deletion state (status writes, the finalizer patch). Resyncs and

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/operatorkit/operatorkit/context/finalizerskeptcontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
@@ -60,6 +61,9 @@ type outcome struct {
 	err          error
 	requeueAfter time.Duration
 	rateLimited  bool // requeue with the object's backoff
+	// gone is set for a deleted object whose delete chain is not retried:
+	// finish forgets it.
+	gone bool
 	// resourceVersion is the version of the object the reconciliation
 	// read from the cache; "" when it read none.
 	resourceVersion string
@@ -196,6 +200,9 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
 	}()
 	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr)
+	// Not retried, and the object is gone: no later event would end what
+	// the Framework keeps about it.
+	o.gone = tombstone && (o.result == ResultPermanent || o.result == ResultNoResourceSet || o.result == ResultDryRun)
 	return f.finishStatus(ctx, rctx, acc, o, tr)
 }
 
@@ -277,9 +284,12 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		if rctx.superseded.Load() {
 			return outcome{result: ResultSuperseded}
 		}
-		if finalizerskeptcontext.IsKept(ctx) {
+		// A canceled delete chain did not run its remaining resources (or
+		// steps): the finalizer stays, as when a resource keeps it, and
+		// the chain runs again.
+		if finalizerskeptcontext.IsKept(ctx) || reconciliationcanceledcontext.IsCanceled(ctx) {
 			o := outcome{result: ResultFinalizerKept, rateLimited: true}
-			if d, ok := requeuecontext.RequeueAfter(ctx); ok {
+			if d, ok := requeuecontext.RequeueAfter(ctx); ok && d > 0 {
 				o.rateLimited, o.requeueAfter = false, d
 			}
 			return o
@@ -319,7 +329,10 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		return outcome{result: ResultSuperseded}
 	}
 	if d, ok := requeuecontext.RequeueAfter(ctx); ok {
-		return outcome{result: ResultRequeue, requeueAfter: d}
+		// A delay of 0 is "as soon as the object's backoff allows": a
+		// resource that asks in every reconciliation backs off instead of
+		// keeping a worker busy.
+		return outcome{result: ResultRequeue, requeueAfter: d, rateLimited: d <= 0}
 	}
 	return outcome{result: ResultSuccess}
 }
@@ -401,6 +414,10 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 	case ResultError, ResultPanic:
 		f.state.setFailed(key)
 	}
+	if o.gone {
+		f.state.forget(key)
+		f.metrics.forget(key)
+	}
 
 	// Built only for the lines below: most reconciliations log nothing.
 	var logger log.Logger
@@ -460,10 +477,10 @@ type finalizerPatch struct {
 	} `json:"metadata"`
 }
 
-func (f *Framework) patchFinalizers(ctx context.Context, acc metav1.Object, finalizers []string) (string, error) {
+func (f *Framework) patchFinalizers(ctx context.Context, acc metav1.Object, rv string, finalizers []string) (string, error) {
 	var p finalizerPatch
 	p.Metadata.Finalizers = finalizers
-	p.Metadata.ResourceVersion = acc.GetResourceVersion()
+	p.Metadata.ResourceVersion = rv
 	data, err := json.Marshal(p)
 	if err != nil {
 		return "", err
@@ -521,7 +538,7 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 	finalizers := append(slices.Clone(acc.GetFinalizers()), f.finalizer)
 	tr := trace.FromContext(ctx)
 	start := tr.Now()
-	rv, err := f.patchFinalizers(ctx, acc, finalizers)
+	rv, err := f.patchFinalizers(ctx, acc, acc.GetResourceVersion(), finalizers)
 	if err != nil {
 		tr.Record("framework", StepAddFinalizer, start, trace.OutcomeError, err)
 		return nil, fmt.Errorf("add finalizer %s: %w", f.finalizer, err)
@@ -551,10 +568,17 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 // patch takes the mark back.
 func (f *Framework) removeFinalizer(ctx context.Context, acc metav1.Object) error {
 	finalizers := slices.DeleteFunc(slices.Clone(acc.GetFinalizers()), func(s string) bool { return s == f.finalizer })
+	// The object as the delete chain left it: a resource that wrote it (a
+	// Guard's lock, a status patch) reported the version it made, which the
+	// cached one's would conflict with.
+	rv := acc.GetResourceVersion()
+	if w, ok := resourceversioncontext.ResourceVersion(ctx); ok && w != "" {
+		rv = w
+	}
 	f.state.markFinalized(acc.GetUID())
 	tr := trace.FromContext(ctx)
 	start := tr.Now()
-	if _, err := f.patchFinalizers(ctx, acc, finalizers); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := f.patchFinalizers(ctx, acc, rv, finalizers); err != nil && !apierrors.IsNotFound(err) {
 		f.state.unmarkFinalized(acc.GetUID())
 		tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeError, err)
 		return fmt.Errorf("remove finalizer %s: %w", f.finalizer, err)

@@ -6,7 +6,10 @@
 // nil (so the object is not retried with backoff), and a crud.Resource runs none
 // of its remaining steps. Use it when there is nothing more to do this time, for
 // example while waiting for another controller; pair it with requeuecontext to
-// come back later.
+// come back later. In a delete chain, canceling keeps the Framework's
+// finalizer on the object (the resources after the canceling one have not
+// deleted anything yet): the chain runs again, after the delay asked for with
+// requeuecontext, else with the object's backoff.
 //
 // Guarantees:
 //   - NewContext returns a child context with a new, unset signal; it shadows

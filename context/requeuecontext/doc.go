@@ -13,6 +13,9 @@
 //   - SetRequeueAfter on a context without the signal does nothing, and
 //     RequeueAfter on such a context returns 0, false. framework.ProcessUpdate
 //     and ProcessDelete add the signal when their caller did not.
-//   - A negative delay counts as 0 (requeue at once).
+//   - A negative delay counts as 0: requeue as soon as the object's backoff
+//     allows (the Framework's: 50 ms the first time, growing while every
+//     reconciliation asks again, so that a resource that always asks does
+//     not keep a worker busy).
 //   - All functions are safe for concurrent use from several goroutines.
 package requeuecontext
