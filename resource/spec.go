@@ -40,3 +40,16 @@ type Interface interface {
 	// error stops the chain and makes the framework retry with backoff.
 	EnsureDeleted(ctx context.Context, obj any) error
 }
+
+// Claimer is implemented by a resource, or by the crud.Ops of a
+// crud.Resource, that deletes the objects it finds by a claim (a kind and a
+// label, as resource/child does) when its desired state no longer names
+// them. Two resources of one resource set with the same claim would each
+// delete the other's objects in every reconciliation:
+// router.NewResourceSet rejects them. Claim returns the claim, worded for
+// that error ("apps/Deployment children labelled
+// app.kubernetes.io/managed-by=my-operator"); "" claims nothing. It must be
+// constant.
+type Claimer interface {
+	Claim() string
+}

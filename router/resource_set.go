@@ -45,8 +45,10 @@ type ResourceSet struct {
 
 // NewResourceSet returns a ResourceSet. It returns an error matching
 // [ErrInvalidConfig], naming the field, when Handles or Resources is empty,
-// when an entry of Resources is nil, or when two resources have the same
-// name.
+// when an entry of Resources is nil, when two resources have the same
+// name, or when two resources make the same claim ([resource.Claimer],
+// looked for through wrappers that have an Unwrap method): each would
+// delete the objects the other keeps, as not desired.
 func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 	if config.Handles == nil {
 		return nil, fmt.Errorf("%w: %T.Handles must not be empty", ErrInvalidConfig, config)
@@ -55,6 +57,7 @@ func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 		return nil, fmt.Errorf("%w: %T.Resources must not be empty", ErrInvalidConfig, config)
 	}
 	seen := make(map[string]int, len(config.Resources))
+	var claims map[string]int
 	for i, r := range config.Resources {
 		if r == nil {
 			return nil, fmt.Errorf("%w: %T.Resources[%d] must not be nil", ErrInvalidConfig, config, i)
@@ -64,6 +67,16 @@ func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 			return nil, fmt.Errorf("%w: %T.Resources[%d] and Resources[%d] have the same name %q", ErrInvalidConfig, config, j, i, name)
 		}
 		seen[name] = i
+		if claim := claimOf(r); claim != "" {
+			if j, ok := claims[claim]; ok {
+				return nil, fmt.Errorf("%w: %T.Resources[%d] (%s) and Resources[%d] (%s) both keep %s: each would delete the other's as not desired; keep them with one resource (a DesiredSet), or give each a label of its own (ManagedBy)",
+					ErrInvalidConfig, config, j, config.Resources[j].Name(), i, name, claim)
+			}
+			if claims == nil {
+				claims = map[string]int{}
+			}
+			claims[claim] = i
+		}
 	}
 	logger := config.Logger
 	if logger == nil {
@@ -79,6 +92,22 @@ func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 		resources: append([]resource.Interface(nil), config.Resources...),
 		name:      config.Name,
 	}, nil
+}
+
+// claimOf returns the claim of r ([resource.Claimer]) or of the resource it
+// wraps, "" when none makes one.
+func claimOf(r resource.Interface) string {
+	for r != nil {
+		if c, ok := r.(resource.Claimer); ok {
+			return c.Claim()
+		}
+		u, ok := r.(interface{ Unwrap() resource.Interface })
+		if !ok {
+			return ""
+		}
+		r = u.Unwrap()
+	}
+	return ""
 }
 
 // Handles reports whether the set reconciles obj, by calling

@@ -69,6 +69,48 @@ func TestNewResourceSet(t *testing.T) {
 	}
 }
 
+// claimingOps are crud ops that claim objects (as resource/child's do).
+type claimingOps struct {
+	crud.Ops
+	claim string
+}
+
+func (o claimingOps) Claim() string { return o.claim }
+
+func claiming(t testing.TB, name, claim string) resource.Interface {
+	t.Helper()
+	r, err := crud.New(crud.Config{Ops: claimingOps{Ops: crudtest.Nop(name), claim: claim}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// wrapped stands for a wrapper (resource/wrapper/retry, metrics).
+type wrapped struct{ resource.Interface }
+
+func (w wrapped) Unwrap() resource.Interface { return w.Interface }
+
+// TestNewResourceSetRejectsTheSameClaimTwice: two resources that each
+// delete what they find by the same claim and do not desire would delete
+// each other's objects in every reconciliation.
+func TestNewResourceSetRejectsTheSameClaimTwice(t *testing.T) {
+	handles := func(any) bool { return true }
+	const cms = "ConfigMap children labelled app.kubernetes.io/managed-by=op"
+	_, err := router.NewResourceSet(router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{
+		claiming(t, "web", cms), newCrud(t, "plain"), wrapped{claiming(t, "worker", cms)},
+	}})
+	want := "Resources[0] (web) and Resources[2] (worker) both keep " + cms
+	if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("NewResourceSet() error = %v, want ErrInvalidConfig with %q", err, want)
+	}
+	if _, err := router.NewResourceSet(router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{
+		claiming(t, "web", cms), claiming(t, "svc", "Service children labelled app.kubernetes.io/managed-by=op"), claiming(t, "none", ""), claiming(t, "none2", ""),
+	}}); err != nil {
+		t.Errorf("NewResourceSet() with different claims (and empty ones) = %v, want no error", err)
+	}
+}
+
 func TestNew(t *testing.T) {
 	v1 := versionSet(t, "v1", "1")
 	tests := []struct {

@@ -156,7 +156,9 @@ type Config[Owner, Child Object] struct {
 	// Defaults to DefaultFieldManager.
 	FieldManager string
 	// ManagedBy is the value of the LabelManagedBy label set on children.
-	// Defaults to FieldManager.
+	// Defaults to FieldManager. The children of one kind with one
+	// ManagedBy belong to one resource of a resource set (see Deletes in
+	// the package documentation).
 	ManagedBy string
 	// OwnerLabels are label keys whose values the children take from
 	// their owner: each child written carries the owner's value of every

@@ -51,7 +51,11 @@
 //     (an object re-created since is not deleted: that counts as done), and
 //     NotFound is success. Children the desired set no longer names are
 //     deleted by EnsureCreated; all of them by EnsureDeleted (the owner is
-//     being deleted: Desired is not called then).
+//     being deleted: Desired is not called then). So two resources of one
+//     resource set must not keep children of one kind with one ManagedBy:
+//     each would delete the other's; router.NewResourceSet refuses them
+//     (the resource is a resource.Claimer). Keep such children with one
+//     resource's DesiredSet, or give each resource a ManagedBy of its own.
 //
 // # What counts as drift
 //

@@ -88,6 +88,18 @@ type desired[C Object] struct {
 
 func (o *ops[O, C]) Name() string { return o.config.Name }
 
+// Claim implements resource.Claimer: the children this resource deletes
+// when Desired no longer names them are those of its kind with its
+// ManagedBy label (and a controller reference to the owner).
+func (o *ops[O, C]) Claim() string {
+	gk := o.config.GVK.GroupKind()
+	kind := gk.Kind
+	if gk.Group != "" {
+		kind = gk.Group + "/" + gk.Kind
+	}
+	return fmt.Sprintf("%s children labelled %s=%s", kind, LabelManagedBy, o.config.ManagedBy)
+}
+
 // owner returns obj as an O.
 func (o *ops[O, C]) owner(obj any) (O, error) {
 	if w, ok := obj.(O); ok && !reflect.ValueOf(w).IsNil() {

@@ -62,6 +62,16 @@ func (r *Resource) Name() string { return r.name }
 // Ops returns the Ops the resource runs.
 func (r *Resource) Ops() Ops { return r.ops }
 
+// Claim returns the claim of the resource's Ops when they implement
+// [resource.Claimer], else "": router.NewResourceSet rejects two resources
+// of a set with the same claim.
+func (r *Resource) Claim() string {
+	if c, ok := r.ops.(resource.Claimer); ok {
+		return c.Claim()
+	}
+	return ""
+}
+
 // EnsureCreated runs GetCurrentState, GetDesiredState and NewUpdatePatch, then
 // applies the patch's create, update and delete parts in that order. It
 // returns the first step's error, wrapped with the resource and step name, or

@@ -1,0 +1,54 @@
+package child_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/child"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+// TestTwoResourcesOfOneKindInOneSet: two child resources that keep
+// Deployments of one owner under the same ManagedBy would each delete the
+// other's Deployment (not in its desired state) in every reconciliation;
+// the resource set refuses them, naming both and the way out, and takes
+// them with a ManagedBy each.
+func TestTwoResourcesOfOneKindInOneSet(t *testing.T) {
+	client := newFakeClient[appsv1.Deployment]()
+	cache := informertest.New()
+	deployment := func(name, managedBy string) resource.Interface {
+		r, err := child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{
+			Name: name, Client: client.For, Cache: cache, FieldManager: "op", ManagedBy: managedBy,
+			Desired: func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
+				d := desiredDeployment(1, "nginx")
+				d.Name = name
+				return d, nil
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	handles := func(any) bool { return true }
+	wrappedWorker, err := retry.New(retry.Config{Resource: deployment("worker", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = router.NewResourceSet(router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{deployment("web", ""), wrappedWorker}})
+	want := "Resources[0] (web) and Resources[1] (worker) both keep apps/Deployment children labelled app.kubernetes.io/managed-by=op"
+	if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("NewResourceSet() error = %v, want ErrInvalidConfig with %q", err, want)
+	}
+	if _, err := router.NewResourceSet(router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{deployment("web", "op-web"), deployment("worker", "op-worker")}}); err != nil {
+		t.Errorf("NewResourceSet() with a ManagedBy each = %v, want no error", err)
+	}
+}
