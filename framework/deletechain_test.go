@@ -5,7 +5,9 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -239,4 +241,53 @@ func TestFinalizerPatchAfterAWriteOfTheDeleteChain(t *testing.T) {
 	if fs := st.server.get().GetFinalizers(); len(fs) != 0 {
 		t.Errorf("finalizers on the server after the delete chain = %v, want none", fs)
 	}
+}
+
+// TestTombstoneCarriesADeletionTimestamp: an object deleted without the
+// Framework's finalizer never had a deletionTimestamp; its delete chain
+// sees one all the same, so that resources that tell the delete chain by
+// it (resource/child skips Desired then) do, and the informer's object is
+// left as it was.
+func TestTombstoneCarriesADeletionTimestamp(t *testing.T) {
+	seen := make(chan bool, 1)
+	obj := object("gone", 1, nil)
+	inf := informertest.New(obj)
+	check := &deleteObserver{seen: seen}
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, check), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "the first reconciliation", func() bool { return len(f.Traces("ns/gone")) == 1 })
+	if err := inf.Delete(obj); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case withTimestamp := <-seen:
+		if !withTimestamp {
+			t.Error("the delete chain of an object deleted without finalizers saw no deletionTimestamp")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delete chain did not run within 30 s")
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		t.Error("the informer's object was changed")
+	}
+}
+
+// deleteObserver reports whether its EnsureDeleted saw a deletionTimestamp.
+type deleteObserver struct{ seen chan bool }
+
+func (d *deleteObserver) Name() string                             { return "observer" }
+func (d *deleteObserver) EnsureCreated(context.Context, any) error { return nil }
+func (d *deleteObserver) EnsureDeleted(_ context.Context, obj any) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	select {
+	case d.seen <- acc.GetDeletionTimestamp() != nil:
+	default:
+	}
+	return nil
 }

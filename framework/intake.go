@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-kit/log/level"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -65,8 +67,32 @@ func (f *Framework) DeleteFunc(obj any) {
 		f.metrics.forget(key)
 		return
 	}
-	f.state.setTombstone(key, obj)
+	f.state.setTombstone(key, deleted(obj, acc))
 	f.add(key)
+}
+
+// deleted returns obj, the last known state of an object that is gone, as
+// the delete chain sees it: with a deletionTimestamp (in a copy, the
+// informer's object is shared), which an object deleted without finalizers
+// never had, so that resources that tell the delete chain by it (as
+// resource/child does, to skip Desired) do. An object that is not a
+// runtime.Object is returned as it is.
+func deleted(obj any, acc metav1.Object) any {
+	if acc.GetDeletionTimestamp() != nil {
+		return obj
+	}
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return obj
+	}
+	cp := ro.DeepCopyObject()
+	cacc, err := meta.Accessor(cp)
+	if err != nil {
+		return obj
+	}
+	now := metav1.Now()
+	cacc.SetDeletionTimestamp(&now)
+	return cp
 }
 
 // Enqueue asks for a reconciliation of the object with key
