@@ -103,8 +103,14 @@ func infoOf(t reflect.Type) *structInfo {
 				fi.inline = true
 			}
 		}
-		if name == "" && f.Anonymous {
-			fi.inline = true
+		if ft := f.Type; name == "" && f.Anonymous {
+			// Inlined as encoding/json does: an embedded struct (or
+			// pointer to one); any other embedded type is a field named
+			// after its type.
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			fi.inline = ft.Kind() == reflect.Struct
 		}
 		if fi.name == "" && !fi.inline {
 			fi.name = f.Name
@@ -148,7 +154,17 @@ func isLeaf(t reflect.Type) bool {
 // walks find that out by walking it.
 func isSet(v reflect.Value, omitempty bool) bool {
 	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
+	case reflect.Pointer:
+		if v.IsNil() {
+			return false
+		}
+		// A pointer to a zero value is set (maxSurge: 0), unless the
+		// value's own JSON form is null (a zero metav1.Time).
+		if e := v.Elem(); e.Kind() == reflect.Struct && isLeaf(e.Type()) && e.IsZero() {
+			return jsonValue(e.Interface()) != nil
+		}
+		return true
+	case reflect.Interface:
 		return !v.IsNil()
 	case reflect.Map, reflect.Slice:
 		return v.Len() > 0
@@ -323,6 +339,7 @@ func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
 			break
 		}
 		idx := infoOf(st).fields[ki].index
+		var used []bool // made when current holds a key twice
 		for i := range desired.Len() {
 			de := reflect.Indirect(desired.Index(i))
 			if !de.IsValid() {
@@ -331,13 +348,7 @@ func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
 			key := de.Field(idx)
 			var ce reflect.Value
 			if current.IsValid() {
-				for j := range current.Len() {
-					c := reflect.Indirect(current.Index(j))
-					if c.IsValid() && c.Field(idx).Equal(key) {
-						ce = c
-						break
-					}
-				}
+				ce = matchByKey(de, key, idx, current, &used)
 			}
 			d.push(segment{key: key})
 			d.walk(de, ce)
@@ -380,6 +391,54 @@ func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
 			return
 		}
 	}
+}
+
+// matchByKey returns the element of the list current that the desired
+// element de, whose merge key (field idx) is key, is compared with: the one
+// with that key. The API server keys some of these lists on more than the
+// merge key (a Service's ports on port and protocol, a container's on
+// containerPort and protocol, topologySpreadConstraints on topologyKey and
+// whenUnsatisfiable), so current may hold the key twice: then it is the
+// first element not matched before that de finds no difference with, else
+// the first not matched before (*used, made then, marks them).
+func matchByKey(de, key reflect.Value, idx int, current reflect.Value, used *[]bool) reflect.Value {
+	first, dup := -1, false
+	for j := range current.Len() {
+		c := reflect.Indirect(current.Index(j))
+		if c.IsValid() && c.Field(idx).Equal(key) && (*used == nil || !(*used)[j]) {
+			if first >= 0 {
+				dup = true
+				break
+			}
+			first = j
+		}
+	}
+	if first < 0 {
+		return reflect.Value{}
+	}
+	if !dup && *used == nil {
+		return reflect.Indirect(current.Index(first))
+	}
+	if *used == nil {
+		*used = make([]bool, current.Len())
+	}
+	pick := -1
+	for j := first; j < current.Len(); j++ {
+		c := reflect.Indirect(current.Index(j))
+		if !c.IsValid() || (*used)[j] || !c.Field(idx).Equal(key) {
+			continue
+		}
+		if pick < 0 {
+			pick = j
+		}
+		sub := differ{any: true}
+		if sub.walk(de, c); len(sub.fields) == 0 {
+			pick = j
+			break
+		}
+	}
+	(*used)[pick] = true
+	return reflect.Indirect(current.Index(pick))
 }
 
 var ownerReferenceType = reflect.TypeFor[metav1.OwnerReference]()
@@ -477,6 +536,11 @@ func payloadValue(v reflect.Value) any {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
+		}
+		if e := v.Elem(); v.Kind() == reflect.Pointer && e.Kind() == reflect.Struct && isLeaf(e.Type()) {
+			// Pointed to, a zero value is a value (maxSurge: 0, a zero
+			// quantity), as encoding/json sends it.
+			return jsonValue(e.Interface())
 		}
 		return payloadValue(v.Elem())
 	case reflect.Struct:
