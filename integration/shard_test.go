@@ -799,14 +799,23 @@ func TestShardingInProcess(t *testing.T) {
 		return false, nil
 	})
 
-	// A stops: B gets every widget without waiting for A's Lease to expire.
+	// One whose shard label is there but empty (set by hand, or by a
+	// template): no free informer selects it (they select objects without
+	// the label), so a pass of the assigner must take it: the one the
+	// change of members below makes.
+	empty := newWidget(ns, "w-empty", "", map[string]string{"k": "v"})
+	empty.SetLabels(map[string]string{shardLabel: ""})
+	createWidget(t, empty)
+
+	// A stops: B gets every widget without waiting for A's Lease to
+	// expire, and w-empty.
 	if err := stopA(); err != nil {
 		t.Fatalf("replica a: Run() = %v, want nil", err)
 	}
 	start := time.Now()
 	poll(t, "b to own every widget", func(ctx context.Context) (bool, error) {
 		list, err := widgetClient(t, ns).List(ctx, metav1.ListOptions{LabelSelector: shardLabel + "=b"})
-		return err == nil && len(list.Items) == n, nil
+		return err == nil && len(list.Items) == n+1, nil
 	})
 	moved := time.Since(start)
 	t.Logf("a's %d widgets moved to b %s after a stopped (lease %s)", owned["a"], moved.Round(time.Millisecond), shardLease)

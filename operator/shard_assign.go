@@ -70,7 +70,11 @@ type assignRef struct {
 type objectState struct {
 	namespace, name, resourceVersion string
 	owner                            string // its shard label, "" for none
-	draining                         bool   // it has the drain label
+	// labelled is set when it has the shard label, with an empty value
+	// too: such an object is not free (the free informers select objects
+	// without the label), so a pass assigns it.
+	labelled bool
+	draining bool // it has the drain label
 }
 
 // observation is what the assigner saw of a member Lease: its holder, the
@@ -345,8 +349,8 @@ func (a *assigner) pass(ctx context.Context) error {
 			if st.draining {
 				draining[ref] = true
 			}
-			if st.owner == "" || a.decide(st) == keep {
-				return nil
+			if !st.labelled || a.decide(st) == keep {
+				return nil // free (the free informer's), or where it belongs
 			}
 			a.mu.Lock()
 			a.found[ref] = st
@@ -374,7 +378,8 @@ func (a *assigner) pass(ctx context.Context) error {
 // stateOf reads what the assigner needs from m.
 func stateOf(m *metav1.PartialObjectMetadata, shardLabel, drainLabel string) objectState {
 	_, draining := m.Labels[drainLabel]
-	return objectState{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion, owner: m.Labels[shardLabel], draining: draining}
+	owner, labelled := m.Labels[shardLabel]
+	return objectState{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion, owner: owner, labelled: labelled, draining: draining}
 }
 
 // count sets the objects-per-shard gauge: the free objects, and each live
@@ -439,7 +444,7 @@ func (a *assigner) reread(ctx context.Context, ref assignRef) error {
 		return err
 	}
 	st = stateOf(m, a.s.shardLabel, a.s.drainLabel)
-	if st.owner == "" || a.decide(st) == keep {
+	if !st.labelled || a.decide(st) == keep {
 		a.forget(ref, false)
 		return nil
 	}
