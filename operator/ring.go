@@ -61,8 +61,13 @@ func newRing(members []string, virtualNodes int) ring {
 // with virtualNodes points per member (Sharding.VirtualNodes) gives the
 // object key ("namespace/name", or the namespace with ByNamespace), or ""
 // without members: for tools and tests that check or predict where objects
-// go. It builds the ring on each call; to map many keys, pass them all.
+// go. virtualNodes 0 (or less) means DefaultVirtualNodes, as it does in
+// Sharding. It builds the ring on each call; to map many keys, pass them
+// all.
 func ShardOwner(members []string, virtualNodes int, keys ...string) map[string]string {
+	if virtualNodes <= 0 {
+		virtualNodes = DefaultVirtualNodes
+	}
 	r := newRing(members, virtualNodes)
 	owners := make(map[string]string, len(keys))
 	for _, k := range keys {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 )
 
@@ -75,6 +76,13 @@ func TestShardOwnerIsTheAssignersRing(t *testing.T) {
 	}
 	if got := ShardOwner(nil, DefaultVirtualNodes, "ns/a"); got["ns/a"] != "" {
 		t.Errorf("ShardOwner without members = %q, want \"\"", got["ns/a"])
+	}
+	// 0 means the default, as in Sharding.VirtualNodes; less is taken as
+	// 0 rather than a panic.
+	for _, vn := range []int{0, -1} {
+		if got := ShardOwner(members, vn, keys[:50]...); !maps.Equal(got, ShardOwner(members, DefaultVirtualNodes, keys[:50]...)) {
+			t.Errorf("ShardOwner(virtualNodes %d) differs from DefaultVirtualNodes's", vn)
+		}
 	}
 }
 
