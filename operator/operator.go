@@ -47,6 +47,9 @@ const (
 	// ends, for the reconciliations in flight (a pod gets 30 s by default
 	// between SIGTERM and SIGKILL).
 	DefaultShutdownTimeout = 25 * time.Second
+	// DefaultCacheSyncTimeout bounds how long Run waits for the informers'
+	// first lists (controller-runtime's default too).
+	DefaultCacheSyncTimeout = 2 * time.Minute
 	// DefaultResyncPeriod is the resync period of the informers that
 	// Informer creates when their config has none.
 	DefaultResyncPeriod = 10 * time.Minute
@@ -116,12 +119,20 @@ type Config struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod are the leader election
 	// timings. Default to DefaultLeaseDuration, DefaultRenewDeadline and
 	// DefaultRetryPeriod; RenewDeadline must be shorter than
-	// LeaseDuration.
+	// LeaseDuration, and RetryPeriod shorter than RenewDeadline / 1.2
+	// (leaderelection.JitterFactor).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// ShutdownTimeout bounds how long Run waits, after its context ended,
 	// for the reconciliations in flight. Defaults to
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// CacheSyncTimeout bounds how long Run waits for every informer's
+	// first list: a resource the API server does not serve (its CRD not
+	// installed) or that this identity may not list and watch never syncs,
+	// and Run then returns an error naming the informer instead of waiting
+	// for ever (the pod restarts, with the reason in its log). Defaults to
+	// DefaultCacheSyncTimeout.
+	CacheSyncTimeout time.Duration
 	// ResyncPeriod is the resync period of informers created by Informer
 	// without one. Defaults to DefaultResyncPeriod.
 	ResyncPeriod time.Duration
@@ -177,6 +188,8 @@ func New(config Config) (*Operator, error) {
 		return nil, fmt.Errorf("%w: %T.LeaseDuration, RenewDeadline and RetryPeriod must not be negative", ErrInvalidConfig, config)
 	case config.ShutdownTimeout < 0:
 		return nil, fmt.Errorf("%w: %T.ShutdownTimeout must not be negative", ErrInvalidConfig, config)
+	case config.CacheSyncTimeout < 0:
+		return nil, fmt.Errorf("%w: %T.CacheSyncTimeout must not be negative", ErrInvalidConfig, config)
 	}
 	// config.Logger stays nil when none is given: NewFramework then gives
 	// the Frameworks none either.
@@ -202,8 +215,15 @@ func New(config Config) (*Operator, error) {
 	if (config.LeaderElection || config.Sharding != nil) && config.RenewDeadline >= config.LeaseDuration {
 		return nil, fmt.Errorf("%w: %T.RenewDeadline (%s) must be shorter than LeaseDuration (%s)", ErrInvalidConfig, config, config.RenewDeadline, config.LeaseDuration)
 	}
+	if (config.LeaderElection || config.Sharding != nil) && !retryFitsRenew(config.RetryPeriod, config.RenewDeadline) {
+		return nil, fmt.Errorf("%w: %T.RetryPeriod (%s) must be shorter than RenewDeadline (%s) / %.1f: a renewal retries within its deadline (client-go's leader election refuses less, and the sharding heartbeat would find its Lease lost on a healthy API server)",
+			ErrInvalidConfig, config, config.RetryPeriod, config.RenewDeadline, leaderelection.JitterFactor)
+	}
 	if config.ShutdownTimeout == 0 {
 		config.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if config.CacheSyncTimeout == 0 {
+		config.CacheSyncTimeout = DefaultCacheSyncTimeout
 	}
 	if config.ResyncPeriod == 0 {
 		config.ResyncPeriod = DefaultResyncPeriod
@@ -378,7 +398,8 @@ func (o *Operator) MetricsURL() string {
 // through the Operator's clients (RESTConfig).
 //
 // It returns the first fatal error otherwise: a Framework that fails to
-// boot (the others are stopped), a cache that never syncs, ErrLeaseLost
+// boot (the others are stopped), a cache that does not sync within
+// CacheSyncTimeout (matching informer.ErrNotSynced), ErrLeaseLost
 // when the Lease (or the member Lease) is lost (reconciling stops at
 // once, and the writes of the Operator's clients are refused from then
 // on: RESTConfig), or a shutdown that exceeded ShutdownTimeout (the Lease
@@ -445,14 +466,18 @@ func (o *Operator) Run(ctx context.Context) error {
 			}
 		})
 	}
+	syncCtx, stopSync := context.WithTimeoutCause(ctx, o.config.CacheSyncTimeout,
+		fmt.Errorf("not synced within CacheSyncTimeout (%s): is the resource served (its CRD installed), and may this identity list and watch it? The informer's list errors are in the log", o.config.CacheSyncTimeout))
+	defer stopSync()
 	for _, si := range informers {
-		if err := si.inf.WaitForCacheSync(ctx); err != nil {
+		if err := si.inf.WaitForCacheSync(syncCtx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("operator %s: cache of %s: %w", o.config.Name, si.key, err)
 		}
 	}
+	stopSync()
 	st.cachesSynced.Store(true)
 	stopEvents := o.startEvents(infCtx)
 	defer stopEvents() // after the Frameworks stopped, before the informers
@@ -526,23 +551,25 @@ func (o *Operator) Run(ctx context.Context) error {
 // stop: nil), lost ends (the Lease named lease was lost: ErrLeaseLost), or
 // one of them fails to boot (its error; the others are stopped). lost may
 // be nil. It waits up to ShutdownTimeout for them to stop; finished is
-// closed when they all have, which may be later.
+// closed when they all have, which may be later: until then, a loss of the
+// Lease still closes the write fence and aborts them.
 func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Framework, lost context.Context, lease string) (err error, finished <-chan struct{}) {
 	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	stopOnCtx := context.AfterFunc(ctx, stop)
 	defer stopOnCtx()
+	stopOnLost := func() bool { return false }
 	if lost != nil {
 		// Another replica may take over soon: the reconciliations in
-		// flight stop too, not only the intake.
-		stopOnLost := context.AfterFunc(lost, func() {
+		// flight stop too, not only the intake. Armed until the last of
+		// them ended (finished), also when that is after ShutdownTimeout.
+		stopOnLost = context.AfterFunc(lost, func() {
 			o.fence.close(errFenced(o.config.Name, lease))
 			stop()
 			for _, f := range frameworks {
 				f.Abort()
 			}
 		})
-		defer stopOnLost()
 	}
 	errs := make(chan error, len(frameworks))
 	var wg sync.WaitGroup
@@ -557,29 +584,32 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
+	fin := make(chan struct{})
+	go func() { <-done; stopOnLost(); close(fin) }()
 	<-fctx.Done()
 	level.Info(o.logger).Log("msg", "stopping the frameworks: waiting for reconciliations in flight", "timeout", o.config.ShutdownTimeout)
 	timer := time.NewTimer(o.config.ShutdownTimeout)
 	defer timer.Stop()
 	select {
 	case <-done:
+		<-fin // the Lease's loss closes nothing from here on
 	case <-timer.C:
 		if lost != nil && lost.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("operator %s: %w: %s; reconciliations still running after ShutdownTimeout (%s), their writes refused", o.config.Name, ErrLeaseLost, lease, o.config.ShutdownTimeout), done
+			return fmt.Errorf("operator %s: %w: %s; reconciliations still running after ShutdownTimeout (%s), their writes refused", o.config.Name, ErrLeaseLost, lease, o.config.ShutdownTimeout), fin
 		}
-		return fmt.Errorf("operator %s: reconciliations still running after ShutdownTimeout (%s)", o.config.Name, o.config.ShutdownTimeout), done
+		return fmt.Errorf("operator %s: reconciliations still running after ShutdownTimeout (%s)", o.config.Name, o.config.ShutdownTimeout), fin
 	}
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			return err, done
+			return err, fin
 		}
 	}
 	if lost != nil && lost.Err() != nil && ctx.Err() == nil {
-		return fmt.Errorf("operator %s: %w: %s; stopped reconciling", o.config.Name, ErrLeaseLost, lease), done
+		return fmt.Errorf("operator %s: %w: %s; stopped reconciling", o.config.Name, ErrLeaseLost, lease), fin
 	}
 	level.Info(o.logger).Log("msg", "frameworks stopped")
-	return nil, done
+	return nil, fin
 }
 
 // state is what the probes read while Run runs.

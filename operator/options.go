@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 )
 
@@ -314,7 +315,16 @@ func (o Options) Validate() error {
 	if (o.LeaderElect || o.Shard) && renew >= lease {
 		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s (%s)", flagRenewDeadline, renew, flagLeaseDuration, lease))
 	}
+	if retry := orDefaultDuration(o.RetryPeriod, DefaultRetryPeriod); (o.LeaderElect || o.Shard) && !retryFitsRenew(retry, renew) {
+		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s (%s) / %.1f", flagRetryPeriod, retry, flagRenewDeadline, renew, leaderelection.JitterFactor))
+	}
 	return errors.Join(errs...)
+}
+
+// retryFitsRenew reports whether the retry period fits the renew deadline
+// as client-go's leader election requires: renew > JitterFactor * retry.
+func retryFitsRenew(retry, renew time.Duration) bool {
+	return float64(renew) > leaderelection.JitterFactor*float64(retry)
 }
 
 // addressOff reports whether a bind address turns its endpoint off.

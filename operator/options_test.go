@@ -179,6 +179,11 @@ func TestValidate(t *testing.T) {
 			want:   []string{`flag --leader-election-renew-deadline (5s) must be shorter than --leader-election-lease-duration (5s)`},
 		},
 		{
+			name:   "retry period not within the renew deadline",
+			modify: func(o *Options) { o.RenewDeadline, o.RetryPeriod = 10*time.Second, 9*time.Second },
+			want:   []string{`flag --leader-election-retry-period (9s) must be shorter than --leader-election-renew-deadline (10s) / 1.2`},
+		},
+		{
 			name:   "negative retry period",
 			modify: func(o *Options) { o.RetryPeriod = -time.Second },
 			want:   []string{`invalid value -1s for flag --leader-election-retry-period: must not be negative`},

@@ -99,6 +99,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "no name", config: Config{RESTConfig: restConfig()}, field: "Name"},
 		{name: "negative shutdown", config: Config{RESTConfig: restConfig(), Name: "x", ShutdownTimeout: -1}, field: "ShutdownTimeout"},
 		{name: "renew not shorter than lease", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaseDuration: 5e9, RenewDeadline: 5e9}, field: "RenewDeadline"},
+		{name: "retry not within the renew deadline", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, RenewDeadline: 10e9, RetryPeriod: 9e9}, field: "RetryPeriod"},
+		{name: "retry equal to the renew deadline, sharding", config: Config{RESTConfig: restConfig(), Name: "x", Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}}, RenewDeadline: 2e9, RetryPeriod: 2e9}, field: "RetryPeriod"},
 		{name: "nil framework", config: Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{nil}}, field: "Frameworks[0]"},
 	}
 	for _, tt := range tests {

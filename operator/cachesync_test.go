@@ -1,0 +1,45 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+
+	"github.com/operatorkit/operatorkit/informer"
+)
+
+// TestRunCacheNeverSyncs: a resource the API server does not serve (a CRD
+// not installed) never syncs; Run returns an error naming the informer
+// after CacheSyncTimeout, instead of waiting until its context ends and
+// then returning nil.
+func TestRunCacheNeverSyncs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+	}))
+	t.Cleanup(srv.Close)
+	o, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL}, Name: "nosync", Registry: prometheus.NewRegistry(), CacheSyncTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.NewFramework(thingsConfig(t, o)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err = o.Run(ctx)
+	if !errors.Is(err, informer.ErrNotSynced) || !strings.Contains(err.Error(), "CacheSyncTimeout (300ms)") || !strings.Contains(err.Error(), "things") {
+		t.Fatalf("Run() = %v, want an error matching informer.ErrNotSynced that names the informer and CacheSyncTimeout", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("Run returned only when its context ended")
+	}
+}
