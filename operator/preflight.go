@@ -110,8 +110,11 @@ type PreflightConfig struct {
 // than with Forbidden errors later. The error is one line: the server
 // cannot be reached (or rejects the credentials), every missing permission
 // at once ("missing permissions: create events in namespace "demo"; ..."),
-// or the resource not served.
+// or the resource not served. A nil restConfig is an error too.
 func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightConfig) error {
+	if restConfig == nil {
+		return errors.New("no rest.Config to check (nil)")
+	}
 	cfg := rest.CopyConfig(restConfig)
 	cfg.Timeout = 15 * time.Second
 	client, err := kubernetes.NewForConfig(cfg)

@@ -107,6 +107,7 @@ func TestPreflight(t *testing.T) {
 		config  PreflightConfig
 		wantErr string // "" for none
 	}{
+		{name: "no rest config", cfg: nil, wantErr: "no rest.Config to check (nil)"},
 		{name: "all granted, served", cfg: authServer(t, map[string]bool{"list": true, "watch": true, "patch": true, "create": true}, "things"),
 			config: PreflightConfig{Permissions: perms, Served: thingsGVR}},
 		{name: "missing verbs", cfg: authServer(t, map[string]bool{"list": true, "watch": true}, "things"),
