@@ -287,10 +287,14 @@ type sharder struct {
 	lastRenew atomic.Pointer[time.Time] // start of the last successful renewal; nil before
 	lease     *coordinationv1.Lease
 
-	mu       sync.Mutex
-	handing  map[string]bool // "resource/key" being handed over
-	handWG   sync.WaitGroup  // the hand-overs running
-	informed []*sharedInformer
+	mu      sync.Mutex
+	handing map[string]bool // "resource/key" being handed over
+	// handWG counts the hand-overs running; handClosed, set (under mu)
+	// before handWG is waited for, keeps the drain handlers, which the
+	// informers call until they stop, from starting another then.
+	handWG     sync.WaitGroup
+	handClosed bool
+	informed   []*sharedInformer
 }
 
 // readyCheck is the check for /readyz: ready once the member Lease was
@@ -475,20 +479,22 @@ func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Frame
 			}
 			s.mu.Lock()
 			id := gvr.String() + "/" + key
-			busy := s.handing[id]
-			s.handing[id] = true
-			s.mu.Unlock()
-			if busy {
+			if s.handClosed || s.handing[id] {
+				s.mu.Unlock()
 				return
 			}
-			s.handWG.Go(func() {
+			s.handing[id] = true
+			s.handWG.Add(1) // under mu: never concurrent with the Wait after handClosed
+			s.mu.Unlock()
+			go func() {
+				defer s.handWG.Done()
 				defer func() {
 					s.mu.Lock()
 					delete(s.handing, id)
 					s.mu.Unlock()
 				}()
 				s.handOver(ctx, fws, gvr, m.GetNamespace(), m.GetName(), key)
-			})
+			}()
 		}
 		if _, err := si.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    check,
@@ -624,7 +630,13 @@ func (o *Operator) runSharded(ctx context.Context, frameworks []*framework.Frame
 	memberWG.Go(func() { s.heartbeat(memberCtx, lost) })
 
 	drainCtx, stopDrains := context.WithCancel(context.WithoutCancel(ctx))
-	defer func() { stopDrains(); s.handWG.Wait() }()
+	defer func() {
+		s.mu.Lock()
+		s.handClosed = true
+		s.mu.Unlock()
+		stopDrains()
+		s.handWG.Wait()
+	}()
 	if err := s.watchDrains(drainCtx, frameworks); err != nil {
 		return err
 	}
