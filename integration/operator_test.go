@@ -283,6 +283,14 @@ func TestOperatorRun(t *testing.T) {
 		if eventGoroutines() == "" {
 			t.Error("no event broadcaster goroutine after an Event was recorded: the check above would pass without one")
 		}
+		// A recorder asked for while Run runs records too (it dropped
+		// every Event).
+		late := op.EventRecorder(clientgoscheme.Scheme)
+		late.Event(cm, corev1.EventTypeNormal, "CheckedLate", "an Event of a recorder made during Run")
+		poll(t, "the late recorder's Event in the API server", func(ctx context.Context) (bool, error) {
+			list, err := kc.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=w1-a,reason=CheckedLate"})
+			return err == nil && len(list.Items) == 1, err
+		})
 	})
 
 	t.Run("endpoints", func(t *testing.T) {

@@ -19,13 +19,17 @@ import (
 // it when the first Event is recorded (an operator whose objects are all
 // well records none, and runs no broadcaster and keeps no event queue), and
 // shuts it down after the Frameworks stopped: Events recorded before Run or
-// after it are dropped, and no goroutine runs for it outside Run. Calls with
+// after it are dropped, and no goroutine runs for it outside Run. A
+// recorder asked for while Run runs records from then on. Calls with
 // different schemes return recorders that share one broadcaster.
 func (o *Operator) EventRecorder(scheme *runtime.Scheme) clientrecord.EventRecorder {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := &deferredRecorder{scheme: scheme, component: o.config.Name}
 	o.recorders = append(o.recorders, r)
+	if o.events != nil {
+		o.events.add(r)
+	}
 	return r
 }
 
@@ -33,18 +37,22 @@ func (o *Operator) EventRecorder(scheme *runtime.Scheme) clientrecord.EventRecor
 // broadcaster with their first Event, and returns the func that shuts it
 // down (if it started) and drops later Events.
 func (o *Operator) startEvents(ctx context.Context) (stop func()) {
+	s := &eventSink{ctx: ctx, events: o.kube.CoreV1().Events("")}
 	o.mu.Lock()
-	recorders := append([]*deferredRecorder(nil), o.recorders...)
+	for _, r := range o.recorders {
+		s.add(r)
+	}
+	o.events = s
 	o.mu.Unlock()
-	if len(recorders) == 0 {
-		return func() {}
-	}
-	s := &eventSink{ctx: ctx, events: o.kube.CoreV1().Events(""), recorders: recorders}
-	for _, r := range recorders {
-		r.sink.Store(s)
-	}
 	var once sync.Once
-	return func() { once.Do(s.stop) }
+	return func() {
+		once.Do(func() {
+			o.mu.Lock()
+			o.events = nil
+			o.mu.Unlock()
+			s.stop()
+		})
+	}
 }
 
 // eventSink is the broadcaster of one Run, made by the first Event.
@@ -56,6 +64,21 @@ type eventSink struct {
 	mu      sync.Mutex
 	b       clientrecord.EventBroadcaster // nil until the first Event
 	stopped bool
+}
+
+// add makes r record through s: at once when the broadcaster runs, else
+// from the first Event on. A stopped s drops r's Events.
+func (s *eventSink) add(r *deferredRecorder) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.recorders = append(s.recorders, r)
+	r.sink.Store(s)
+	if s.b != nil {
+		r.set(s.b.NewRecorder(r.scheme, corev1.EventSource{Component: r.component}))
+	}
 }
 
 // start starts the broadcaster and gives every recorder its recorder,

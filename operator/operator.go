@@ -171,6 +171,7 @@ type Operator struct {
 	order      []*sharedInformer // in creation order, for Run
 	writes     *OwnWrites
 	recorders  []*deferredRecorder
+	events     *eventSink // while Run runs
 	srv        atomic.Pointer[server]
 	shard      *sharder // nil without Config.Sharding
 }
