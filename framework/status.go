@@ -66,8 +66,8 @@ const (
 const statusWriteTimeout = 10 * time.Second
 
 const (
-	maxConditionMessage = 32 * 1024
-	maxConditionReason  = 1024
+	maxConditionMessage = conditions.MaxMessage
+	maxConditionReason  = conditions.MaxReason
 )
 
 // frameworkTypes are the condition types the Framework decides.
@@ -527,11 +527,16 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		return o // nothing changed: no write
 	}
 	wctx := ctx
-	if ctx.Err() != nil {
+	switch err := ctx.Err(); {
+	case errors.Is(err, context.DeadlineExceeded):
 		// The chain timed out: record that anyway, within a bound of its own.
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
 		defer cancel()
+	case err != nil:
+		// Aborted (Framework.Abort: the Lease was lost): another replica
+		// may own the object now, and this one must stop writing.
+		return o
 	}
 	mode := listModeOf(s.managed)
 	assumeOwned := false
@@ -905,12 +910,7 @@ func camel(s string) string {
 	return b.String()
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
+func truncate(s string, n int) string { return conditions.Fit(s, n) }
 
 // transitionTime returns the lastTransitionTime of c: the one it has in
 // list when its status stays, now otherwise.

@@ -67,12 +67,14 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 	}
 	if outReason == "" {
 		outReason = reason
-		if err != nil {
+		if err != nil && len(reason)+len("Failed") <= conditions.MaxReason {
 			outReason = reason + "Failed"
 		}
 	}
 	if message == "" && err != nil {
-		message = err.Error()
+		// An error of any length: the condition takes what fits (an
+		// outcome the API server would refuse is an outcome lost).
+		message = conditions.Fit(err.Error(), conditions.MaxMessage)
 	}
 	Set(ctx, conditionType, status, outReason, message)
 	if err != nil {

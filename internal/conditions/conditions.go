@@ -7,7 +7,9 @@ package conditions
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,8 +48,13 @@ func From(ctx context.Context) *Store {
 	return s
 }
 
-// Set records c, replacing the condition of its type set before.
+// Set records c, replacing the condition of its type set before. Its
+// message is made valid UTF-8 (as JSON encoding would send it), so that the
+// condition compares equal to what is stored.
 func (s *Store) Set(c metav1.Condition) {
+	if !utf8.ValidString(c.Message) {
+		c.Message = strings.ToValidUTF8(c.Message, "\uFFFD")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.set {
@@ -108,4 +115,28 @@ func clone(cs []metav1.Condition) []metav1.Condition {
 		return nil
 	}
 	return append([]metav1.Condition(nil), cs...)
+}
+
+// Limits of metav1.Condition's fields, as the API server validates them.
+const (
+	MaxMessage = 32 * 1024
+	MaxReason  = 1024
+)
+
+// Fit returns s as a condition field of at most n bytes holds it: valid
+// UTF-8 (an invalid sequence as U+FFFD, as JSON encoding would send it, so
+// that what is compared is what is stored), and when longer than n, cut at
+// a character boundary and ended with "...".
+func Fit(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

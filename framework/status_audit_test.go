@@ -1,0 +1,85 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/informer/informertest"
+)
+
+// TestNoStatusWriteAfterAbort: a reconciliation that ends because the
+// Framework was aborted (its Lease lost) writes no status: another replica
+// may own the object now, and a late write could overwrite its Ready and
+// take observedGeneration back.
+func TestNoStatusWriteAfterAbort(t *testing.T) {
+	var running atomic.Bool
+	r := &funcResource{name: "r", create: func(ctx context.Context, _ any) error {
+		running.Store(true)
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, nil, r))
+	pollUntil(t, "the resource to run", running.Load)
+	st.f.Abort()
+	st.traces(t, 1)
+	if w := st.server.writeLog(); len(w) != 0 {
+		t.Errorf("status writes after Abort = %q, want none (conditions now %+v)", w, conditionsOf(t, st.server.get()))
+	}
+}
+
+// TestGuardOutcomeOfALongError: a Guard's task that fails with an error
+// longer than a condition message may be records its outcome all the
+// same (cut to fit), not the lock, and the object is retried, not Stalled.
+func TestGuardOutcomeOfALongError(t *testing.T) {
+	r := &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+		return conditioncontext.Guard(ctx, "DatabaseReady", "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			return "", "", "", errors.New("cloud API said: " + strings.Repeat("x", 40000))
+		})
+	}}
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, nil, r))
+	tr := st.traces(t, 1)[0]
+	c := meta.FindStatusCondition(conditionsOf(t, st.server.get()), "DatabaseReady")
+	if c == nil || c.Message == conditioncontext.LockMessage || !strings.HasPrefix(c.Message, "cloud API said: xxx") || len(c.Message) > 32*1024 {
+		t.Errorf("DatabaseReady on the server = %+v, want the task's outcome, cut to 32 KiB", c)
+	}
+	if tr.Result == ResultPermanent {
+		t.Errorf("result = %s %.200q, want a failure that is retried", tr.Result, tr.Error)
+	}
+}
+
+// TestLongMultiByteMessageWrittenOnce: an error message cut to a
+// condition's limit in the middle of a multi-byte character was invalid
+// UTF-8, stored as U+FFFD, and so never equal to the next computed one:
+// every identical failure wrote the status again.
+func TestLongMultiByteMessageWrittenOnce(t *testing.T) {
+	r := &funcResource{name: "r", create: func(context.Context, any) error {
+		return errors.New(strings.Repeat("é", 20000))
+	}}
+	obj := object("a", 1, nil)
+	server := newStatusServer(obj)
+	inf := informertest.New(obj)
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r),
+		Client: server.client(), Resource: thingsGVR, DisableFinalizers: true, Conditions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		rctx := newReconcileContext(context.Background(), time.Now().Add(time.Minute))
+		f.reconcile(rctx, rctx, "ns/a")
+		rctx.stop()
+		if err := inf.Update(server.get()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := server.writeLog(); len(w) != 1 {
+		t.Errorf("status writes = %q after three identical failures, want 1", w)
+	}
+}
