@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -456,9 +457,21 @@ func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 // first.
 func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 	if m := i.mutations.Load(); m != nil {
-		return m.cache.GetByKey(key)
+		return i.getMutated(m, key)
 	}
 	return i.informer.GetIndexer().GetByKey(key)
+}
+
+// getMutated is Get through the mutation cache, which panics when it
+// compares a resourceVersion that is not an integer (an aggregated API
+// server's, a fake's): the cache's own object is returned then.
+func (i *Informer) getMutated(m *mutations, key string) (obj any, exists bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			obj, exists, err = i.informer.GetIndexer().GetByKey(key)
+		}
+	}()
+	return m.cache.GetByKey(key)
 }
 
 // Mutation records obj, the object the API server returned for a create,
@@ -486,13 +499,22 @@ func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 // (DropManagedFields, Config.Transform) is applied to it. A nil obj, or one
 // without metadata, is ignored; so is, with a warning, an object of another
 // type than the cached ones when the informer knows that type (no
-// Config.Transform). Safe for concurrent use.
+// Config.Transform), or one whose resourceVersion is not an integer (an
+// aggregated API server's). Safe for concurrent use.
 func (i *Informer) Mutation(obj runtime.Object) {
 	if obj == nil {
 		return
 	}
-	if _, err := meta.Accessor(obj); err != nil {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
 		return
+	}
+	if rv := acc.GetResourceVersion(); rv != "" {
+		if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+			// The mutation cache compares resourceVersions as integers.
+			level.Warn(i.logger).Log("msg", "Mutation with a resourceVersion that is not an integer; not recorded", "resourceVersion", rv)
+			return
+		}
 	}
 	if i.cachedType != nil && reflect.TypeOf(obj) != i.cachedType {
 		// Get would hand consumers an object of a type they do not expect.
