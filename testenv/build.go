@@ -101,9 +101,13 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("testenv: create cache directory: %w", err)
 	}
-	unlock, err := lockFile(ctx, entry+".lock", func() {
+	// Waiting for another process's build is part of the build: bounded
+	// by ctx's cancellation and DefaultBuildTimeout, not ctx's deadline.
+	lctx, stopLock := buildContext(ctx)
+	unlock, err := lockFile(lctx, entry+".lock", func() {
 		fmt.Fprintf(progress, "testenv: waiting for another process that is building the test API server into %s\n", entry)
 	})
+	stopLock()
 	if err != nil {
 		return "", err
 	}
@@ -125,9 +129,19 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	// use (k8s.io/api, apimachinery, client-go) compile once.
 	args := append([]string{"build", "-ldflags=-s -w"}, sharedBuildFlags(os.Getenv("GOFLAGS"))...)
 	cmd := exec.CommandContext(bctx, goBin, append(args, "-o", tmp, ".")...)
+	// Canceled, the go command is killed with its compilers (where the
+	// platform can), and its work directory, in a GOTMPDIR of this build's
+	// own, is removed below: a killed go command leaves it.
+	cmd.SysProcAttr = buildProcAttr()
+	cmd.Cancel = func() error { return killBuild(cmd.Process) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Dir = filepath.Join(entry, "src")
-	cmd.Env = buildEnv(os.Environ())
-	cmd.SysProcAttr = sysProcAttr()
+	work := filepath.Join(entry, fmt.Sprintf("work.tmp-%d", os.Getpid()))
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return "", fmt.Errorf("testenv: %w", err)
+	}
+	defer os.RemoveAll(work)
+	cmd.Env = append(buildEnv(os.Environ()), "GOTMPDIR="+work)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(&out, progress)
 	if err := cmd.Run(); err != nil {

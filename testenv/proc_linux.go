@@ -1,6 +1,9 @@
 package testenv
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sysProcAttr makes the kernel send SIGTERM to the child when this process
 // dies, however it dies (SIGKILL, a `go test -timeout` panic): the server
@@ -9,3 +12,15 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 }
+
+// buildProcAttr is sysProcAttr for the go command that builds the server
+// program, in a process group of its own, so that killBuild reaches its
+// compilers and linker too.
+func buildProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+}
+
+// killBuild kills the build started with buildProcAttr: the go command and
+// every process it started (the go command ignores SIGINT while its
+// compilers run, and killed alone leaves them running).
+func killBuild(p *os.Process) error { return syscall.Kill(-p.Pid, syscall.SIGKILL) }

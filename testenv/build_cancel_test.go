@@ -1,0 +1,112 @@
+//go:build unix
+
+package testenv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// TestBuildDeadlineWhileWaitingForAnotherBuild: Build's deadline does not
+// bound the build, also while it waits for another process's build of the
+// same entry (the lock): it failed with the deadline there.
+func TestBuildDeadlineWhileWaitingForAnotherBuild(t *testing.T) {
+	t.Setenv(EnvAPIServer, "") // this test is about building
+	cache := t.TempDir()
+	t.Setenv(EnvCacheDir, cache)
+	old := source
+	source = tinySource
+	t.Cleanup(func() { source = old })
+	goBin, err := goCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := cacheKey(t.Context(), goBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "Another process" builds: it holds the entry's lock (flock conflicts
+	// between two open file descriptions, even in one process).
+	f, err := os.OpenFile(filepath.Join(cache, key+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := Build(ctx, os.Stderr); done <- err }()
+	<-ctx.Done()                                    // the deadline passes while the other build runs
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) // it ends without a result: this one builds
+	if err := <-done; err != nil {
+		t.Fatalf("Build with a deadline that passed while it waited for another build: %v", err)
+	}
+}
+
+// buildStarted closes ch when the build's progress says it started.
+type buildStarted struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (w *buildStarted) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), "testenv: building") {
+		w.once.Do(func() { close(w.ch) })
+	}
+	return len(p), nil
+}
+
+// TestCanceledBuildCleansUp: a canceled first build leaves no work
+// directory of the go command behind (killed, the go command left it, with
+// partial archives, and its compilers running).
+func TestCanceledBuildCleansUp(t *testing.T) {
+	t.Setenv(EnvAPIServer, "") // this test is about building
+	cache := t.TempDir()
+	t.Setenv(EnvCacheDir, cache)
+	t.Setenv("GOCACHE", t.TempDir()) // a cold build: long enough to cancel
+	old := source
+	source = fstest.MapFS{
+		"apiserver/main.go":    {Data: []byte("//go:build ignore\n\npackage main\n\nimport _ \"net/http\"\n\nfunc main() {}\n")},
+		"apiserver/go.mod.txt": {Data: []byte("module example.com/slow\n\ngo 1.26.0\n")},
+		"apiserver/go.sum.txt": {Data: []byte("")},
+	}
+	t.Cleanup(func() { source = old })
+	workDirs := func(pattern string) []string {
+		m, _ := filepath.Glob(filepath.Join(cache, "*", pattern))
+		return m
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	progress := &buildStarted{ch: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { _, err := Build(ctx, progress); done <- err }()
+	<-progress.ch
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(workDirs("work.tmp-*/go-build*")) > 0, nil
+	}); err != nil {
+		t.Fatalf("the go command made no work directory under %s", cache)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a build of net/http with an empty build cache finished before its cancel; the test needs a longer build")
+	}
+	if left := workDirs("work.tmp-*"); len(left) > 0 {
+		t.Errorf("after a canceled Build its work directories remain: %v", left)
+	}
+}
