@@ -352,6 +352,10 @@ func (s *server) waitReady(ctx context.Context) error {
 	for {
 		select {
 		case err := <-s.done:
+			// Its exit taken: nothing is left for stopAPIServer to wait
+			// for (it would wait for ever).
+			s.cancel()
+			s.cancel, s.done = nil, nil
 			return fmt.Errorf("apiserver exited during start: %v", err)
 		case <-ctx.Done():
 			return fmt.Errorf("apiserver not ready after %s (last /readyz answer: %s)", s.startTimeout, last)
