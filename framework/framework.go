@@ -81,7 +81,9 @@ type Config struct {
 	// Resource is the GroupVersionResource of the reconciled objects, used
 	// with Client or MetadataClient. Required with either.
 	Resource schema.GroupVersionResource
-	// CRD, when set, is created or updated by Boot before the informer runs.
+	// CRD, when set, is created or updated by EnsureCRD, which Boot calls
+	// before it runs the informer (and operator.Operator.Run before it
+	// starts the shared informers, which would never sync without it).
 	CRD *apiextensionsv1.CustomResourceDefinition
 	// CRDClient ensures CRD. Required when CRD is set.
 	CRDClient *crdclient.CRDClient
@@ -186,6 +188,8 @@ type Framework struct {
 	resource   schema.GroupVersionResource
 	crd        *apiextensionsv1.CustomResourceDefinition
 	crdClient  *crdclient.CRDClient
+	crdMu      sync.Mutex
+	crdEnsured bool // EnsureCRD succeeded
 	logger     log.Logger
 	// debugLogger is level.Debug(logger), nil when Config.Logger was nil.
 	debugLogger      log.Logger
@@ -388,6 +392,29 @@ func (f *Framework) Finalizer() string { return f.finalizer }
 // started the workers.
 func (f *Framework) Booted() <-chan struct{} { return f.booted }
 
+// EnsureCRD creates or updates Config.CRD, when one is set, and waits until
+// it is established; it does nothing when none is set or after it
+// succeeded once. Boot calls it; call it before starting an informer of
+// the CRD's resource yourself, which cannot sync before the CRD exists (the
+// operator package's Run does). An error names the Framework and the CRD.
+// Safe for concurrent use.
+func (f *Framework) EnsureCRD(ctx context.Context) error {
+	if f.crd == nil {
+		return nil
+	}
+	f.crdMu.Lock()
+	defer f.crdMu.Unlock()
+	if f.crdEnsured {
+		return nil
+	}
+	level.Info(f.logger).Log("msg", "ensuring CRD", "crd", f.crd.Name)
+	if err := f.crdClient.EnsureCreated(ctx, f.crd, nil); err != nil {
+		return fmt.Errorf("framework %s: ensure CRD %s: %w", f.name, f.crd.Name, err)
+	}
+	f.crdEnsured = true
+	return nil
+}
+
 // Boot runs the Framework until ctx ends: it ensures the CRD when one is
 // configured, registers its event handlers on the informer, runs the
 // informer, waits for its cache, and starts the workers. When ctx ends it
@@ -415,11 +442,8 @@ func (f *Framework) Boot(ctx context.Context) error {
 		queue.Add(key)
 	}
 
-	if f.crd != nil {
-		level.Info(logger).Log("msg", "ensuring CRD", "crd", f.crd.Name)
-		if err := f.crdClient.EnsureCreated(ctx, f.crd, nil); err != nil {
-			return fmt.Errorf("framework %s: ensure CRD %s: %w", f.name, f.crd.Name, err)
-		}
+	if err := f.EnsureCRD(ctx); err != nil {
+		return err
 	}
 	reg, err := f.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    f.AddFunc,

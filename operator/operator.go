@@ -379,7 +379,9 @@ func (o *Operator) MetricsURL() string {
 // Run runs the operator until ctx ends:
 //
 //  1. it opens the HTTP endpoints (a busy address fails Run at once),
-//  2. starts every shared informer and waits for their caches,
+//  2. ensures the Frameworks' CRDs (framework.Config.CRD: their informers
+//     could not sync without them), starts every shared informer and waits
+//     for their caches (at most CacheSyncTimeout),
 //  3. with leader election, campaigns for the Lease and waits to lead;
 //     with Config.Sharding instead, joins the ring (its member Lease) and
 //     campaigns for the Lease only to assign the objects (see Sharding),
@@ -454,6 +456,17 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}()
 	level.Info(o.logger).Log("msg", "starting", "metrics", srv.metricsURL(), "probes", srv.probeURL(), "frameworks", len(frameworks), "informers", len(informers), "leaderElection", o.config.LeaderElection)
+
+	// The Frameworks' CRDs first (framework.Config.CRD): their informers
+	// could not sync without them.
+	for _, f := range frameworks {
+		if err := f.EnsureCRD(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("operator %s: %w", o.config.Name, err)
+		}
+	}
 
 	// Informers run until Run returns: started before leading, so that a
 	// replica that takes over has warm caches.

@@ -35,8 +35,9 @@ type Config struct {
 	// statuses, finalizers or events are written); zero values take the
 	// library's defaults (see operator.FrameworkOptions).
 	Options operator.FrameworkOptions
-	// InstallCRD makes the Framework create or update the WebApp CRD when
-	// it boots. False: the CRD must be installed already.
+	// InstallCRD makes the operator create or update the WebApp CRD when it
+	// starts, before it waits for its caches (framework.Config.CRD). False:
+	// the CRD must be installed already.
 	InstallCRD bool
 	// Logger receives the operator's logs. Optional; nil means no logs.
 	Logger log.Logger
