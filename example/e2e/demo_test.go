@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,5 +152,48 @@ func TestDemoOnExistingCluster(t *testing.T) {
 		if len(l.Items) != 0 {
 			t.Fatalf("run %d: %d WebApps left in %s after the demo", run, len(l.Items), ns)
 		}
+	}
+}
+
+// TestDemoHoldsUntilInterrupted: --hold keeps the API server and the
+// operator running after the summary until Ctrl-C, also past --timeout
+// (which bounds the demo's phases): it stopped at --timeout.
+func TestDemoHoldsUntilInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the demo")
+	}
+	bin := build(t, "demo")
+	const timeout = 20 * time.Second
+	holding := make(chan time.Time, 1)
+	p := start(t, bin, []string{"--objects", "4", "--timeout", timeout.String(), "--hold"}, func(line string) {
+		if strings.Contains(line, "press Ctrl-C to stop") {
+			select {
+			case holding <- time.Now():
+			default:
+			}
+		}
+	})
+	started := time.Now()
+	select {
+	case <-holding:
+	case <-p.Done():
+		t.Fatalf("demo exited before holding:\n%s", p.Output())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("demo not holding within 2 minutes:\n%s", p.Output())
+	}
+	// Still running a while past --timeout: an exit before means the
+	// hold ended by itself.
+	past := time.Until(started.Add(timeout + 5*time.Second))
+	select {
+	case <-p.Done():
+		t.Fatalf("demo stopped holding by itself %s after it started (--timeout %s):\n%s", time.Since(started).Round(time.Second), timeout, p.Tail(10))
+	case <-time.After(past):
+	}
+	p.Signal(t, syscall.SIGINT)
+	if code := p.ExitCode(t, time.Minute); code != 0 {
+		t.Fatalf("demo exit code after Ctrl-C = %d, want 0:\n%s", code, p.Tail(10))
+	}
+	if !strings.Contains(p.Output(), "stopping") {
+		t.Errorf("demo output lacks \"stopping\" after Ctrl-C:\n%s", p.Tail(10))
 	}
 }

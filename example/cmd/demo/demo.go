@@ -86,6 +86,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		}
 	}
 	start := time.Now()
+	held := ctx // --hold waits for this one (Ctrl-C), not for --timeout
 	ctx, cancel := context.WithTimeoutCause(ctx, d.opts.timeout, fmt.Errorf("the demo did not finish within --timeout %s", d.opts.timeout))
 	defer cancel()
 
@@ -197,6 +198,19 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if _, err := d.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.opts.namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", d.opts.namespace, err)
 	}
+	cleaned := false
+	cleanUp := func() {
+		if d.opts.cluster != "" && !cleaned {
+			// Not the demo's own API server: leave the cluster as it
+			// was, so that a second run into the same namespace starts
+			// from nothing; also when a phase failed. Before the
+			// operator stops (deferred after stop), which processes the
+			// deletes.
+			cleaned = true
+			d.cleanUp(ctx)
+		}
+	}
+	defer cleanUp()
 	if err := d.phase(4, fmt.Sprintf("creating %d WebApps in namespace %s (release 1) and waiting until they converge", d.opts.objects, d.opts.namespace), func() error {
 		if err := d.createAll(ctx); err != nil {
 			return err
@@ -231,16 +245,10 @@ func (d *demo) run(ctx context.Context) (err error) {
 		d.printf("  kubectl --kubeconfig %s get webapps,deployments,services -n %s\n", d.opts.kubeconfig, d.opts.namespace)
 		d.printf("  curl -s '%s/debug/reconciliations?format=text'\n", srv.URL())
 		d.printf("press Ctrl-C to stop\n")
-		<-ctx.Done()
-		if errors.Is(context.Cause(ctx), context.Canceled) || ctx.Err() != nil {
-			d.printf("\nstopping\n")
-		}
+		<-held.Done()
+		d.printf("\nstopping\n")
 	}
-	if d.opts.cluster != "" {
-		// Not the demo's own API server: leave the cluster as it was, so
-		// that a second run into the same namespace starts from nothing.
-		d.cleanUp(ctx)
-	}
+	cleanUp()
 	if err := stop(); err != nil {
 		return fmt.Errorf("operator stopped with an error: %w", err)
 	}
