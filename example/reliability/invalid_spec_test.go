@@ -21,7 +21,7 @@ import (
 // TestInvalidSpecStalled: one WebApp in five has a spec the operator cannot
 // use (an image that is not an image reference, or a name that cannot name
 // a Service), among 50. The operator, under its shipped ClusterRole, sets
-// their Degraded condition (reason InvalidSpec) and records a Warning event,
+// their Stalled condition (reason InvalidSpec) and records a Warning event,
 // both saying why; it does not crash, the others converge, and it does not
 // retry the invalid ones until they change (reconciliations counted: at most
 // two each, none during a quiet window). Fixing one recovers it.

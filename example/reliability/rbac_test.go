@@ -21,8 +21,8 @@ import (
 // bound to the shipped ClusterRole only (example/config/rbac/role.yaml) and
 // converges 50 WebApps without a single 403. Then "patch" on Deployments is
 // taken out of the role and ten WebApps change their image: each shows the
-// API server's error, naming the verb and resource, in its Degraded
-// condition and the operator's error log; the failures are retried with
+// API server's error, naming the verb and resource, in its Ready and
+// Reconciling conditions and the operator's error log; the failures are retried with
 // backoff, not in a hot loop (failed reconciliations per WebApp within the
 // window are bounded by the framework's backoff, requests per failed
 // reconciliation by the retry wrapper's attempts). Putting the verb back

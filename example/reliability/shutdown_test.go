@@ -91,7 +91,8 @@ func TestSIGTERMMidBurst(t *testing.T) {
 	}
 }
 
-// TestShutdownMidBurstInProcess: the operator run in-process (webapp.Run)
+// TestShutdownMidBurstInProcess: the operator run in-process (webapp.New on
+// an operator.Operator, whose Run it is)
 // is stopped by its context during a burst of 50 WebApps: Run returns nil,
 // the reconciliations in flight finish (every WebApp with the finalizer is
 // Ready), and no goroutine is left behind.

@@ -49,7 +49,7 @@ type WebAppSpec struct {
 	// Image is the container image that serves the content on port 8080,
 	// for example "nginxinc/nginx-unprivileged:1.27". The schema only asks
 	// for a non-empty string; the operator checks the reference syntax and
-	// reports a bad one in the Degraded condition.
+	// reports a bad one in the Stalled condition (reason InvalidSpec).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image"`
