@@ -27,7 +27,8 @@ const (
 )
 
 // ErrNoConditions is returned by [Guard] on a context without conditions:
-// the reconciliation does not run under a Framework with Config.Conditions.
+// the reconciliation does not run under a Framework with Config.Conditions,
+// or it is the delete chain of an object already gone (no status to lock).
 var ErrNoConditions = errors.New("no conditions in context")
 
 // ErrLocked is matched by the error of a [Guard] whose condition another

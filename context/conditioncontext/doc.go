@@ -47,7 +47,11 @@
 //     a context find nothing, and Guard on it runs nothing and returns an
 //     error matching [ErrNoConditions], marked permanent: only a Framework
 //     with Config.Conditions (or NewContext) provides them; ProcessUpdate
-//     alone does not.
+//     alone does not, and neither does the delete chain of an object that
+//     is already gone (deleted without the Framework's finalizer: with
+//     DisableFinalizers, or before its first reconciliation), which has no
+//     status to lock: a resource that guards a change in EnsureDeleted
+//     needs the Framework's finalizer.
 //   - Set does not validate: the Framework validates every condition before
 //     it writes, with the rules of metav1.Condition (the type a qualified
 //     name, the reason CamelCase), and reports an invalid one as a permanent
