@@ -229,15 +229,36 @@ func (f *Framework) finishStatus(ctx context.Context, rctx *reconcileContext, ac
 	return st.finish(ctx, o, tr)
 }
 
+// recovered runs fn, the user's code outside a resource (a set's Handles or
+// InitCtx), and returns a panic in it as a *PanicError naming what: the
+// reconciliation then ends like one whose resource panicked (counted,
+// retried with backoff, its status written), not in reconcile's last-resort
+// recover, which writes no status.
+func recovered(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Resource: what, Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return fn()
+}
+
 // runChain routes obj and runs its resource set's chain: the delete chain
 // and the finalizer's removal, or the finalizer's addition and the update
 // chain. rctx carries the status state of the reconciliation, if any.
 func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key string, obj any, acc metav1.Object, tombstone bool, tr *trace.Trace) outcome {
-	set, err := f.router.ResourceSet(obj)
-	if err != nil {
-		if errors.Is(err, router.ErrNoResourceSet) {
-			return outcome{result: ResultNoResourceSet, err: err}
-		}
+	var set *router.ResourceSet
+	err := recovered("router", func() (err error) {
+		set, err = f.router.ResourceSet(obj) // the sets' Handles
+		return err
+	})
+	var pe *PanicError
+	switch {
+	case errors.As(err, &pe):
+		return outcome{result: ResultPanic, err: err}
+	case errors.Is(err, router.ErrNoResourceSet):
+		return outcome{result: ResultNoResourceSet, err: err}
+	case err != nil:
 		return outcome{result: ResultPermanent, err: err}
 	}
 	tr.ResourceSet = set.Name()
@@ -246,9 +267,11 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		st.setName = set.Name()
 	}
 
-	ctx, err = set.InitCtx(ctx, obj)
-	if err != nil {
-		return outcome{result: ResultError, err: fmt.Errorf("init context of resource set %s: %w", set.Name(), err)}
+	if err := recovered("resource set "+set.Name(), func() (err error) {
+		ctx, err = set.InitCtx(ctx, obj)
+		return err
+	}); err != nil {
+		return errorOutcome(fmt.Errorf("init context of resource set %s: %w", set.Name(), err))
 	}
 
 	deleting := tombstone || acc.GetDeletionTimestamp() != nil

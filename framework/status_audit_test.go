@@ -83,3 +83,21 @@ func TestLongMultiByteMessageWrittenOnce(t *testing.T) {
 		t.Errorf("status writes = %q after three identical failures, want 1", w)
 	}
 }
+
+// TestPanicInHandlesWritesTheStatus: a panic in a resource set's Handles
+// (the user's code, outside any resource) ends the reconciliation like a
+// resource's panic: counted as a panic, and Ready False written with it;
+// it ended in reconcile's last-resort recover, which writes no status.
+func TestPanicInHandlesWritesTheStatus(t *testing.T) {
+	r := &funcResource{name: "r"}
+	handles := func(any) bool { panic("handles: unexpected object") }
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, handles, r))
+	tr := st.traces(t, 1)[0]
+	if tr.Result != ResultPanic {
+		t.Errorf("result = %s, want %s", tr.Result, ResultPanic)
+	}
+	ready := meta.FindStatusCondition(conditionsOf(t, st.server.get()), conditioncontext.Ready)
+	if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "handles: unexpected object") {
+		t.Errorf("Ready on the server = %+v, want False with the panic", ready)
+	}
+}
