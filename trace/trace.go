@@ -320,12 +320,16 @@ func (t *Trace) RecordNotRun(resource, step string, outcome Outcome) {
 // Now returns the current time when t is not nil and the zero time when it is,
 // so that recorders read the clock only when they record. It reads only the
 // monotonic clock (half the cost of time.Now), adding the time since the
-// Trace's Start to it.
+// Trace's Start to it. It reads Start under the Trace's lock: Fold moves the
+// Start of a kept trace while a late recorder may ask.
 func (t *Trace) Now() time.Time {
 	if t == nil {
 		return time.Time{}
 	}
-	return t.Start.Add(time.Since(t.Start))
+	t.lock()
+	start := t.Start
+	t.unlock()
+	return start.Add(time.Since(start))
 }
 
 // Finish sets Duration (since Start), Result, RequeueAfter and Error (from

@@ -463,3 +463,25 @@ func TestReconciliations(t *testing.T) {
 		t.Errorf("Reconciliations of 3 traces, one with 3 repeats = %d, want 6", n)
 	}
 }
+
+// TestNowWhileFolded: a resource that ignored the end of its reconciliation
+// may record into its kept trace (t.Record(..., t.Now(), ...)) while the
+// store folds the next reconciliation into it, which moves its Start: a
+// data race on Start under -race before Now read it under the lock.
+func TestNowWhileFolded(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	old := finished(t0, "success", nil, "cm/current")
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range 100 {
+			old.Record("late", "step", old.Now(), trace.OutcomeDone, nil)
+		}
+	})
+	for range 100 {
+		old.Fold(finished(t0, "success", nil, "cm/current"))
+	}
+	wg.Wait()
+	if now := old.Now(); now.Before(t0) {
+		t.Errorf("Now() = %s, before the trace's start %s", now, t0)
+	}
+}
