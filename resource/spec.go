@@ -1,6 +1,9 @@
 package resource
 
-import "context"
+import (
+	"context"
+	"reflect"
+)
 
 // The operations of [Interface], as used in errors, logs, traces and the
 // "operation" label of metrics.
@@ -52,4 +55,16 @@ type Interface interface {
 // constant.
 type Claimer interface {
 	Claim() string
+}
+
+// IsNil reports whether r is nil, or a nil pointer (a typed nil in the
+// interface, such as a *crud.Resource that was never made), whose methods
+// would dereference nil. Constructors that take a resource check it to
+// return an error that names the field instead of panicking later.
+func IsNil(r Interface) bool {
+	if r == nil {
+		return true
+	}
+	v := reflect.ValueOf(r)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

@@ -1,6 +1,25 @@
 package router
 
-import "k8s.io/apimachinery/pkg/api/meta"
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// accessor returns obj's metadata, or false when it has none: no
+// metadata, or a nil pointer of a type that has it (meta.Accessor takes
+// it, and its getters would dereference nil).
+func accessor(obj any) (metav1.Object, bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil || m == nil {
+		return nil, false
+	}
+	if v := reflect.ValueOf(m); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, false
+	}
+	return m, true
+}
 
 // LabelIs returns a ResourceSetConfig.Handles function that routes objects
 // by the value of one label, as operators route objects to the resource
@@ -12,8 +31,8 @@ import "k8s.io/apimachinery/pkg/api/meta"
 // handled by no set.
 func LabelIs(key, value string, orMissing bool) func(obj any) bool {
 	return func(obj any) bool {
-		m, err := meta.Accessor(obj)
-		if err != nil {
+		m, ok := accessor(obj)
+		if !ok {
 			return false
 		}
 		v, ok := m.GetLabels()[key]

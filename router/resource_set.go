@@ -59,7 +59,7 @@ func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 	seen := make(map[string]int, len(config.Resources))
 	var claims map[string]int
 	for i, r := range config.Resources {
-		if r == nil {
+		if resource.IsNil(r) {
 			return nil, fmt.Errorf("%w: %T.Resources[%d] must not be nil", ErrInvalidConfig, config, i)
 		}
 		name := r.Name()

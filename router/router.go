@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/operatorkit/operatorkit/resource"
 )
@@ -114,8 +113,8 @@ func (r *Router) ResourceSets() []*ResourceSet { return r.sets }
 // objectName names obj in errors and logs: "namespace/name" (or "name") of
 // the given type when obj has Kubernetes object metadata, else its type.
 func objectName(obj any) string {
-	m, err := meta.Accessor(obj)
-	if err != nil {
+	m, ok := accessor(obj)
+	if !ok {
 		return fmt.Sprintf("object of type %T", obj)
 	}
 	name := m.GetName()

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -277,5 +278,45 @@ func TestSingle(t *testing.T) {
 		if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrInvalidConfig saying %s", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestTypedNilObject: a nil pointer of a type with metadata (meta.Accessor
+// takes it) is handled by no set, as LabelIs documents for objects without
+// metadata; LabelIs and the router's error for it dereferenced nil.
+func TestTypedNilObject(t *testing.T) {
+	v1, err := router.NewResourceSet(router.ResourceSetConfig{
+		Name: "v1", Handles: router.LabelIs("version", "1", true),
+		Resources: []resource.Interface{newCrud(t, "a")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{v1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, obj := range map[string]any{
+		"ConfigMap":    (*corev1.ConfigMap)(nil),
+		"Unstructured": (*unstructured.Unstructured)(nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if router.LabelIs("version", "1", true)(obj) {
+				t.Error("LabelIs handles a nil object")
+			}
+			if _, err := r.ResourceSet(obj); !router.IsNoResourceSet(err) {
+				t.Errorf("ResourceSet(%T nil) error = %v, want no resource set", obj, err)
+			}
+		})
+	}
+}
+
+// TestTypedNilResource: a nil *crud.Resource in a set's Resources is
+// refused with an error naming the entry, not a panic on its Name.
+func TestTypedNilResource(t *testing.T) {
+	var never *crud.Resource
+	_, err := router.NewResourceSet(router.ResourceSetConfig{Handles: func(any) bool { return true }, Resources: []resource.Interface{newCrud(t, "a"), never}})
+	if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), "Resources[1] must not be nil") {
+		t.Fatalf("NewResourceSet() error = %v, want ErrInvalidConfig naming Resources[1]", err)
 	}
 }

@@ -48,7 +48,7 @@ var (
 // config.Resource is nil, and the registry's error when a different collector
 // is registered under the same name.
 func New(config Config) (*Resource, error) {
-	if config.Resource == nil {
+	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
 	}
 	duration, err := promutil.Register(config.Registerer, newDurationVec())

@@ -109,6 +109,10 @@ func TestNew(t *testing.T) {
 	if !errors.Is(err, metrics.ErrInvalidConfig) || !strings.Contains(err.Error(), "metrics.Config.Resource must not be empty") {
 		t.Fatalf("New() error = %v, want ErrInvalidConfig naming Resource", err)
 	}
+	var never *plain // a typed nil: its Name would panic
+	if _, err := metrics.New(metrics.Config{Resource: never}); !errors.Is(err, metrics.ErrInvalidConfig) {
+		t.Fatalf("New() with a nil *plain = %v, want ErrInvalidConfig", err)
+	}
 
 	p := &plain{name: "p"}
 	m := newMetrics(t, p, nil) // no registry: still works

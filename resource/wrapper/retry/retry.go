@@ -88,7 +88,7 @@ var (
 // New returns a Resource retrying config.Resource. It returns an error
 // matching [ErrInvalidConfig] when config.Resource is nil.
 func New(config Config) (*Resource, error) {
-	if config.Resource == nil {
+	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
 	}
 	if config.BackOffFactory == nil {

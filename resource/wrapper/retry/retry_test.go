@@ -96,6 +96,10 @@ func TestNew(t *testing.T) {
 	if !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.Resource must not be empty") {
 		t.Fatalf("New() error = %v, want ErrInvalidConfig naming Resource", err)
 	}
+	var never *crud.Resource // a typed nil: its Name would panic
+	if _, err := retry.New(retry.Config{Resource: never}); !errors.Is(err, retry.ErrInvalidConfig) {
+		t.Fatalf("New() with a nil *crud.Resource = %v, want ErrInvalidConfig", err)
+	}
 	f := &flaky{}
 	r, err := retry.New(retry.Config{Resource: f})
 	if err != nil {
