@@ -202,6 +202,8 @@ func DefaultUpdatePredicate(oldObj, newObj any) bool {
 	switch {
 	case o.GetResourceVersion() == n.GetResourceVersion():
 		return true // resync
+	case o.GetUID() != n.GetUID():
+		return true // deleted and created again, seen by a relist as an update
 	case n.GetGeneration() == 0:
 		return true
 	case o.GetGeneration() != n.GetGeneration():

@@ -76,6 +76,10 @@ type unwrapper interface {
 // ResourcePlan.Waits saying what it waits for; one that cancels itself is
 // Skipped. Neither has changes in the plan, as neither would apply any.
 //
+// A panic in a resource is returned as its error (a *PanicError, matching
+// ErrPanic), as a reconciliation would; a nil entry of resources is an
+// error matching ErrInvalidConfig.
+//
 // Plan is only as read-only as the Ops: an Ops that writes in
 // GetCurrentState, GetDesiredState or a New*Patch step is the author's bug.
 // Each resource is planned against the current state of the world, so a
@@ -88,7 +92,10 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 	}
 	plans := make([]ResourcePlan, 0, len(resources))
 	ctx = conditioncontext.NewContext(signal.WithFresh(ctx))
-	for _, r := range resources {
+	for i, r := range resources {
+		if resource.IsNil(r) {
+			return plans, fmt.Errorf("%w: resources[%d] is nil", ErrInvalidConfig, i)
+		}
 		p := ResourcePlan{Resource: r.Name()}
 		pl := findPlanner(r)
 		if pl == nil {
@@ -97,7 +104,11 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 			continue
 		}
 		rctx := signal.WithFlag(ctx, signal.ResourceCanceled)
-		patch, err := pl.Plan(rctx, obj, deleting)
+		var patch *crud.Patch
+		err := recovered(r.Name(), func() (err error) {
+			patch, err = pl.Plan(rctx, obj, deleting)
+			return err
+		})
 		if err != nil {
 			return plans, &ExecutionError{Resource: r.Name(), Operation: "plan", Err: err}
 		}
@@ -280,7 +291,7 @@ func (p ObjectPlan) Format(b *strings.Builder) {
 // obj. The error, also in the result's Err, matches ErrNoResourceSet when
 // no set handles obj (or none is named set); otherwise it is the error of
 // the resource that stops the chain, whose plans before it are in the
-// result. Plan needs no Boot and may run concurrently with
+// result. It runs the set's InitCtx first, as a reconciliation does. Plan needs no Boot and may run concurrently with
 // reconciliations, but the resources read what they read (their caches
 // must have synced). Operator.Plan runs it for a one-off plan command.
 func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, error) {
@@ -305,6 +316,14 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 		return p, err
 	}
 	p.ResourceSet = rs.Name()
+	// With the set's InitCtx, as a reconciliation runs the chain.
+	if err := recovered("resource set "+rs.Name(), func() (err error) {
+		ctx, err = rs.InitCtx(ctx, obj)
+		return err
+	}); err != nil {
+		p.Err = fmt.Errorf("init context of resource set %s: %w", rs.Name(), err)
+		return p, p.Err
+	}
 	p.Resources, p.Err = Plan(ctx, obj, rs.Resources())
 	return p, p.Err
 }

@@ -243,3 +243,79 @@ resource waits
 		t.Fatalf("Plan() = %+v, %v", plans, err)
 	}
 }
+
+type initKey struct{}
+
+// needsInit plans only with the value its resource set's InitCtx puts in
+// the context.
+type needsInit struct{ planOps }
+
+func (o needsInit) GetDesiredState(ctx context.Context, _ any) (any, error) {
+	if ctx.Value(initKey{}) == nil {
+		return nil, errors.New("InitCtx did not run")
+	}
+	return described{}, nil
+}
+
+type panicking struct{ planOps }
+
+func (panicking) GetDesiredState(context.Context, any) (any, error) { panic("nil spec field") }
+
+// TestPlanAsAReconciliation: Framework.Plan runs the set's InitCtx as a
+// reconciliation does (it did not, so resources that read its values could
+// not be planned), and a resource's panic is its error, not a crash of
+// the plan command; a nil resource is an error.
+func TestPlanAsAReconciliation(t *testing.T) {
+	r, err := crud.New(crud.Config{Ops: needsInit{planOps{name: "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true },
+		InitCtx: func(ctx context.Context, _ any) (context.Context, error) {
+			return context.WithValue(ctx, initKey{}, true), nil
+		},
+		Resources: []resource.Interface{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Config{Name: "plan", Informer: informertest.New(), ResourceRouter: rt, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := f.Plan(context.Background(), object("web", 1, nil), ""); err != nil || !p.Changes() {
+		t.Errorf("Plan with the set's InitCtx = %+v, %v; want a change and no error", p, err)
+	}
+
+	pr, err := crud.New(crud.Config{Ops: panicking{planOps{name: "p"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Plan(context.Background(), object("web", 1, nil), []resource.Interface{pr})
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Resource != "p" {
+		t.Errorf("Plan over a panicking resource = %v, want a *PanicError of resource p", err)
+	}
+	if _, err := Plan(context.Background(), object("web", 1, nil), []resource.Interface{nil}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Plan over a nil resource = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestUpdatePredicateObjectReplaced: a relist after a watch gap shows an
+// object deleted and created again under the same name as an update from
+// one UID to another; with the same generation, labels and annotations it
+// was filtered, and the new object waited for the next resync.
+func TestUpdatePredicateObjectReplaced(t *testing.T) {
+	old := object("web", 1, map[string]string{"a": "b"})
+	old.SetUID("uid-1")
+	old.SetResourceVersion("10")
+	replaced := object("web", 1, map[string]string{"a": "b"})
+	replaced.SetUID("uid-2")
+	replaced.SetResourceVersion("42")
+	if !DefaultUpdatePredicate(old, replaced) {
+		t.Error("DefaultUpdatePredicate filtered an object replaced by another of the same name")
+	}
+}

@@ -283,7 +283,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 	if f.dryRun {
 		plans, err := Plan(ctx, obj, set.Resources())
 		if err != nil {
-			return outcome{result: ResultError, err: err}
+			return errorOutcome(err) // a panic in a resource is one
 		}
 		f.traces.addPlans(key, plans)
 		return outcome{result: ResultDryRun}
