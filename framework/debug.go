@@ -30,8 +30,12 @@ type ObjectDebug struct {
 //	mux.Handle(framework.DebugPath+"/", f.DebugHandler())
 //
 // Traces hold object keys, resource and step names, durations and error
-// messages, never object contents; still, serve it on a loopback or
-// otherwise protected address.
+// messages, never object contents. The last dry-run plan of an object
+// (Config.DryRun) is served as its changes describe themselves
+// (ChangeDescriber: resource/child's name the fields and values that
+// differ, with a Secret's values hidden), a change that does not describe
+// itself by its type only (the plan command shows it whole). Still, serve
+// it on a loopback or otherwise protected address.
 func (f *Framework) DebugHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -45,6 +49,7 @@ func (f *Framework) DebugHandler() http.Handler {
 			return
 		}
 		traces, plans := f.traces.get(key)
+		plans = debugPlans(plans)
 		if traces == nil && plans == nil {
 			http.Error(w, fmt.Sprintf("no traces kept for %q (never reconciled, or dropped from the bounded store)", key), http.StatusNotFound)
 			return
@@ -64,6 +69,37 @@ func (f *Framework) DebugHandler() http.Handler {
 		}
 		writeText(w, b.String())
 	})
+}
+
+// describedChange is a change as the debug endpoint shows it: the lines it
+// describes itself with. JSON encodes it as those lines.
+type describedChange []string
+
+func (d describedChange) Describe() []string { return d }
+
+// debugPlans returns plans with every change replaced by its description
+// (ChangeDescriber), or by its type when it has none: never a change's
+// contents, which may be an object with a Secret's data.
+func debugPlans(plans []ResourcePlan) []ResourcePlan {
+	if plans == nil {
+		return nil
+	}
+	out := make([]ResourcePlan, len(plans))
+	for i, p := range plans {
+		p.Create, p.Update, p.Delete = debugChange(p.Create), debugChange(p.Update), debugChange(p.Delete)
+		out[i] = p
+	}
+	return out
+}
+
+func debugChange(c any) any {
+	switch d := c.(type) {
+	case nil:
+		return nil
+	case ChangeDescriber:
+		return describedChange(d.Describe())
+	}
+	return describedChange{fmt.Sprintf("a %T (its contents are not shown here; the plan command shows them)", c)}
 }
 
 func (f *Framework) serveList(w http.ResponseWriter, text bool) {

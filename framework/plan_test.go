@@ -3,11 +3,15 @@ package framework
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
@@ -317,5 +321,54 @@ func TestUpdatePredicateObjectReplaced(t *testing.T) {
 	replaced.SetResourceVersion("42")
 	if !DefaultUpdatePredicate(old, replaced) {
 		t.Error("DefaultUpdatePredicate filtered an object replaced by another of the same name")
+	}
+}
+
+// secretOps plans the create of a Secret, a change that does not describe
+// itself.
+type secretOps struct{ planOps }
+
+func (secretOps) GetDesiredState(context.Context, any) (any, error) {
+	return &corev1.Secret{StringData: map[string]string{"password": "hunter2-SECRET"}}, nil
+}
+func (secretOps) NewUpdatePatch(_ context.Context, _, _, desired any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	p.SetCreateChange(desired)
+	return p, nil
+}
+
+// TestDebugPlanHidesContents: the debug endpoint serves an object's last
+// dry-run plan without the contents of its changes (a Secret's data, in
+// JSON and in text), naming a change that does not describe itself by its
+// type; it served them whole.
+func TestDebugPlanHidesContents(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	r, err := crud.New(crud.Config{Ops: secretOps{planOps{name: "secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Config{Name: "op", Informer: informertest.New(object("web", 1, nil)), ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "the dry-run plan", func() bool { return f.Plans("ns/web") != nil })
+	srv := httptest.NewServer(f.DebugHandler())
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	for _, query := range []string{"", "?format=text"} {
+		resp, err := srv.Client().Get(srv.URL + DebugPath + "/ns/web" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if body := string(b); strings.Contains(body, "hunter2") || !strings.Contains(body, "*v1.Secret") {
+			t.Errorf("debug plan%s =\n%s\nwant the change named by its type, its contents not shown", query, body)
+		}
+	}
+	// The plan itself, for the plan command, is whole.
+	if p := f.Plans("ns/web"); len(p) != 1 || p[0].Create == nil {
+		t.Errorf("Plans = %+v, want the create", p)
 	}
 }

@@ -283,6 +283,7 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		childType:  childType.Elem(),
 		apiVersion: config.GVK.GroupVersion().String(),
 		logger:     log.With(config.Logger, "resource", config.Name),
+		secret:     config.GVK.Group == "" && config.GVK.Kind == "Secret",
 	}
 	if s, ok := config.Cache.(interface {
 		Selection() (string, labels.Selector)

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
@@ -50,5 +51,39 @@ func TestTwoResourcesOfOneKindInOneSet(t *testing.T) {
 	}
 	if _, err := router.NewResourceSet(router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{deployment("web", "op-web"), deployment("worker", "op-worker")}}); err != nil {
 		t.Errorf("NewResourceSet() with a ManagedBy each = %v, want no error", err)
+	}
+}
+
+// TestSecretValuesHidden: a Change of a Secret child names the data fields
+// that differ but not their values, which plans, the debug endpoint and
+// logs show.
+func TestSecretValuesHidden(t *testing.T) {
+	client := newFakeClient[corev1.Secret]()
+	ops, err := child.NewOps(child.Config[*corev1.Secret, *corev1.Secret]{
+		Name: "secret", Client: client.For, Cache: informertest.New(), FieldManager: "op",
+		Desired: func(context.Context, *corev1.Secret) (*corev1.Secret, error) {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"password": "hunter2-SECRET"}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cur, err := ops.GetCurrentState(ctx, owner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	des, err := ops.GetDesiredState(ctx, owner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := ops.NewUpdatePatch(ctx, owner(), cur, des)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create, _ := patch.CreateChange()
+	lines := strings.Join(create.(child.Changes).Describe(), "\n")
+	if strings.Contains(lines, "hunter2") || !strings.Contains(lines, "stringData[password]") {
+		t.Errorf("the create of a Secret describes itself as\n%s\nwant the field named and its value hidden", lines)
 	}
 }

@@ -53,6 +53,9 @@ type ops[O, C Object] struct {
 	// GroupVersion last seen, so that building the owner reference does
 	// not format it again for every reconciliation.
 	ownerAPIVersion atomic.Pointer[apiVersionOf]
+	// secret is set for Secret children: a Change names the data fields
+	// that differ, not their values.
+	secret bool
 }
 
 // apiVersionOf is a GroupVersion with its string.
@@ -476,6 +479,9 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 	if exists && o.config.Matches == nil && len(fields) == 0 {
 		return nil, nil
 	}
+	if o.secret {
+		hideSecretValues(fields)
+	}
 	o.own(d, ref, wl)
 	if o.selector != nil && !o.selector.Matches(labels.Set(d.GetLabels())) {
 		return nil, errNotSelected
@@ -491,6 +497,21 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 		change.UID = c.GetUID()
 	}
 	return change, nil
+}
+
+// hideSecretValues replaces the values of a Secret's data and stringData in
+// fields, which plans, the debug endpoint and logs show, by "(hidden)".
+func hideSecretValues(fields []Field) {
+	for i := range fields {
+		if p := fields[i].Path; strings.HasPrefix(p, "data") || strings.HasPrefix(p, "stringData") {
+			if fields[i].From != "(none)" {
+				fields[i].From = "(hidden)"
+			}
+			if fields[i].To != "(none)" {
+				fields[i].To = "(hidden)"
+			}
+		}
+	}
 }
 
 // setsOwnLabels reports whether d sets a label that own sets: then the
