@@ -291,3 +291,41 @@ func (d *deleteObserver) EnsureDeleted(_ context.Context, obj any) error {
 	}
 	return nil
 }
+
+// TestDeleteAfterLeavingEverySet: an object relabelled to a release no set
+// handles, then deleted, runs the delete chain of the set that last
+// reconciled it; it stayed Terminating for good (no set, so no delete
+// chain, so the finalizer stayed), with its children.
+func TestDeleteAfterLeavingEverySet(t *testing.T) {
+	cleaner := &deleteFunc{name: "cleaner"}
+	obj, dc := deletingThing("web")
+	obj.SetDeletionTimestamp(nil)
+	obj.SetLabels(map[string]string{"release": "1"})
+	inf := informertest.New(obj)
+	rt := testRouter(t, func(o any) bool {
+		acc, err := meta.Accessor(o)
+		return err == nil && acc.GetLabels()["release"] == "1"
+	}, cleaner)
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: rt, Client: dc, Resource: thingsGVRForDeletes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "the first reconciliation", func() bool { return len(f.Traces("ns/web")) > 0 })
+
+	gone := obj.DeepCopy()
+	gone.SetLabels(map[string]string{"release": "3"})
+	now := metav1.Now()
+	gone.SetDeletionTimestamp(&now)
+	gone.SetResourceVersion("4")
+	if err := inf.Update(gone); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the delete chain and the finalizer's removal", func() bool {
+		cur, err := dc.Resource(thingsGVRForDeletes).Namespace("ns").Get(context.Background(), "web", metav1.GetOptions{})
+		return err == nil && len(cur.GetFinalizers()) == 0
+	})
+	if cleaner.calls.Load() == 0 {
+		t.Error("the finalizer was removed without the delete chain")
+	}
+}

@@ -229,6 +229,22 @@ func (f *Framework) finishStatus(ctx context.Context, rctx *reconcileContext, ac
 	return st.finish(ctx, o, tr)
 }
 
+// lastSet returns the resource set that last reconciled the object with
+// key in this process, nil when none did (or the router has no set of that
+// name any more).
+func (f *Framework) lastSet(key string) *router.ResourceSet {
+	name, ok := f.state.resourceSet(key)
+	if !ok || name == "" { // unnamed sets cannot be told apart
+		return nil
+	}
+	for _, s := range f.router.ResourceSets() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	return nil
+}
+
 // recovered runs fn, the user's code outside a resource (a set's Handles or
 // InitCtx), and returns a panic in it as a *PanicError naming what: the
 // reconciliation then ends like one whose resource panicked (counted,
@@ -252,6 +268,14 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		set, err = f.router.ResourceSet(obj) // the sets' Handles
 		return err
 	})
+	if errors.Is(err, router.ErrNoResourceSet) && (tombstone || acc.GetDeletionTimestamp() != nil) {
+		// Deleted after it left every set (relabelled to a release no set
+		// handles): its delete chain is the last set's that handled it,
+		// or its finalizer would keep it Terminating for good.
+		if last := f.lastSet(key); last != nil {
+			set, err = last, nil
+		}
+	}
 	var pe *PanicError
 	switch {
 	case errors.As(err, &pe):

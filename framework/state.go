@@ -300,6 +300,16 @@ func (s *objectState) setResourceSet(key, set string) {
 	s.setCounts[set]++
 }
 
+// resourceSet returns the name of the resource set that last handled key.
+func (s *objectState) resourceSet(key string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.objects[key]; e != nil && e.hasSet {
+		return e.set, true
+	}
+	return "", false
+}
+
 // setFailed records that key's last reconciliation failed.
 func (s *objectState) setFailed(key string) {
 	s.mu.Lock()

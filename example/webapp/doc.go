@@ -28,7 +28,10 @@
 // the Service, and annotates the Deployment's pod template). The pod
 // template carries the release label, so moving a WebApp between releases
 // rolls its pods. Any other value routes nowhere: the framework reports
-// router.ErrNoResourceSet (log, metric, event) and leaves the object alone.
+// router.ErrNoResourceSet (log, metric, event) and leaves the object alone;
+// deleted, it runs the delete chain of the release that last reconciled it
+// (in this process: after a restart it waits, Terminating, for a label a
+// release handles).
 // Moving a WebApp back from release 2 to 1 deletes its Service (release
 // 1's service resource desires none) and the annotation.
 //
@@ -56,7 +59,11 @@
 // chain: the framework's finalizer keeps a deleted WebApp until every
 // child resource has deleted its children (found by their controller owner
 // reference; a child already gone is no error; an object without
-// LabelManagedBy=ManagedBy is never deleted). The Desired functions are not
+// LabelManagedBy=ManagedBy is never deleted). An object of a child's name
+// that exists without that label (a user's ConfigMap "web" beside the
+// WebApp "web") is taken over by the first apply, as controller-runtime's
+// CreateOrUpdate adopts an object without a controller, and deleted with
+// the WebApp then: resource/child does not check for one. The Desired functions are not
 // called then, so a WebApp with an invalid spec can be deleted. The owner
 // references block the owner's deletion on real clusters (hence the update
 // permission on webapps/finalizers).
