@@ -45,7 +45,13 @@
 //     (blockOwnerDeletion) added. The answer goes
 //     to the cache's mutation cache (informer.Informer.Mutation) so the next
 //     reconciliation does not act on an older version, and to
-//     Config.Writes so its watch event does not wake the owner.
+//     Config.Writes so its watch event does not wake the owner. An object
+//     of the child's name that exists but that the Cache does not hold (a
+//     user's, without the label LabelManagedBy) is taken over by that apply
+//     (labelled, owned, and from then on deleted with its owner), as
+//     controller-runtime's CreateOrUpdate adopts an object without a
+//     controller; one controlled by another owner is refused
+//     (ErrInvalidChild). Name children so that they cannot collide.
 //   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
 //     controller reference to the owner; with the UID seen as precondition
 //     (an object re-created since is not deleted: that counts as done), and
