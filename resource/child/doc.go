@@ -51,7 +51,9 @@
 //     (labelled, owned, and from then on deleted with its owner), as
 //     controller-runtime's CreateOrUpdate adopts an object without a
 //     controller; one controlled by another owner is refused
-//     (ErrInvalidChild). Name children so that they cannot collide.
+//     (ErrInvalidChild when the Cache holds it, else the API server's
+//     answer: an object has one controller). Name children so that they
+//     cannot collide.
 //   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
 //     controller reference to the owner; with the UID seen as precondition
 //     (an object re-created since is not deleted: that counts as done), and
