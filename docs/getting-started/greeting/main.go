@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-kit/log/level"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"example.com/greeting/api/v1alpha1"
 	"github.com/operatorkit/operatorkit/framework"
@@ -45,7 +46,11 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, opts.Config(name, restConfig, logger)); err != nil {
+	config := opts.Config(name, restConfig, logger)
+	if config.Sharding != nil { // --shard: the replicas share the Greetings
+		config.Sharding.Resources = []schema.GroupVersionResource{greetings}
+	}
+	if err := run(ctx, config); err != nil {
 		level.Error(logger).Log("msg", "operator failed", "err", err)
 		os.Exit(1)
 	}
