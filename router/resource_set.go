@@ -116,7 +116,8 @@ func (s *ResourceSet) Handles(obj any) bool { return s.handles(obj) }
 
 // InitCtx returns the context for one reconciliation of obj, from
 // ResourceSetConfig.InitCtx, or ctx itself when that is nil. Its error is
-// returned wrapped with the set's name.
+// returned wrapped with the set's name; a nil context without an error is
+// an error too.
 func (s *ResourceSet) InitCtx(ctx context.Context, obj any) (context.Context, error) {
 	if s.initCtx == nil {
 		return ctx, nil
@@ -125,6 +126,9 @@ func (s *ResourceSet) InitCtx(ctx context.Context, obj any) (context.Context, er
 	if err != nil {
 		level.Debug(s.logger).Log("msg", "init ctx failed", "err", err)
 		return nil, fmt.Errorf("resource set %s: init ctx: %w", s.displayName(-1), err)
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("resource set %s: init ctx returned a nil context and no error", s.displayName(-1))
 	}
 	return ctx, nil
 }

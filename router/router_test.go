@@ -320,3 +320,18 @@ func TestTypedNilResource(t *testing.T) {
 		t.Fatalf("NewResourceSet() error = %v, want ErrInvalidConfig naming Resources[1]", err)
 	}
 }
+
+// TestResourceSetInitCtxNilContext: an InitCtx that returns a nil context
+// and no error is an error naming the set, not a nil context passed on to
+// the resources.
+func TestResourceSetInitCtxNilContext(t *testing.T) {
+	s, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true },
+		InitCtx:   func(context.Context, any) (context.Context, error) { return nil, nil }, //nolint:staticcheck // the case under test
+		Resources: []resource.Interface{newCrud(t, "a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctx, err := s.InitCtx(context.Background(), "obj"); err == nil || ctx != nil || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("InitCtx() = %v, %v; want an error about the nil context", ctx, err)
+	}
+}
