@@ -326,7 +326,7 @@ func TestTypedNilResource(t *testing.T) {
 // the resources.
 func TestResourceSetInitCtxNilContext(t *testing.T) {
 	s, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true },
-		InitCtx:   func(context.Context, any) (context.Context, error) { return nil, nil }, //nolint:staticcheck // the case under test
+		InitCtx:   func(context.Context, any) (context.Context, error) { return nil, nil },
 		Resources: []resource.Interface{newCrud(t, "a")}})
 	if err != nil {
 		t.Fatal(err)
