@@ -317,10 +317,7 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 	}
 	p.ResourceSet = rs.Name()
 	// With the set's InitCtx, as a reconciliation runs the chain.
-	if err := recovered("resource set "+rs.Name(), func() (err error) {
-		ctx, err = rs.InitCtx(ctx, obj)
-		return err
-	}); err != nil {
+	if ctx, err = initCtx(ctx, rs, obj); err != nil {
 		p.Err = fmt.Errorf("init context of resource set %s: %w", rs.Name(), err)
 		return p, p.Err
 	}

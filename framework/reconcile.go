@@ -245,6 +245,42 @@ func (f *Framework) lastSet(key string) *router.ResourceSet {
 	return nil
 }
 
+// routeOutcome is the outcome of a reconciliation that found no resource
+// set for its object: a panic in Handles, no set, or another error. Apart,
+// so that the *PanicError that errors.As needs escapes only then.
+func routeOutcome(err error) outcome {
+	var pe *PanicError
+	switch {
+	case errors.As(err, &pe):
+		return outcome{result: ResultPanic, err: err}
+	case errors.Is(err, router.ErrNoResourceSet):
+		return outcome{result: ResultNoResourceSet, err: err}
+	}
+	return outcome{result: ResultPermanent, err: err}
+}
+
+// route returns the resource set for obj, with a panic in a set's Handles
+// (the user's code) as a *PanicError (see recovered). No closure: it runs
+// in every reconciliation.
+func (f *Framework) route(obj any) (set *router.ResourceSet, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Resource: "router", Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return f.router.ResourceSet(obj)
+}
+
+// initCtx is set.InitCtx, with a panic in it as a *PanicError.
+func initCtx(ctx context.Context, set *router.ResourceSet, obj any) (_ context.Context, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Resource: "resource set " + set.Name(), Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return set.InitCtx(ctx, obj)
+}
+
 // recovered runs fn, the user's code outside a resource (a set's Handles or
 // InitCtx), and returns a panic in it as a *PanicError naming what: the
 // reconciliation then ends like one whose resource panicked (counted,
@@ -263,11 +299,7 @@ func recovered(what string, fn func() error) (err error) {
 // and the finalizer's removal, or the finalizer's addition and the update
 // chain. rctx carries the status state of the reconciliation, if any.
 func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key string, obj any, acc metav1.Object, tombstone bool, tr *trace.Trace) outcome {
-	var set *router.ResourceSet
-	err := recovered("router", func() (err error) {
-		set, err = f.router.ResourceSet(obj) // the sets' Handles
-		return err
-	})
+	set, err := f.route(obj)
 	if errors.Is(err, router.ErrNoResourceSet) && (tombstone || acc.GetDeletionTimestamp() != nil) {
 		// Deleted after it left every set (relabelled to a release no set
 		// handles): its delete chain is the last set's that handled it,
@@ -276,14 +308,8 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 			set, err = last, nil
 		}
 	}
-	var pe *PanicError
-	switch {
-	case errors.As(err, &pe):
-		return outcome{result: ResultPanic, err: err}
-	case errors.Is(err, router.ErrNoResourceSet):
-		return outcome{result: ResultNoResourceSet, err: err}
-	case err != nil:
-		return outcome{result: ResultPermanent, err: err}
+	if err != nil {
+		return routeOutcome(err)
 	}
 	tr.ResourceSet = set.Name()
 	f.state.setResourceSet(key, set.Name())
@@ -291,10 +317,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		st.setName = set.Name()
 	}
 
-	if err := recovered("resource set "+set.Name(), func() (err error) {
-		ctx, err = set.InitCtx(ctx, obj)
-		return err
-	}); err != nil {
+	if ctx, err = initCtx(ctx, set, obj); err != nil {
 		return errorOutcome(fmt.Errorf("init context of resource set %s: %w", set.Name(), err))
 	}
 
