@@ -11,6 +11,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/internal/opswrap"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -154,8 +156,10 @@ func (r *Resource) WrapOps(wrap func(crud.Ops) crud.Ops) (resource.Interface, bo
 	return &c, true
 }
 
-// retry calls op until it succeeds, fails permanently, the backoff stops or
-// ctx is done.
+// retry calls op until it succeeds, fails permanently, the backoff stops,
+// ctx is done, or the resource or the reconciliation was canceled
+// (resourcecanceledcontext, reconciliationcanceledcontext: the resource
+// said it has nothing more to do this time).
 func (r *Resource) retry(ctx context.Context, operation string, op func(ctx context.Context) error) error {
 	b := r.newBackOff()
 	b.Reset()
@@ -166,6 +170,9 @@ func (r *Resource) retry(ctx context.Context, operation string, op func(ctx cont
 		}
 		if ctx.Err() != nil {
 			return errors.Join(err, context.Cause(ctx))
+		}
+		if resourcecanceledcontext.IsCanceled(ctx) || reconciliationcanceledcontext.IsCanceled(ctx) {
+			return err
 		}
 		wait := b.NextBackOff()
 		if wait == backoff.Stop {

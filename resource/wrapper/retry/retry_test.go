@@ -14,6 +14,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/goleak"
 
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
+	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/crud/crudtest"
@@ -326,6 +328,48 @@ func TestAPIErrorsThatARetryCannotFix(t *testing.T) {
 			}
 			if calls := f.Calls(); calls != tt.wantCalls {
 				t.Fatalf("calls = %d, want %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// cancelingResource cancels itself (or the whole reconciliation) and
+// returns a retryable error in the same call.
+type cancelingResource struct {
+	cancel func(context.Context)
+	calls  int
+}
+
+func (c *cancelingResource) Name() string { return "canceling" }
+func (c *cancelingResource) EnsureCreated(ctx context.Context, _ any) error {
+	c.calls++
+	c.cancel(ctx)
+	return errors.New("try again later")
+}
+func (c *cancelingResource) EnsureDeleted(ctx context.Context, obj any) error {
+	return c.EnsureCreated(ctx, obj)
+}
+
+// TestNoRetryAfterCancel: a resource that canceled itself, or the
+// reconciliation, has nothing more to do this time: its error is not
+// retried (it was, until the backoff gave up).
+func TestNoRetryAfterCancel(t *testing.T) {
+	for name, cancel := range map[string]func(context.Context){
+		"resource":       resourcecanceledcontext.SetCanceled,
+		"reconciliation": reconciliationcanceledcontext.SetCanceled,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := &cancelingResource{cancel: cancel}
+			r, err := retry.New(retry.Config{Resource: c, BackOffFactory: zeroRetries(3)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := reconciliationcanceledcontext.NewContext(resourcecanceledcontext.NewContext(context.Background()))
+			if err := r.EnsureCreated(ctx, nil); err == nil {
+				t.Error("EnsureCreated() = nil, want the resource's error")
+			}
+			if c.calls != 1 {
+				t.Errorf("calls = %d after the resource canceled, want 1", c.calls)
 			}
 		})
 	}
