@@ -21,6 +21,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 )
 
@@ -149,17 +150,7 @@ func TestGoneObjectLeavesNoState(t *testing.T) {
 	r := &deleteFunc{name: "teardown", del: func(context.Context) error {
 		return retry.Permanent(errors.New("bad spec"))
 	}}
-	obj := object("gone", 1, nil)
-	inf := informertest.New(obj)
-	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot(t, f)
-	pollUntil(t, "the first reconciliation", func() bool { return len(f.Traces("ns/gone")) == 1 })
-	if err := inf.Delete(obj); err != nil {
-		t.Fatal(err)
-	}
+	f, _ := deletedWithoutFinalizer(t, r)
 	pollUntil(t, "the delete chain's end", func() bool { return len(f.Traces("ns/gone")) == 2 })
 	if got := f.Traces("ns/gone")[1].Result; got != ResultPermanent {
 		t.Errorf("delete chain result = %q, want %q", got, ResultPermanent)
@@ -250,18 +241,7 @@ func TestFinalizerPatchAfterAWriteOfTheDeleteChain(t *testing.T) {
 // left as it was.
 func TestTombstoneCarriesADeletionTimestamp(t *testing.T) {
 	seen := make(chan bool, 1)
-	obj := object("gone", 1, nil)
-	inf := informertest.New(obj)
-	check := &deleteObserver{seen: seen}
-	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, check), DisableFinalizers: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot(t, f)
-	pollUntil(t, "the first reconciliation", func() bool { return len(f.Traces("ns/gone")) == 1 })
-	if err := inf.Delete(obj); err != nil {
-		t.Fatal(err)
-	}
+	_, obj := deletedWithoutFinalizer(t, &deleteObserver{seen: seen})
 	select {
 	case withTimestamp := <-seen:
 		if !withTimestamp {
@@ -328,4 +308,24 @@ func TestDeleteAfterLeavingEverySet(t *testing.T) {
 	if cleaner.calls.Load() == 0 {
 		t.Error("the finalizer was removed without the delete chain")
 	}
+}
+
+// deletedWithoutFinalizer boots a Framework without finalizers over the
+// one resource r, lets it reconcile the object ns/gone once, and deletes
+// that object (returned) from the informer: its delete chain runs from the
+// tombstone.
+func deletedWithoutFinalizer(t *testing.T, r resource.Interface) (*Framework, *unstructured.Unstructured) {
+	t.Helper()
+	obj := object("gone", 1, nil)
+	inf := informertest.New(obj)
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "the first reconciliation", func() bool { return len(f.Traces("ns/gone")) == 1 })
+	if err := inf.Delete(obj); err != nil {
+		t.Fatal(err)
+	}
+	return f, obj
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/operatorkit/operatorkit/internal/signal"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/router"
 )
 
 // ResourcePlan is what one resource would change, as computed by Plan.
@@ -291,9 +292,10 @@ func (p ObjectPlan) Format(b *strings.Builder) {
 // obj. The error, also in the result's Err, matches ErrNoResourceSet when
 // no set handles obj (or none is named set); otherwise it is the error of
 // the resource that stops the chain, whose plans before it are in the
-// result. It runs the set's InitCtx first, as a reconciliation does. Plan needs no Boot and may run concurrently with
-// reconciliations, but the resources read what they read (their caches
-// must have synced). Operator.Plan runs it for a one-off plan command.
+// result. It runs the set's InitCtx first, as a reconciliation does. Plan
+// needs no Boot and may run concurrently with reconciliations, but the
+// resources read what they read (their caches must have synced).
+// Operator.Plan runs it for a one-off plan command.
 func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, error) {
 	var p ObjectPlan
 	if acc, err := meta.Accessor(obj); err == nil {
@@ -302,14 +304,12 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 			p.Object = ns + "/" + p.Object
 		}
 	}
-	rs, err := f.router.ResourceSet(obj)
-	if set != "" {
-		rs, err = nil, fmt.Errorf("%w: no resource set is named %q", ErrNoResourceSet, set)
-		for _, s := range f.router.ResourceSets() {
-			if s.Name() == set {
-				rs, err = s, nil
-			}
-		}
+	var rs *router.ResourceSet
+	var err error
+	if set == "" {
+		rs, err = f.router.ResourceSet(obj)
+	} else if rs = f.setNamed(set); rs == nil {
+		err = fmt.Errorf("%w: no resource set is named %q", ErrNoResourceSet, set)
 	}
 	if err != nil {
 		p.Err = err

@@ -237,6 +237,11 @@ func (f *Framework) lastSet(key string) *router.ResourceSet {
 	if !ok || name == "" { // unnamed sets cannot be told apart
 		return nil
 	}
+	return f.setNamed(name)
+}
+
+// setNamed returns the router's resource set named name, nil when none is.
+func (f *Framework) setNamed(name string) *router.ResourceSet {
 	for _, s := range f.router.ResourceSets() {
 		if s.Name() == name {
 			return s
@@ -260,8 +265,9 @@ func routeOutcome(err error) outcome {
 }
 
 // route returns the resource set for obj, with a panic in a set's Handles
-// (the user's code) as a *PanicError (see recovered). No closure: it runs
-// in every reconciliation.
+// (the user's code) as a *PanicError: the reconciliation then ends like
+// one whose resource panicked (counted, retried with backoff, its status
+// written), not in reconcile's last-resort recover, which writes no status.
 func (f *Framework) route(obj any) (set *router.ResourceSet, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -281,11 +287,10 @@ func initCtx(ctx context.Context, set *router.ResourceSet, obj any) (_ context.C
 	return set.InitCtx(ctx, obj)
 }
 
-// recovered runs fn, the user's code outside a resource (a set's Handles or
-// InitCtx), and returns a panic in it as a *PanicError naming what: the
-// reconciliation then ends like one whose resource panicked (counted,
-// retried with backoff, its status written), not in reconcile's last-resort
-// recover, which writes no status.
+// recovered runs fn and returns a panic in it as a *PanicError naming what,
+// as ensure does for a resource's operation: Plan's step of a resource. (A
+// closure: route and initCtx, which run in every reconciliation, recover
+// on their own.)
 func recovered(what string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -32,8 +32,7 @@ type objectState struct {
 type objectEntry struct {
 	// tombstone is the last state of an object that vanished without the
 	// Framework's finalizer, for its delete chain.
-	tombstone    any
-	hasTombstone bool
+	tombstone any
 	// pending is the first time the object needed a reconciliation not
 	// done yet; zero when none is pending.
 	pending time.Time
@@ -63,7 +62,7 @@ type objectEntry struct {
 }
 
 func (e *objectEntry) empty() bool {
-	return !e.hasTombstone && e.pending.IsZero() && !e.inDeletion && !e.hasSet && !e.failed &&
+	return e.tombstone == nil && e.pending.IsZero() && !e.inDeletion && !e.hasSet && !e.failed &&
 		e.expected == nil && !e.running && !e.released && e.idle == nil
 }
 
@@ -196,7 +195,7 @@ func (s *objectState) setTombstone(key string, obj any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key)
-	e.tombstone, e.hasTombstone = obj, true
+	e.tombstone = obj
 	if e.pending.IsZero() {
 		e.pending = s.now()
 	}
@@ -206,7 +205,7 @@ func (s *objectState) tombstone(key string) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.objects[key]; e != nil {
-		return e.tombstone, e.hasTombstone
+		return e.tombstone, e.tombstone != nil
 	}
 	return nil, false
 }

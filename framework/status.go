@@ -65,11 +65,6 @@ const (
 // is still recorded.
 const statusWriteTimeout = 10 * time.Second
 
-const (
-	maxConditionMessage = conditions.MaxMessage
-	maxConditionReason  = conditions.MaxReason
-)
-
 // frameworkTypes are the condition types the Framework decides.
 var frameworkTypes = [...]string{conditioncontext.Ready, conditioncontext.Reconciling, conditioncontext.Stalled}
 
@@ -778,7 +773,7 @@ func (s *statusRun) refresh(ctx context.Context) error {
 // delete chain that succeeded.
 func (s *statusRun) frameworkConditions(o outcome, set []metav1.Condition, tr *trace.Trace) ([]metav1.Condition, bool) {
 	cond := func(t string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: status, Reason: reason, Message: truncate(message, maxConditionMessage)}
+		return metav1.Condition{Type: t, Status: status, Reason: reason, Message: conditions.Fit(message, conditions.MaxMessage)}
 	}
 	switch o.result {
 	case ResultSuccess, ResultRequeue:
@@ -879,7 +874,7 @@ func failureReason(err error, tr *trace.Trace) string {
 	if reason[0] < 'A' || reason[0] > 'Z' {
 		reason = "Resource" + reason
 	}
-	return truncate(reason, maxConditionReason)
+	return conditions.Fit(reason, conditions.MaxReason)
 }
 
 // validReason reports whether reason is allowed as a condition's reason.
@@ -909,8 +904,6 @@ func camel(s string) string {
 	}
 	return b.String()
 }
-
-func truncate(s string, n int) string { return conditions.Fit(s, n) }
 
 // transitionTime returns the lastTransitionTime of c: the one it has in
 // list when its status stays, now otherwise.

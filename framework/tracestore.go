@@ -155,10 +155,11 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 		snap.Steps = append(snap.Steps[:MaxStepsPerTrace-1:MaxStepsPerTrace-1], snap.Steps[n-1])
 		keep = &snap
 	}
-	noop := quiet && keep == tr && tr.Result == ResultSuccess && tr.ScanSteps(changedNothing)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, held := s.byKey[key]; !held && noop && (s.quiet.Len() >= s.maxQuiet || s.quiet.Len()+s.busy.Len() >= s.maxObjects) {
+	if _, held := s.byKey[key]; !held && quiet && keep == tr && tr.Result == ResultSuccess &&
+		(s.quiet.Len() >= s.maxQuiet || s.quiet.Len()+s.busy.Len() >= s.maxObjects) &&
+		tr.ScanSteps(changedNothing) { // last: only when it decides (s.mu before a trace's lock, as Fold)
 		return false // no free place, and nothing worth another object's
 	}
 	ot, dropped := s.entry(key, quiet)

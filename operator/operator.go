@@ -596,17 +596,16 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 			errs <- err
 		})
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	// fin closes when every Framework stopped, once the Lease's loss
+	// closes nothing any more.
 	fin := make(chan struct{})
-	go func() { <-done; stopOnLost(); close(fin) }()
+	go func() { wg.Wait(); stopOnLost(); close(fin) }()
 	<-fctx.Done()
 	level.Info(o.logger).Log("msg", "stopping the frameworks: waiting for reconciliations in flight", "timeout", o.config.ShutdownTimeout)
 	timer := time.NewTimer(o.config.ShutdownTimeout)
 	defer timer.Stop()
 	select {
-	case <-done:
-		<-fin // the Lease's loss closes nothing from here on
+	case <-fin:
 	case <-timer.C:
 		if lost != nil && lost.Err() != nil && ctx.Err() == nil {
 			return fmt.Errorf("operator %s: %w: %s; reconciliations still running after ShutdownTimeout (%s), their writes refused", o.config.Name, ErrLeaseLost, lease, o.config.ShutdownTimeout), fin

@@ -484,17 +484,16 @@ func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Frame
 				return
 			}
 			s.handing[id] = true
-			s.handWG.Add(1) // under mu: never concurrent with the Wait after handClosed
-			s.mu.Unlock()
-			go func() {
-				defer s.handWG.Done()
+			// Under mu: never concurrent with the Wait after handClosed.
+			s.handWG.Go(func() {
 				defer func() {
 					s.mu.Lock()
 					delete(s.handing, id)
 					s.mu.Unlock()
 				}()
 				s.handOver(ctx, fws, gvr, m.GetNamespace(), m.GetName(), key)
-			}()
+			})
+			s.mu.Unlock()
 		}
 		if _, err := si.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    check,

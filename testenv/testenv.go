@@ -88,7 +88,8 @@ type Env struct {
 // start; its deadline does not bound the first build, its cancellation
 // does (a deadline that passes during the build lets it finish into the
 // cache, and Start then fails without starting the server: give a first
-// start no deadline, or call Build before it). The server runs until Stop, or until this process exits: it never
+// start no deadline, or call Build before it). The server runs until Stop,
+// or until this process exits: it never
 // outlives its parent. On error everything started so far is stopped
 // again.
 func Start(ctx context.Context, opts Options) (*Env, error) {
