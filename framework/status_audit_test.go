@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -100,4 +101,36 @@ func TestPanicInHandlesWritesTheStatus(t *testing.T) {
 	if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "handles: unexpected object") {
 		t.Errorf("Ready on the server = %+v, want False with the panic", ready)
 	}
+}
+
+// TestGuardTaskPanicReleasesTheLock: a Guard's task that panics leaves its
+// outcome (Unknown, with the panic), not the lock, on the object; the lock
+// stopped every retry's Guard as "locked by another reconciliation" until
+// it expired.
+func TestGuardTaskPanicReleasesTheLock(t *testing.T) {
+	var runs atomic.Int64
+	r := &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+		return conditioncontext.Guard(ctx, "DatabaseReady", "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			if runs.Add(1) == 1 {
+				panic("cloud SDK: nil map")
+			}
+			return metav1.ConditionTrue, "Created", "", nil
+		})
+	}}
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, nil, r), func(c *Config) {
+		c.BackOffFactory = func() backoff.BackOff { return backoff.NewConstantBackOff(time.Millisecond) }
+	})
+	if tr := st.traces(t, 1)[0]; tr.Result != ResultPanic {
+		t.Fatalf("first result = %s %q, want %s", tr.Result, tr.Error, ResultPanic)
+	}
+	c := meta.FindStatusCondition(conditionsOf(t, st.server.get()), "DatabaseReady")
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != "CreatingFailed" || c.Message != "panic: cloud SDK: nil map" {
+		t.Errorf("DatabaseReady on the server after the panic = %+v, want Unknown CreatingFailed with the panic", c)
+	}
+	st.sync(t)
+	pollUntil(t, "the retry's task to run", func() bool { return runs.Load() >= 2 })
+	pollUntil(t, "DatabaseReady True", func() bool {
+		c := meta.FindStatusCondition(conditionsOf(t, st.server.get()), "DatabaseReady")
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
 }

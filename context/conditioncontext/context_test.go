@@ -248,3 +248,24 @@ func TestGuardWithNilLockFunc(t *testing.T) {
 		t.Errorf("condition after Guard = %+v, %v", c, ok)
 	}
 }
+
+// TestGuardTaskPanics: a task that panics records its outcome as Unknown
+// (the change may or may not have happened) before the panic goes on, so
+// that the lock does not outlive the reconciliation.
+func TestGuardTaskPanics(t *testing.T) {
+	ctx := NewGuardedContext(context.Background(), nil, func(context.Context, metav1.Condition) error { return nil })
+	func() {
+		defer func() {
+			if v := recover(); v != "cloud SDK: nil map" {
+				t.Errorf("recovered %v, want the task's panic to go on", v)
+			}
+		}()
+		_ = Guard(ctx, "DatabaseReady", "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			panic("cloud SDK: nil map")
+		})
+	}()
+	want := metav1.Condition{Type: "DatabaseReady", Status: metav1.ConditionUnknown, Reason: "CreatingFailed", Message: "panic: cloud SDK: nil map"}
+	if got, ok := Get(ctx, "DatabaseReady"); !ok || got != want {
+		t.Errorf("condition after the panic = %+v, want %+v", got, want)
+	}
+}

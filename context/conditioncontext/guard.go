@@ -37,6 +37,9 @@ type Task func(ctx context.Context) (status metav1.ConditionStatus, reason, mess
 //  2. it runs task;
 //  3. it records task's outcome with [Set], for the end-of-chain write, and
 //     returns task's error (wrapped, so errors.Is and errors.As reach it).
+//     A task that panics records Unknown, the "Failed" reason and the
+//     panic, and the panic goes on (the Framework recovers it and retries
+//     the object, whose next Guard locks again).
 //
 // conditionType and reason must be valid for metav1.Condition; when they
 // are not, or ctx has no conditions ([ErrNoConditions]), Guard runs nothing
@@ -58,7 +61,7 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 		}
 		s.Locked(lock)
 	}
-	status, outReason, message, err := task(ctx)
+	status, outReason, message, err := runTask(ctx, conditionType, reason, task)
 	if status == "" {
 		status = metav1.ConditionTrue
 		if err != nil {
@@ -67,8 +70,8 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 	}
 	if outReason == "" {
 		outReason = reason
-		if err != nil && len(reason)+len("Failed") <= conditions.MaxReason {
-			outReason = reason + "Failed"
+		if err != nil {
+			outReason = failedReason(reason)
 		}
 	}
 	if message == "" && err != nil {
@@ -81,6 +84,31 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 		return fmt.Errorf("guarded change of condition %s: %w", conditionType, err)
 	}
 	return nil
+}
+
+// runTask runs task. When it panics, the outcome is recorded before the
+// panic goes on (to the Framework, which recovers it and retries the
+// object): Unknown, for the change may or may not have happened, with the
+// panic in the message. Without it the lock would stay in the end-of-chain
+// write, and stop every Guard of the condition (the retries' included)
+// until it expires.
+func runTask(ctx context.Context, conditionType, reason string, task Task) (metav1.ConditionStatus, string, string, error) {
+	defer func() {
+		if v := recover(); v != nil {
+			Set(ctx, conditionType, metav1.ConditionUnknown, failedReason(reason), conditions.Fit(fmt.Sprintf("panic: %v", v), conditions.MaxMessage))
+			panic(v)
+		}
+	}()
+	return task(ctx)
+}
+
+// failedReason is the reason of a failed task that gave none: the lock's
+// reason with "Failed" appended, when that fits.
+func failedReason(reason string) string {
+	if len(reason)+len("Failed") > conditions.MaxReason {
+		return reason
+	}
+	return reason + "Failed"
 }
 
 // Validate returns an error matching [ErrInvalidCondition] when c breaks a
