@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/informer"
@@ -38,6 +40,43 @@ func TestRunCacheNeverSyncs(t *testing.T) {
 	err = o.Run(ctx)
 	if !errors.Is(err, informer.ErrNotSynced) || !strings.Contains(err.Error(), "CacheSyncTimeout (300ms)") || !strings.Contains(err.Error(), "things") {
 		t.Fatalf("Run() = %v, want an error matching informer.ErrNotSynced that names the informer and CacheSyncTimeout", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("Run returned only when its context ended")
+	}
+}
+
+// TestRunStopsWhenTheHTTPServerFails: a listener that fails while Run runs
+// stops the operator with the server's error; it was only logged, and the
+// replica ran on without probes or metrics.
+func TestRunStopsWhenTheHTTPServerFails(t *testing.T) {
+	verifyNoLeaks(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+	}))
+	t.Cleanup(srv.Close)
+	o, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL}, Name: "httpfails", Registry: prometheus.NewRegistry(), MetricsAddress: "127.0.0.1:0", CacheSyncTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.NewFramework(thingsConfig(t, o)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- o.Run(ctx) }()
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return o.srv.Load() != nil, nil
+	}); err != nil {
+		t.Fatalf("waiting for the HTTP server to listen: %v", err)
+	}
+	_ = o.srv.Load().metrics.ln.Close()
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), "operator httpfails: HTTP server stopped: serve on 127.0.0.1:") || !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Run() = %v, want the HTTP server's error", err)
 	}
 	if ctx.Err() != nil {
 		t.Error("Run returned only when its context ended")

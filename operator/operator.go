@@ -407,8 +407,10 @@ func (o *Operator) MetricsURL() string {
 // once, and the writes of the Operator's clients are refused from then
 // on: RESTConfig), or a shutdown that exceeded ShutdownTimeout (the Lease
 // is then released only when the last reconciliation ends; after a lost
-// Lease the error matches ErrLeaseLost as well). Run is called once.
-func (o *Operator) Run(ctx context.Context) error {
+// Lease the error matches ErrLeaseLost as well), or the HTTP server's
+// error when it stops serving while Run runs (the operator then shuts down
+// in order, as when ctx ends). Run is called once.
+func (o *Operator) Run(ctx context.Context) (err error) {
 	o.mu.Lock()
 	if o.started {
 		o.mu.Unlock()
@@ -430,6 +432,12 @@ func (o *Operator) Run(ctx context.Context) error {
 		host, _ := os.Hostname()
 		identity = host + "_" + rand.String(10)
 	}
+	// An HTTP server that stops serving stops the operator, as ctx would,
+	// and its error is Run's (a replica without probes or metrics is not
+	// one to keep running).
+	parent := ctx
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 	var st state
 	srv, err := listen(serverConfig{
 		metricsAddress: o.config.MetricsAddress,
@@ -448,11 +456,24 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.srv.Store(srv)
 	srvCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
 	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.serve(srvCtx) }()
+	go func() {
+		err := srv.serve(srvCtx)
+		if err != nil && srvCtx.Err() == nil {
+			err = fmt.Errorf("operator %s: HTTP server stopped: %w", o.config.Name, err)
+			level.Error(o.logger).Log("msg", "HTTP server stopped: stopping the operator", "err", err)
+			stopRun(err)
+		}
+		srvDone <- err
+	}()
 	defer func() {
 		stopServer()
-		if err := <-srvDone; err != nil {
-			level.Warn(o.logger).Log("msg", "HTTP server stopped with error", "err", err)
+		serr := <-srvDone
+		switch {
+		case serr == nil:
+		case err == nil && parent.Err() == nil && errors.Is(context.Cause(ctx), serr):
+			err = serr
+		default:
+			level.Warn(o.logger).Log("msg", "HTTP server stopped with error", "err", serr)
 		}
 	}()
 	level.Info(o.logger).Log("msg", "starting", "metrics", srv.metricsURL(), "probes", srv.probeURL(), "frameworks", len(frameworks), "informers", len(informers), "leaderElection", o.config.LeaderElection)
