@@ -22,12 +22,7 @@ import (
 // after CacheSyncTimeout, instead of waiting until its context ends and
 // then returning nil.
 func TestRunCacheNeverSyncs(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
-	}))
-	t.Cleanup(srv.Close)
+	srv := notServingAPIServer(t)
 	o, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL}, Name: "nosync", Registry: prometheus.NewRegistry(), CacheSyncTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +46,7 @@ func TestRunCacheNeverSyncs(t *testing.T) {
 // replica ran on without probes or metrics.
 func TestRunStopsWhenTheHTTPServerFails(t *testing.T) {
 	verifyNoLeaks(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
-	}))
-	t.Cleanup(srv.Close)
+	srv := notServingAPIServer(t)
 	o, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL}, Name: "httpfails", Registry: prometheus.NewRegistry(), MetricsAddress: "127.0.0.1:0", CacheSyncTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -81,4 +71,16 @@ func TestRunStopsWhenTheHTTPServerFails(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Error("Run returned only when its context ended")
 	}
+}
+
+// notServingAPIServer is an API server that answers every request with 404:
+// nothing is served, so no cache ever syncs.
+func notServingAPIServer(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
