@@ -36,7 +36,9 @@
 //     writes at once, so that an owner deleted an instant after its child
 //     was created (before the informer showed the child) still has it
 //     deleted by its delete chain, also where no garbage collector runs
-//     (testenv's API server).
+//     (testenv's API server); an answer the informer's handler is already
+//     past (it saw the child deleted, adopted or relabelled since) is not
+//     taken back.
 //   - Writes: create and update are one server-side apply each (PATCH
 //     application/apply-patch+yaml, Config.FieldManager, force), of the
 //     fields the desired object sets, with the label LabelManagedBy, the

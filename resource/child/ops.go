@@ -655,7 +655,7 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 			// At once, not when the informer's handler sees it: a
 			// delete chain that runs an instant after this create
 			// must find the child.
-			o.owners.onAdd(answer)
+			o.owners.answer(answer)
 		}
 		level.Debug(o.logger).Log("msg", "applied child", "action", c.Action, "kind", c.Kind, "child", c.Namespace+"/"+c.Name, "resourceVersion", answer.GetResourceVersion())
 	}

@@ -2,7 +2,9 @@ package child
 
 import (
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,11 +30,12 @@ import (
 // The handler sees an object a moment after the store does, and the
 // answer of the resource's own write later still. So the resource adds the
 // answers of its own writes at once (the handler later puts the cached
-// object in their place, by name), and drops a child whose delete found it
-// gone (an answer the informer never showed, its create and delete both
-// missed in a relist). Any other child missed by the lag is one the watch
-// delivered an instant before the owner's reconciliation; its own event
-// wakes the owner again (Operator.Owns).
+// object in their place, by name), unless the handler is already past the
+// answer's resourceVersion (see answer), and drops a child whose delete
+// found it gone (an answer the informer never showed, its create and
+// delete both missed in a relist). Any other child missed by the lag is
+// one the watch delivered an instant before the owner's reconciliation;
+// its own event wakes the owner again (Operator.Owns).
 type ownerIndex struct {
 	managedBy string
 
@@ -41,6 +44,15 @@ type ownerIndex struct {
 	// the (rare) owners with several.
 	first map[types.UID]metav1.Object
 	more  map[types.UID][]metav1.Object
+	// seen is the highest resourceVersion, as an integer, of the objects
+	// the handler was given (0 before the first). The informer receives a
+	// watch's changes in the order of their resourceVersions (a relist:
+	// the state at one at least as high) and gives the handler each
+	// object's changes in order, so every change up to seen has reached
+	// the handler, or waits in the informer's queue, as itself or as a
+	// newer state of its object. Raised by the handler only (see), read
+	// under mu by answer.
+	seen atomic.Uint64
 
 	synced func() bool
 }
@@ -82,12 +94,58 @@ func childOwner(obj any, managedBy string) (metav1.Object, types.UID) {
 
 func (x *ownerIndex) ownerOf(obj any) (metav1.Object, types.UID) { return childOwner(obj, x.managedBy) }
 
+// resourceVersion returns m's resourceVersion as an integer, as etcd makes
+// it, and false when it is not one (an aggregated API server's) or m is nil.
+func resourceVersion(m metav1.Object) (uint64, bool) {
+	if m == nil {
+		return 0, false
+	}
+	rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+	return rv, err == nil
+}
+
+// see raises seen to m's resourceVersion. The handler calls it for every
+// object it is given, before it changes the index for it.
+func (x *ownerIndex) see(m metav1.Object) {
+	rv, ok := resourceVersion(m)
+	for ok {
+		s := x.seen.Load()
+		if rv <= s || x.seen.CompareAndSwap(s, rv) {
+			return
+		}
+	}
+}
+
+// answer indexes m, the API server's answer to a write of the resource
+// itself, unless the handler has seen m's resourceVersion or a newer one:
+// it has then indexed m, or its newer state in m's place, or dropped it
+// when it was deleted, adopted by another owner or relabelled since. The
+// answer would take such a child back, and with nothing left to drop it
+// the owner's next delete would delete the child another owner or resource
+// now keeps. (When the handler saw a newer change of another object first,
+// it indexes m an instant later: that is the lag of any watch event.) An
+// answer whose resourceVersion is not an integer is indexed.
+func (x *ownerIndex) answer(m metav1.Object) {
+	_, uid := x.ownerOf(m)
+	if uid == "" {
+		return
+	}
+	rv, ok := resourceVersion(m)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !ok || rv > x.seen.Load() {
+		x.putLocked(uid, m)
+	}
+}
+
 // The handler's functions. The informer calls them one at a time, in the
 // order of the store's changes, and gives an update the object the store
 // held before: the one the index holds, under the owner that object names.
 
 func (x *ownerIndex) onAdd(obj any) {
-	if m, uid := x.ownerOf(obj); uid != "" {
+	m, uid := x.ownerOf(obj)
+	x.see(m)
+	if uid != "" {
 		x.mu.Lock()
 		x.putLocked(uid, m)
 		x.mu.Unlock()
@@ -97,6 +155,7 @@ func (x *ownerIndex) onAdd(obj any) {
 func (x *ownerIndex) onUpdate(old, obj any) {
 	om, ou := x.ownerOf(old)
 	m, uid := x.ownerOf(obj)
+	x.see(m)
 	if ou == "" && uid == "" {
 		return
 	}
@@ -121,6 +180,7 @@ func (x *ownerIndex) onDelete(obj any) {
 		obj = d.Obj
 	}
 	m, uid := x.ownerOf(obj)
+	x.see(m)
 	if m == nil || (uid == "" && m.GetLabels()[LabelManagedBy] != x.managedBy) {
 		return
 	}
