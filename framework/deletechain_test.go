@@ -329,3 +329,72 @@ func deletedWithoutFinalizer(t *testing.T, r resource.Interface) (*Framework, *u
 	}
 	return f, obj
 }
+
+// TestObjectGoneBeforeTheFinalizerPatchLeavesNoMark: an object that
+// vanishes during its delete chain (someone else removed the Framework's
+// finalizer) gets a 404 for the finalizer patch. When its delete event came
+// before the patch, the Framework reconciles its tombstone and must then keep
+// nothing of it, not even the mark of its UID as finalized, which no later
+// delete event would consume. When the delete event comes after the 404, it
+// consumes the mark, and the delete chain does not run again.
+func TestObjectGoneBeforeTheFinalizerPatchLeavesNoMark(t *testing.T) {
+	for _, eventFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "delete event before the patch", false: "delete event after the 404"}[eventFirst], func(t *testing.T) {
+			obj, dc := deletingThing("gone")
+			inf := informertest.New(obj)
+			var once atomic.Bool
+			r := &deleteFunc{name: "teardown", del: func(context.Context) error {
+				if !once.CompareAndSwap(false, true) {
+					return nil
+				}
+				if err := dc.Tracker().Delete(thingsGVRForDeletes, "ns", "gone"); err != nil {
+					return err
+				}
+				if eventFirst {
+					return inf.Delete(obj) // the watch's DELETED event, before the patch
+				}
+				return nil
+			}}
+			var patches atomic.Int64
+			dc.PrependReactor("patch", "things", func(clienttesting.Action) (bool, runtime.Object, error) {
+				patches.Add(1)
+				return false, nil, nil // to the tracker, which no longer has the object: 404
+			})
+			f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: dc, Resource: thingsGVRForDeletes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot(t, f)
+			if eventFirst {
+				pollUntil(t, "the delete chain, then its tombstone's", func() bool {
+					tr := f.Traces("ns/gone")
+					return len(tr) == 2 && tr[0].Result == ResultSuccess && tr[1].Result == ResultSuccess
+				})
+			} else {
+				pollUntil(t, "the delete chain", func() bool {
+					tr := f.Traces("ns/gone")
+					return len(tr) == 1 && tr[0].Result == ResultSuccess
+				})
+				if err := inf.Delete(obj); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := f.state.tombstone("ns/gone"); ok {
+					t.Error("the delete event after the 404 found no mark: the delete chain runs again from a tombstone")
+				}
+			}
+			if n := patches.Load(); n != 1 {
+				t.Errorf("finalizer patches = %d, want 1", n)
+			}
+			pollUntil(t, "nothing kept of the gone object", func() bool {
+				f.state.mu.Lock()
+				defer f.state.mu.Unlock()
+				return len(f.state.objects) == 0
+			})
+			f.state.mu.Lock()
+			defer f.state.mu.Unlock()
+			if n := len(f.state.finalizedUID); n != 0 {
+				t.Errorf("%d objects still marked finalized after the object is gone and forgotten, want none", n)
+			}
+		})
+	}
+}

@@ -786,16 +786,18 @@ func TestStaleKeepsBackoff(t *testing.T) {
 func TestDeletionEventBeforePatchAnswer(t *testing.T) {
 	s := newObjectState()
 	uid := types.UID("u1")
-	s.markFinalized(uid) // removeFinalizer marks before it sends the patch
-	if !s.finalized(uid) {
+	s.begin("ns/a")
+	s.markFinalized("ns/a", uid) // removeFinalizer marks before it sends the patch
+	if !s.finalized("ns/a", uid) {
 		t.Fatal("a deletion event during the finalizer patch does not see the mark")
 	}
-	if s.wasFinalized(uid) {
+	if s.wasFinalized("ns/a", uid) {
 		t.Fatal("the mark was not consumed by the deletion event")
 	}
-	s.markFinalized("u2")
-	s.unmarkFinalized("u2") // the patch failed
-	if s.wasFinalized("u2") {
+	s.begin("ns/b")
+	s.markFinalized("ns/b", "u2")
+	s.unmarkFinalized("ns/b", "u2") // the patch failed
+	if s.wasFinalized("ns/b", "u2") {
 		t.Fatal("a failed finalizer patch left the mark behind")
 	}
 }

@@ -60,7 +60,7 @@ func (f *Framework) DeleteFunc(obj any) {
 		level.Warn(f.logger).Log("msg", "deleted object has no metadata", "object", key, "err", err)
 		return
 	}
-	if f.state.finalized(acc.GetUID()) || f.state.isReleased(key) {
+	if f.state.finalized(key, acc.GetUID()) || f.state.isReleased(key) {
 		// Finalized by this Framework, or released to another owner
 		// (Release): nothing is left to do here.
 		f.state.forget(key)

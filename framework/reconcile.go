@@ -143,7 +143,7 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	tombstone := false
 	if !exists {
 		if obj, tombstone = f.state.tombstone(key); !tombstone {
-			f.state.forget(key)
+			f.state.forgetUncached(key)
 			f.metrics.forget(key)
 			return outcome{result: ResultSkipped}
 		}
@@ -342,7 +342,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 	}
 
 	if deleting {
-		if !tombstone && ours && f.state.wasFinalized(acc.GetUID()) {
+		if !tombstone && ours && f.state.wasFinalized(key, acc.GetUID()) {
 			// The delete chain ran and the finalizer is gone; the cache has
 			// not seen it yet (a child's event woke us up). Running the chain
 			// again would only repeat deletes and fail the finalizer patch.
@@ -374,7 +374,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 			return outcome{result: ResultSuccess}
 		}
 		if ours {
-			if err := f.removeFinalizer(ctx, acc); err != nil {
+			if err := f.removeFinalizer(ctx, key, acc); err != nil {
 				return errorOutcome(err)
 			}
 			if st := rctx.statusRun(false); st != nil {
@@ -634,14 +634,16 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 	return cp, nil
 }
 
-// removeFinalizer removes the Framework's finalizer after the delete chain
-// succeeded. A 404 means the object is gone already.
+// removeFinalizer removes the Framework's finalizer from the object key
+// after the delete chain succeeded. A 404 means the object is gone already.
 //
 // The UID is marked finalized before the patch is sent: the object's
 // deletion event can arrive before the patch's answer, and must find the
 // mark (or the delete chain would run again from a tombstone). A failed
-// patch takes the mark back.
-func (f *Framework) removeFinalizer(ctx context.Context, acc metav1.Object) error {
+// patch takes the mark back. A 404 keeps it, for the deletion event that
+// may still come; one that came before the mark left a tombstone, whose
+// reconciliation forgets the key, and the mark with it.
+func (f *Framework) removeFinalizer(ctx context.Context, key string, acc metav1.Object) error {
 	finalizers := slices.DeleteFunc(slices.Clone(acc.GetFinalizers()), func(s string) bool { return s == f.finalizer })
 	// The object as the delete chain left it: a resource that wrote it (a
 	// Guard's lock, a status patch) reported the version it made, which the
@@ -650,11 +652,11 @@ func (f *Framework) removeFinalizer(ctx context.Context, acc metav1.Object) erro
 	if w, ok := resourceversioncontext.ResourceVersion(ctx); ok && w != "" {
 		rv = w
 	}
-	f.state.markFinalized(acc.GetUID())
+	f.state.markFinalized(key, acc.GetUID())
 	tr := trace.FromContext(ctx)
 	start := tr.Now()
 	if _, err := f.patchFinalizers(ctx, acc, rv, finalizers); err != nil && !apierrors.IsNotFound(err) {
-		f.state.unmarkFinalized(acc.GetUID())
+		f.state.unmarkFinalized(key, acc.GetUID())
 		tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeError, err)
 		return fmt.Errorf("remove finalizer %s: %w", f.finalizer, err)
 	}

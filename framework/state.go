@@ -10,21 +10,28 @@ import (
 
 // objectState is what the Framework remembers about objects between
 // reconciliations: last states of objects that vanished without its
-// finalizer, UIDs whose finalizer it removed, since when each object waits
-// for a successful reconciliation, and which objects are in deletion. It
-// feeds the stuck-object gauges. Every entry is removed when its object is
-// gone, so it is bounded by the number of live objects.
+// finalizer, the objects (key and UID) whose finalizer it removed, since
+// when each object waits for a successful reconciliation, and which objects
+// are in deletion. It feeds the stuck-object gauges. Every entry is removed
+// when its object is gone (forget), so it is bounded by the number of live
+// objects.
 //
 // What it keeps per key is one objectEntry in one map: a reconciliation asks
 // about its key several times (begin, stale, resource set, end, done), and
 // one entry is one look-up of memory that is cold in a resync of many
 // objects, where a map per fact was one each.
 type objectState struct {
-	mu         sync.Mutex
-	now        func() time.Time
-	objects    map[string]*objectEntry
-	finalizedU map[types.UID]struct{}
-	setCounts  map[string]int // resource set name -> objects it handled last
+	mu      sync.Mutex
+	now     func() time.Time
+	objects map[string]*objectEntry
+	// finalizedUID maps the key of an object whose finalizer the Framework
+	// removed to its UID, until its delete event or forget. Keyed by the
+	// key, not the UID, so that forget drops it with the rest: a delete
+	// event that came before the mark (the object vanished during its
+	// delete chain, and the finalizer patch answered 404) left a tombstone,
+	// whose reconciliation forgets the key.
+	finalizedUID map[string]types.UID
+	setCounts    map[string]int // resource set name -> objects it handled last
 }
 
 // objectEntry is what objectState keeps about one key. An entry whose
@@ -82,10 +89,10 @@ type expectation struct {
 
 func newObjectState() *objectState {
 	return &objectState{
-		now:        time.Now,
-		objects:    map[string]*objectEntry{},
-		finalizedU: map[types.UID]struct{}{},
-		setCounts:  map[string]int{},
+		now:          time.Now,
+		objects:      map[string]*objectEntry{},
+		finalizedUID: map[string]types.UID{},
+		setCounts:    map[string]int{},
 	}
 }
 
@@ -210,36 +217,47 @@ func (s *objectState) tombstone(key string) (any, bool) {
 	return nil, false
 }
 
-func (s *objectState) markFinalized(uid types.UID) {
+// markFinalized records that the Framework removes its finalizer from the
+// object key with uid, which is being reconciled. Nothing is recorded when
+// key was forgotten meanwhile: its delete event came already, and nothing
+// would consume the mark.
+func (s *objectState) markFinalized(key string, uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.finalizedU[uid] = struct{}{}
+	if s.objects[key] != nil {
+		s.finalizedUID[key] = uid
+	}
 }
 
 // unmarkFinalized takes back markFinalized after a failed finalizer patch.
-func (s *objectState) unmarkFinalized(uid types.UID) {
+func (s *objectState) unmarkFinalized(key string, uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.finalizedU, uid)
+	if s.finalizedUID[key] == uid {
+		delete(s.finalizedUID, key)
+	}
 }
 
 // wasFinalized reports whether the Framework removed its finalizer from the
-// object with uid: a cache that still shows the finalizer is stale.
-func (s *objectState) wasFinalized(uid types.UID) bool {
+// object key with uid: a cache that still shows the finalizer is stale.
+func (s *objectState) wasFinalized(key string, uid types.UID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.finalizedU[uid]
-	return ok
+	u, ok := s.finalizedUID[key]
+	return ok && u == uid
 }
 
 // finalized reports whether the Framework removed its finalizer from the
-// object with uid, and forgets it: the object is gone now.
-func (s *objectState) finalized(uid types.UID) bool {
+// object key with uid, and forgets the mark: the object is gone now.
+func (s *objectState) finalized(key string, uid types.UID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.finalizedU[uid]
-	delete(s.finalizedU, uid)
-	return ok
+	u, ok := s.finalizedUID[key]
+	if !ok || u != uid {
+		return false
+	}
+	delete(s.finalizedUID, key)
+	return true
 }
 
 func (s *objectState) markPending(key string) {
@@ -377,10 +395,27 @@ func (s *objectState) observed(key, rv string) (deferred bool) {
 	return x.deferred
 }
 
-// forget drops everything about key: the object is gone.
+// forget drops everything about key: the object is gone, and its delete
+// event came (DeleteFunc, or the reconciliation of the tombstone it left).
 func (s *objectState) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.finalizedUID, key)
+	s.forgetEntry(key)
+}
+
+// forgetUncached is forget for a key the cache no longer has, of which no
+// tombstone is kept: everything is dropped but the mark of a removed
+// finalizer (markFinalized), which the object's delete event consumes; the
+// informer's cache can drop the object before its handler gets that event.
+func (s *objectState) forgetUncached(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgetEntry(key)
+}
+
+// forgetEntry drops key's entry. s.mu must be held.
+func (s *objectState) forgetEntry(key string) {
 	e := s.objects[key]
 	if e == nil {
 		return

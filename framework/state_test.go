@@ -3,6 +3,8 @@ package framework
 import (
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestWriteExpectationOvertakenByItsEvent: the watch event of a write can
@@ -93,5 +95,52 @@ func TestObjectStateKeepsNothingOfFinishedFacts(t *testing.T) {
 	}
 	if n, _, _, perSet := s.stats(); n != 0 || perSet["v1"] != 0 || perSet["v2"] != 0 || len(s.objects) != 0 {
 		t.Errorf("after forget: %d in deletion, per set %v, %d entries; want nothing", n, perSet, len(s.objects))
+	}
+}
+
+// TestFinalizedMarkEndsWithTheObject: the mark of a removed finalizer is
+// consumed by the object's delete event, or dropped when the Framework
+// forgets an object whose delete event came before the mark (its tombstone
+// was reconciled, the finalizer patch having answered 404); a cache that
+// dropped the object before its delete event reached the handler does not
+// drop it, or that event would run the delete chain again.
+func TestFinalizedMarkEndsWithTheObject(t *testing.T) {
+	const uid = types.UID("u1")
+	marks := func(s *objectState) int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.finalizedUID)
+	}
+
+	// The delete event before the mark: it left a tombstone.
+	s := newObjectState()
+	s.begin("ns/a")
+	s.setTombstone("ns/a", "last state")
+	s.markFinalized("ns/a", uid)
+	s.end("ns/a", uid, "", 1, false)
+	s.forget("ns/a") // the tombstone's reconciliation
+	if n := marks(s); n != 0 {
+		t.Errorf("%d marks after the tombstone was reconciled, want none", n)
+	}
+
+	// The delete event forgot the key during the reconciliation (it was
+	// released): nothing is marked.
+	s.begin("ns/b")
+	s.forget("ns/b")
+	s.markFinalized("ns/b", uid)
+	if n := marks(s); n != 0 {
+		t.Errorf("%d marks after a forgotten key's finalizer patch, want none", n)
+	}
+
+	// The cache dropped the object before its delete event came.
+	s.begin("ns/c")
+	s.markFinalized("ns/c", uid)
+	s.end("ns/c", uid, "", 1, false)
+	s.forgetUncached("ns/c")
+	if !s.finalized("ns/c", uid) {
+		t.Error("the delete event after the cache dropped the object found no mark")
+	}
+	if n := marks(s); n != 0 {
+		t.Errorf("%d marks after the delete event, want none", n)
 	}
 }
