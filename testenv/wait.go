@@ -112,14 +112,36 @@ func readiness(u *unstructured.Unstructured) (ready, stalled bool, why string) {
 
 // statusConditions returns u's status.conditions and its
 // status.observedGeneration (nil when absent), converted by apimachinery
-// into metav1.Condition.
+// into metav1.Condition. A condition's lastTransitionTime is not read (it
+// is left zero): no caller needs it, and some writers leave it the empty
+// string, which metav1.Time does not parse; it made the whole status
+// unreadable.
 func statusConditions(u *unstructured.Unstructured) ([]metav1.Condition, *int64, error) {
 	var s struct {
 		Status struct {
-			ObservedGeneration *int64             `json:"observedGeneration,omitempty"`
-			Conditions         []metav1.Condition `json:"conditions,omitempty"`
+			ObservedGeneration *int64      `json:"observedGeneration,omitempty"`
+			Conditions         []condition `json:"conditions,omitempty"`
 		} `json:"status"`
 	}
-	err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s)
-	return s.Status.Conditions, s.Status.ObservedGeneration, err
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
+		return nil, nil, err
+	}
+	var conds []metav1.Condition
+	if len(s.Status.Conditions) > 0 {
+		conds = make([]metav1.Condition, len(s.Status.Conditions))
+		for i, c := range s.Status.Conditions {
+			conds[i] = metav1.Condition{Type: c.Type, Status: c.Status, ObservedGeneration: c.ObservedGeneration, Reason: c.Reason, Message: c.Message}
+		}
+	}
+	return conds, s.Status.ObservedGeneration, nil
+}
+
+// condition is a metav1.Condition as statusConditions reads it: without
+// its lastTransitionTime.
+type condition struct {
+	Type               string                 `json:"type"`
+	Status             metav1.ConditionStatus `json:"status"`
+	ObservedGeneration int64                  `json:"observedGeneration,omitempty"`
+	Reason             string                 `json:"reason"`
+	Message            string                 `json:"message"`
 }
