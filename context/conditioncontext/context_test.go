@@ -269,3 +269,33 @@ func TestGuardTaskPanics(t *testing.T) {
 		t.Errorf("condition after the panic = %+v, want %+v", got, want)
 	}
 }
+
+// TestGuardsOfOneConditionTakeTurns: a Guard of a condition that another
+// Guard of this reconciliation runs waits for its turn; both locked and ran
+// their tasks at once (the second took the first's lock for its own).
+func TestGuardsOfOneConditionTakeTurns(t *testing.T) {
+	locks := 0
+	ctx := NewGuardedContext(context.Background(), nil, func(context.Context, metav1.Condition) error { locks++; return nil })
+	innerRan := false
+	err := Guard(ctx, "DatabaseReady", "Creating", func(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
+		// A second Guard while this one runs, with a context that ended:
+		// it must not get its turn.
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		err := Guard(canceled, "DatabaseReady", "Resizing", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			innerRan = true
+			return "", "", "", nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("second Guard = %v, want it to wait for its turn until its context ended", err)
+		}
+		return "", "", "", nil
+	})
+	if err != nil || innerRan || locks != 1 {
+		t.Errorf("Guard() = %v, second task ran %v, locks %d; want nil, false, 1", err, innerRan, locks)
+	}
+	// The turn is free again.
+	if err := Guard(ctx, "DatabaseReady", "Resizing", func(context.Context) (metav1.ConditionStatus, string, string, error) { return "", "", "", nil }); err != nil || locks != 2 {
+		t.Errorf("Guard after the first = %v, locks %d; want nil, 2", err, locks)
+	}
+}

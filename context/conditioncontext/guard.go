@@ -45,7 +45,11 @@ type Task func(ctx context.Context) (status metav1.ConditionStatus, reason, mess
 // are not, or ctx has no conditions ([ErrNoConditions]), Guard runs nothing
 // and returns an error marked permanent. On a context from [NewContext]
 // there is no lock: step 1 is skipped. Guard calls in one reconciliation
-// lock one after another; each is one status write.
+// lock one after another; each is one status write. Guards of one
+// condition called at once (from goroutines of a resource) run one after
+// the other: each waits for its turn (or ctx's end, its error) before it
+// locks; so a task must not call Guard for its own condition (that Guard
+// would wait until ctx ends).
 func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 	s := conditions.From(ctx)
 	if s == nil {
@@ -55,6 +59,11 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 	if err := Validate(lock); err != nil {
 		return backoff.Permanent(fmt.Errorf("guard: %w", err))
 	}
+	done, err := s.Turn(ctx, conditionType)
+	if err != nil {
+		return fmt.Errorf("guard of condition %s: %w", conditionType, err)
+	}
+	defer done()
 	if locker := s.Lock(); locker != nil {
 		if err := locker.LockCondition(ctx, lock); err != nil {
 			return fmt.Errorf("lock condition %s: %w", conditionType, err)

@@ -26,6 +26,10 @@ type Store struct {
 	// first lock modifies it): until then it is the caller's slice.
 	ownCurrent bool
 	lock       Locker
+	// turns holds, per condition type, the turn of the Guard that runs
+	// for it (a channel of one slot): Guards of one condition run one
+	// after another, also when a resource calls them at once.
+	turns map[string]chan struct{}
 }
 
 // Locker writes a lock condition, as conditioncontext.LockFunc describes. An
@@ -92,6 +96,27 @@ func (s *Store) List() []metav1.Condition {
 // Lock returns the store's lock, nil when it has none.
 func (s *Store) Lock() Locker {
 	return s.lock
+}
+
+// Turn waits until no other Guard of conditionType runs on s, or ctx
+// ends (its error). On nil the caller runs its Guard and then calls done.
+func (s *Store) Turn(ctx context.Context, conditionType string) (done func(), err error) {
+	s.mu.Lock()
+	if s.turns == nil {
+		s.turns = map[string]chan struct{}{}
+	}
+	turn := s.turns[conditionType]
+	if turn == nil {
+		turn = make(chan struct{}, 1)
+		s.turns[conditionType] = turn
+	}
+	s.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Locked records c as the object's current condition after a lock.
