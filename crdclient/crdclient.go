@@ -90,7 +90,8 @@ func New(config Config) (*CRDClient, error) {
 // requests when EnsureCreated returns.
 //
 // b paces the polls and the retries of transient failures (timeouts, 429,
-// 5xx, refused or reset connections); it is Reset first, and nil means
+// 5xx, refused or reset connections); it is Reset first and advanced by
+// the call, so give each concurrent call a BackOff of its own; nil means
 // NewDefaultBackOff. EnsureCreated returns:
 //   - nil once the CRD is established;
 //   - an error wrapping ErrInvalidArgument for a nil crd or an empty name;
@@ -283,7 +284,8 @@ func current(crd *apiextensionsv1.CustomResourceDefinition, c *apiextensionsv1.C
 // so a CRD re-created by someone else in between is never deleted; if one
 // appears while waiting, the CRD that was deleted is gone and EnsureDeleted
 // returns nil. b paces the polls and the retries of transient failures; it
-// is Reset first, and nil means NewDefaultBackOff. When b gives up (error
+// is Reset first and advanced by the call (one BackOff per concurrent
+// call), and nil means NewDefaultBackOff. When b gives up (error
 // wrapping ErrTimeout) or ctx ends (wrapping context.Cause), the error says
 // what was last seen, typically the finalizers still pending. It returns an
 // error wrapping ErrInvalidArgument for a nil crd or an empty name. Only

@@ -1,10 +1,15 @@
 package crdclient
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/operatorkit/operatorkit/internal/okerr"
+)
 
 // ErrInvalidConfig is returned by New when Config is incomplete; the message
-// names the missing field.
-var ErrInvalidConfig = errors.New("invalid config")
+// names the missing field. It is the same value as the ErrInvalidConfig of
+// every other operatorkit package.
+var ErrInvalidConfig = okerr.ErrInvalidConfig
 
 // ErrInvalidArgument is returned when EnsureCreated or EnsureDeleted is
 // called with a nil CRD or one without a name. Nothing is sent to the API

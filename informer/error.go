@@ -1,10 +1,15 @@
 package informer
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/operatorkit/operatorkit/internal/okerr"
+)
 
 // ErrInvalidConfig is returned by New when Config is incomplete or
-// inconsistent; the message names the offending field.
-var ErrInvalidConfig = errors.New("invalid config")
+// inconsistent; the message names the offending field. It is the same value
+// as the ErrInvalidConfig of every other operatorkit package.
+var ErrInvalidConfig = okerr.ErrInvalidConfig
 
 // ErrAlreadyStarted is returned by Run when the Informer has been run before.
 // A client-go informer cannot be restarted: create a new Informer instead.

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/internal/okerr"
 	"github.com/operatorkit/operatorkit/internal/promutil"
 )
 
@@ -57,7 +58,9 @@ const (
 
 // ErrInvalidConfig is returned by New when Config is incomplete or
 // inconsistent, and by Add, Informer, Owns and Watches for bad arguments.
-var ErrInvalidConfig = errors.New("invalid config")
+// It is the same value as the ErrInvalidConfig of every other operatorkit
+// package.
+var ErrInvalidConfig = okerr.ErrInvalidConfig
 
 // ErrLeaseLost is returned by Run when this replica lost the leader
 // election Lease, or with Config.Sharding could not renew its member Lease

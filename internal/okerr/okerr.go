@@ -1,7 +1,7 @@
 // Package okerr holds the error values that several operatorkit packages
-// share, so that errors.Is matches across packages: crud.ErrInvalidConfig,
-// router.ErrInvalidConfig, framework.ErrInvalidConfig and the wrappers'
-// ErrInvalidConfig are all this one value.
+// share, so that errors.Is matches across packages: the ErrInvalidConfig of
+// every operatorkit package (framework, operator, router, informer,
+// crdclient, crud, child and the wrappers) is this one value.
 package okerr
 
 import "errors"
