@@ -54,6 +54,11 @@ func run(m *testing.M) int {
 		_ = flag.Set("test.parallel", strconv.Itoa(max(defaultParallel, runtime.GOMAXPROCS(0))))
 	}
 
+	// The first build (minutes, once per machine) has no deadline; the start does.
+	if _, err := testenv.Build(context.Background(), os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "build the test API server: %v\n", err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var err error

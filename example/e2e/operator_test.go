@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,6 +48,10 @@ type clients struct {
 func startCluster(t *testing.T) (*testenv.Env, clients) {
 	t.Helper()
 	cluster.once.Do(func() {
+		// The first build (minutes, once per machine) has no deadline; the start does.
+		if _, cluster.err = testenv.Build(context.Background(), os.Stderr); cluster.err != nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		// The WebApp CRD as controller-gen wrote it, served when Start returns.

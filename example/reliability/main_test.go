@@ -70,6 +70,10 @@ func run(m *testing.M) int {
 func server(t *testing.T) *testenv.Env {
 	t.Helper()
 	shared.once.Do(func() {
+		// The first build (minutes, once per machine) has no deadline; the start does.
+		if _, shared.err = testenv.Build(context.Background(), os.Stderr); shared.err != nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		// The WebApp CRD as controller-gen wrote it, served when Start returns.
