@@ -1,6 +1,7 @@
-// Package crud builds a resource.Interface from the eight operations of an
-// [Ops]: read the current state, compute the desired state, compare them in
-// a [Patch], and apply the patch's create, update and delete changes.
+// Package crud builds a resource.Interface from an [Ops]: its Name and its
+// seven CRUD steps, which read the current state, compute the desired state,
+// compare them in a [Patch], and apply the patch's create, update and delete
+// changes.
 //
 // # Flow
 //
