@@ -181,10 +181,16 @@ func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *S
 // deleted object of source (from Informer). mapFunc gets the object (on a delete, the last
 // state known); it runs on the informer's event path and must not block.
 // Resyncs and the operator's own writes are filtered as for Owns, and every
-// predicate given must return true. It is called before Run.
+// predicate given must return true; a nil predicate is ErrInvalidConfig. It
+// is called before Run.
 func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFunc func(obj any) []string, predicates ...Predicate) error {
 	if f == nil || source == nil || mapFunc == nil {
 		return fmt.Errorf("%w: Watches: framework, source and map function must not be nil", ErrInvalidConfig)
+	}
+	for i, p := range predicates {
+		if p == nil {
+			return fmt.Errorf("%w: Watches of %s: predicates[%d] must not be nil", ErrInvalidConfig, source.gvr, i)
+		}
 	}
 	o.mu.Lock()
 	started := o.started

@@ -313,3 +313,31 @@ func TestOwnWritesFilterDeletes(t *testing.T) {
 		t.Fatalf("announced deletes after the prune: %v, want only f", w.deletes)
 	}
 }
+
+// TestWatchesRejectsANilPredicate: a nil predicate given to Owns or Watches
+// is an error naming it, not a panic on the informer's event path at the
+// first event.
+func TestWatchesRejectsANilPredicate(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := o.NewFramework(thingsConfig(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func(any, any) bool { return true }
+	if err := o.Owns(f, schema.GroupKind{Group: "example.com", Kind: "Thing"}, src, nil); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "predicates[0]") {
+		t.Errorf("Owns(nil predicate) = %v, want ErrInvalidConfig naming predicates[0]", err)
+	}
+	if err := o.Watches(f, src, func(any) []string { return nil }, pass, nil); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "predicates[1]") {
+		t.Errorf("Watches(pass, nil) = %v, want ErrInvalidConfig naming predicates[1]", err)
+	}
+	if err := o.Watches(f, src, func(any) []string { return nil }, pass); err != nil {
+		t.Errorf("Watches(pass) = %v", err)
+	}
+}
