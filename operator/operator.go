@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -114,7 +115,9 @@ type Config struct {
 	// reconcile at the same time. Off by default (tests); Options turns it
 	// on for binaries.
 	LeaderElection bool
-	// LeaderElectionID is the name of the Lease. Defaults to Name.
+	// LeaderElectionID is the name of the Lease. Defaults to Name. With
+	// LeaderElection or Sharding it (or Name, when it is empty) must be a
+	// DNS-1123 subdomain, as a Lease's name.
 	LeaderElectionID string
 	// LeaderElectionNamespace is the namespace of the Lease. Defaults to
 	// the pod's namespace, else "default".
@@ -201,11 +204,23 @@ func New(config Config) (*Operator, error) {
 	if logger == nil {
 		logger = log.NewNopLogger()
 	}
+	leaseID := "LeaderElectionID"
 	if config.LeaderElectionID == "" {
 		config.LeaderElectionID = config.Name
+		leaseID = "Name (the default of LeaderElectionID)"
 	}
 	if config.LeaderElectionNamespace == "" {
 		config.LeaderElectionNamespace = Options{}.LeaderElectionNamespaceOrDefault()
+	}
+	if config.LeaderElection || config.Sharding != nil {
+		// The API server refuses a Lease of another name, and client-go's
+		// leader election retries the refused create for ever.
+		if errs := validation.IsDNS1123Subdomain(config.LeaderElectionID); len(errs) > 0 {
+			return nil, fmt.Errorf("%w: %T.%s %q cannot name the leader election Lease: %s", ErrInvalidConfig, config, leaseID, config.LeaderElectionID, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsDNS1123Label(config.LeaderElectionNamespace); len(errs) > 0 {
+			return nil, fmt.Errorf("%w: %T.LeaderElectionNamespace %q is not a namespace: %s", ErrInvalidConfig, config, config.LeaderElectionNamespace, strings.Join(errs, "; "))
+		}
 	}
 	if config.LeaseDuration == 0 {
 		config.LeaseDuration = DefaultLeaseDuration

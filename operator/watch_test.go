@@ -102,6 +102,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "retry not within the renew deadline", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, RenewDeadline: 10e9, RetryPeriod: 9e9}, field: "RetryPeriod"},
 		{name: "retry equal to the renew deadline, sharding", config: Config{RESTConfig: restConfig(), Name: "x", Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}}, RenewDeadline: 2e9, RetryPeriod: 2e9}, field: "RetryPeriod"},
 		{name: "nil framework", config: Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{nil}}, field: "Frameworks[0]"},
+		{name: "name no Lease name, leader election", config: Config{RESTConfig: restConfig(), Name: "My Operator", LeaderElection: true}, field: "Name (the default of LeaderElectionID)"},
+		{name: "lease id no Lease name", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaderElectionID: "x_lock"}, field: "LeaderElectionID"},
+		{name: "lease id no Lease name, sharding", config: Config{RESTConfig: restConfig(), Name: "x", Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}}, LeaderElectionID: "X"}, field: "LeaderElectionID"},
+		{name: "lease namespace no namespace", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaderElectionNamespace: "kube system"}, field: "LeaderElectionNamespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
