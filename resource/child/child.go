@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/go-kit/log"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,9 @@ import (
 
 	"github.com/operatorkit/operatorkit/resource/crud"
 )
+
+// maxFieldManager is the longest field manager the API server accepts.
+const maxFieldManager = 128
 
 // Defaults of Config.
 const (
@@ -153,12 +157,13 @@ type Config[Owner, Child Object] struct {
 	Matches func(current, desired Child) bool
 
 	// FieldManager is the field manager of the server-side applies.
-	// Defaults to DefaultFieldManager.
+	// Defaults to DefaultFieldManager. At most 128 printable characters.
 	FieldManager string
-	// ManagedBy is the value of the LabelManagedBy label set on children.
-	// Defaults to FieldManager. The children of one kind with one
-	// ManagedBy belong to one resource of a resource set (see Deletes in
-	// the package documentation).
+	// ManagedBy is the value of the LabelManagedBy label set on children:
+	// a label value (at most 63 characters: letters, digits, '-', '_'
+	// and '.'). Defaults to FieldManager, which must then be one too. The
+	// children of one kind with one ManagedBy belong to one resource of a
+	// resource set (see Deletes in the package documentation).
 	ManagedBy string
 	// OwnerLabels are label keys whose values the children take from
 	// their owner: each child written carries the owner's value of every
@@ -247,8 +252,18 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	if config.FieldManager == "" {
 		config.FieldManager = DefaultFieldManager
 	}
+	if len(config.FieldManager) > maxFieldManager || strings.IndexFunc(config.FieldManager, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return nil, fmt.Errorf("%w: %T.FieldManager %q must be at most %d printable characters", ErrInvalidConfig, config, config.FieldManager, maxFieldManager)
+	}
+	managedBy := "ManagedBy"
 	if config.ManagedBy == "" {
 		config.ManagedBy = config.FieldManager
+		managedBy = "FieldManager (the default of ManagedBy)"
+	}
+	// Every child carries it as a label: the API server would refuse
+	// every apply.
+	if errs := validation.IsValidLabelValue(config.ManagedBy); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %T.%s %q is not a label value (of %s): %s", ErrInvalidConfig, config, managedBy, config.ManagedBy, LabelManagedBy, strings.Join(errs, "; "))
 	}
 	if config.WaitDelay == 0 {
 		config.WaitDelay = DefaultWaitDelay

@@ -510,6 +510,9 @@ func TestNewValidates(t *testing.T) {
 		{"cache", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Desired: desired}, ".Cache must not be empty"},
 		{"desired", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New()}, ".Desired must not be empty"},
 		{"writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}}, ".Resource must not be empty"},
+		{"managed by no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, ManagedBy: "my operator"}, ".ManagedBy \"my operator\" is not a label value"},
+		{"field manager no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "example.com/operator"}, ".FieldManager (the default of ManagedBy) \"example.com/operator\" is not a label value"},
+		{"field manager not printable", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "operator\n", ManagedBy: "operator"}, ".FieldManager \"operator\\n\" must be at most 128 printable characters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -518,6 +521,10 @@ func TestNewValidates(t *testing.T) {
 				t.Fatalf("New() error = %v, want %q", err, tt.want)
 			}
 		})
+	}
+	// A field manager that is no label value is fine with a ManagedBy.
+	if _, err := child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "example.com/operator", ManagedBy: "operator"}); err != nil {
+		t.Fatalf("New(FieldManager example.com/operator, ManagedBy operator) = %v", err)
 	}
 }
 
