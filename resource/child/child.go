@@ -188,8 +188,8 @@ type Config[Owner, Child Object] struct {
 	// Resource is the children's group and resource, for Writes. Defaults
 	// to the Cache's GVR().
 	Resource schema.GroupResource
-	// DeletePropagation is the propagation policy of deletes. Defaults to
-	// metav1.DeletePropagationBackground.
+	// DeletePropagation is the propagation policy of deletes: Background,
+	// Foreground or Orphan. Defaults to metav1.DeletePropagationBackground.
 	DeletePropagation metav1.DeletionPropagation
 	// WaitDelay is how soon a reconciliation waiting for a child runs
 	// again. Defaults to DefaultWaitDelay.
@@ -268,8 +268,13 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	if config.WaitDelay == 0 {
 		config.WaitDelay = DefaultWaitDelay
 	}
-	if config.DeletePropagation == "" {
+	switch config.DeletePropagation {
+	case "":
 		config.DeletePropagation = metav1.DeletePropagationBackground
+	case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
+	default:
+		return nil, fmt.Errorf("%w: %T.DeletePropagation %q must be %q, %q or %q", ErrInvalidConfig, config, config.DeletePropagation,
+			metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan)
 	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()

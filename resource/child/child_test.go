@@ -512,6 +512,7 @@ func TestNewValidates(t *testing.T) {
 		{"writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}}, ".Resource must not be empty"},
 		{"managed by no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, ManagedBy: "my operator"}, ".ManagedBy \"my operator\" is not a label value"},
 		{"field manager no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "example.com/operator"}, ".FieldManager (the default of ManagedBy) \"example.com/operator\" is not a label value"},
+		{"delete propagation", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, DeletePropagation: "background"}, ".DeletePropagation \"background\" must be"},
 		{"field manager not printable", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "operator\n", ManagedBy: "operator"}, ".FieldManager \"operator\\n\" must be at most 128 printable characters"},
 	}
 	for _, tt := range tests {
