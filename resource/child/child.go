@@ -212,7 +212,11 @@ func New[Owner, Child Object](config Config[Owner, Child]) (*crud.Resource, erro
 // NewOps is [New] without the crud.Resource around: the crud.Ops, for a
 // resource that adds steps of its own.
 func NewOps[Owner, Child Object](config Config[Owner, Child]) (crud.Ops, error) {
-	return newOps(config)
+	o, err := newOps(config)
+	if err != nil {
+		return nil, err // not a nil *ops in a non-nil crud.Ops
+	}
+	return o, nil
 }
 
 func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child], error) {

@@ -521,6 +521,9 @@ func TestNewValidates(t *testing.T) {
 			if !errors.Is(err, child.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("New() error = %v, want %q", err, tt.want)
 			}
+			if ops, err := child.NewOps(tt.config); ops != nil || !errors.Is(err, child.ErrInvalidConfig) {
+				t.Fatalf("NewOps() = %#v, %v; want nil and ErrInvalidConfig", ops, err)
+			}
 		})
 	}
 	// A field manager that is no label value is fine with a ManagedBy.
