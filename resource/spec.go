@@ -2,7 +2,8 @@ package resource
 
 import (
 	"context"
-	"reflect"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // The operations of [Interface], as used in errors, logs, traces and the
@@ -61,10 +62,4 @@ type Claimer interface {
 // interface, such as a *crud.Resource that was never made), whose methods
 // would dereference nil. Constructors that take a resource check it to
 // return an error that names the field instead of panicking later.
-func IsNil(r Interface) bool {
-	if r == nil {
-		return true
-	}
-	v := reflect.ValueOf(r)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
+func IsNil(r Interface) bool { return nilptr.Is(r) }

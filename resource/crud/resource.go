@@ -11,6 +11,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/trace"
 )
@@ -40,9 +41,10 @@ var (
 )
 
 // New returns a Resource running config.Ops. It returns an error matching
-// [ErrInvalidConfig] when config.Ops is nil or its Name is empty.
+// [ErrInvalidConfig] when config.Ops is nil (or a nil pointer) or its Name
+// is empty.
 func New(config Config) (*Resource, error) {
-	if config.Ops == nil {
+	if nilptr.Is(config.Ops) { // a nil pointer's Name would panic
 		return nil, fmt.Errorf("%w: %T.Ops must not be empty", ErrInvalidConfig, config)
 	}
 	name := config.Ops.Name()

@@ -48,6 +48,7 @@ func TestNew(t *testing.T) {
 		wantField string
 	}{
 		{name: "missing ops", config: crud.Config{}, wantField: "Ops"},
+		{name: "nil pointer ops", config: crud.Config{Ops: (*crudtest.Ops)(nil)}, wantField: "Ops"},
 		{name: "empty name", config: crud.Config{Ops: &crudtest.Ops{}}, wantField: "Ops.Name()"},
 	}
 	for _, tt := range tests {
