@@ -95,7 +95,8 @@ type Config struct {
 	// is then built and dropped by the logger's own filter.
 	Logger log.Logger
 	// Registerer registers the Framework's and the work queue's metrics.
-	// Nil registers nothing (the metrics still work in memory).
+	// Nil, or a nil *prometheus.Registry, registers nothing (the metrics
+	// still work in memory).
 	Registerer prometheus.Registerer
 	// EventRecorder, when set, records a Warning event on an object whose
 	// reconciliation failed and a Normal event when it recovers; with

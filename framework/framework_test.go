@@ -158,6 +158,11 @@ func TestNewValidatesConfig(t *testing.T) {
 	if _, err := New(valid); err != nil {
 		t.Fatalf("New(valid) = %v", err)
 	}
+	nilRegistry := valid
+	nilRegistry.Registerer = (*prometheus.Registry)(nil) // registers nothing, as nil does
+	if _, err := New(nilRegistry); err != nil {
+		t.Fatalf("New(Registerer: a nil *prometheus.Registry) = %v", err)
+	}
 	withMeta := valid
 	withMeta.DisableFinalizers = false
 	withMeta.MetadataClient = metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())

@@ -120,7 +120,8 @@ type Config struct {
 	// Logger receives the informer's own logs. nil means no logs.
 	Logger log.Logger
 	// Registerer registers the informer's metrics (see the package
-	// documentation). nil means no metrics are registered.
+	// documentation). nil (or a nil *prometheus.Registry) means no metrics
+	// are registered.
 	Registerer prometheus.Registerer
 	// Name is the value of the "informer" label of the metrics and of the
 	// "informer" log key. Defaults to GVR.Resource.

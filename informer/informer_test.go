@@ -137,6 +137,9 @@ func TestNewValidatesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := New(Config{Client: client, GVR: widgets, Registerer: (*prometheus.Registry)(nil)}); err != nil {
+		t.Errorf("New(Registerer: a nil *prometheus.Registry, which registers nothing) = %v", err)
+	}
 	if ns, sel := inf.Selection(); ns != "demo" || !sel.Empty() || !sel.Matches(labels.Set{"any": "thing"}) {
 		t.Errorf("Selection() = %q, %q; want demo and an empty selector", ns, sel)
 	}

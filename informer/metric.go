@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 const (
@@ -63,7 +65,7 @@ func newMetrics(r prometheus.Registerer, name string) (*metrics, error) {
 		Help:      "Objects (list items or watch events) that the Go type of a typed informer could not hold, cached unstructured instead.",
 	}, []string{labelInformer})
 
-	if r != nil {
+	if !nilptr.Is(r) { // nor a nil *prometheus.Registry
 		var err error
 		if cacheObjects, err = register(r, cacheObjects); err != nil {
 			return nil, err

@@ -9,14 +9,17 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // Register registers c on reg and returns the collector to use: c itself,
-// or the one already registered under the same descriptors. A nil reg
-// registers nothing and returns c. Any other registration error, such as
+// or the one already registered under the same descriptors. A nil reg, or
+// a nil pointer such as a nil *prometheus.Registry, registers nothing and
+// returns c. Any other registration error, such as
 // the same name with other labels, is returned.
 func Register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if reg == nil {
+	if nilptr.Is(reg) {
 		return c, nil
 	}
 	if err := reg.Register(c); err != nil {

@@ -17,8 +17,9 @@ import (
 type Config struct {
 	// Resource is the resource to measure. Required.
 	Resource resource.Interface
-	// Registerer receives the collectors. Optional; when nil nothing is
-	// registered, and the metrics are still collected.
+	// Registerer receives the collectors. Optional; when nil (or a nil
+	// *prometheus.Registry) nothing is registered, and the metrics are
+	// still collected.
 	Registerer prometheus.Registerer
 }
 

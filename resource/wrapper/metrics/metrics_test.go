@@ -114,6 +114,9 @@ func TestNew(t *testing.T) {
 		t.Fatalf("New() with a nil *plain = %v, want ErrInvalidConfig", err)
 	}
 
+	if _, err := metrics.New(metrics.Config{Resource: &plain{name: "p"}, Registerer: (*prometheus.Registry)(nil)}); err != nil {
+		t.Fatalf("New(Registerer: a nil *prometheus.Registry, which registers nothing) = %v", err)
+	}
 	p := &plain{name: "p"}
 	m := newMetrics(t, p, nil) // no registry: still works
 	if err := m.EnsureCreated(context.Background(), nil); err != nil {
