@@ -25,6 +25,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/router"
 )
 
@@ -236,7 +237,8 @@ type Framework struct {
 }
 
 // New validates config and returns a Framework ready to Boot. Errors wrap
-// ErrInvalidConfig and name the field.
+// ErrInvalidConfig and name the field; an interface field that holds a nil
+// pointer is an error too.
 func New(config Config) (*Framework, error) {
 	if config.Name == "" {
 		return nil, fmt.Errorf("%w: framework.Config.Name must not be empty", ErrInvalidConfig)
@@ -244,6 +246,19 @@ func New(config Config) (*Framework, error) {
 	finalizer := FinalizerPrefix + config.Name
 	if errs := validation.IsQualifiedName(finalizer); len(errs) > 0 {
 		return nil, fmt.Errorf("%w: framework.Config.Name %q does not make a valid finalizer %q: %v", ErrInvalidConfig, config.Name, finalizer, errs)
+	}
+	// A nil pointer in an interface field (a client whose constructor
+	// failed, say) would panic at its first use, in Boot or a worker.
+	for _, f := range []struct {
+		name  string
+		value any
+	}{
+		{"Informer", config.Informer}, {"Client", config.Client}, {"MetadataClient", config.MetadataClient},
+		{"Logger", config.Logger}, {"EventRecorder", config.EventRecorder}, {"RateLimiter", config.RateLimiter},
+	} {
+		if f.value != nil && nilptr.Is(f.value) {
+			return nil, fmt.Errorf("%w: framework.Config.%s is a nil %T", ErrInvalidConfig, f.name, f.value)
+		}
 	}
 	if config.Informer == nil {
 		return nil, fmt.Errorf("%w: framework.Config.Informer must not be empty", ErrInvalidConfig)

@@ -26,12 +26,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -133,6 +136,14 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"missing name", func(c *Config) { c.Name = "" }, "Name"},
 		{"name not a finalizer", func(c *Config) { c.Name = "Bad Name!" }, "Name"},
 		{"missing informer", func(c *Config) { c.Informer = nil }, "Informer"},
+		{"nil pointer informer", func(c *Config) { c.Informer = (*informer.Informer)(nil) }, "Config.Informer is a nil *informer.Informer"},
+		{"nil pointer client", func(c *Config) {
+			c.DisableFinalizers, c.Client = false, (*dynamic.DynamicClient)(nil)
+			c.Resource = schema.GroupVersionResource{Group: "g", Version: "v1", Resource: "widgets"}
+		}, "Config.Client is a nil *dynamic.DynamicClient"},
+		{"nil pointer event recorder", func(c *Config) { c.EventRecorder = (*record.FakeRecorder)(nil) }, "Config.EventRecorder"},
+		{"nil pointer rate limiter", func(c *Config) { c.RateLimiter = (*workqueue.TypedBucketRateLimiter[string])(nil) }, "Config.RateLimiter"},
+		{"nil pointer logger", func(c *Config) { c.Logger = (*nilLogger)(nil) }, "Config.Logger"},
 		{"missing router", func(c *Config) { c.ResourceRouter = nil }, "ResourceRouter"},
 		{"missing client with finalizers", func(c *Config) { c.DisableFinalizers = false }, "Client"},
 		{"metadata client without resource", func(c *Config) {
@@ -171,6 +182,11 @@ func TestNewValidatesConfig(t *testing.T) {
 		t.Fatalf("New(finalizers through MetadataClient alone) = %v", err)
 	}
 }
+
+// nilLogger is a logger whose nil pointer panics.
+type nilLogger struct{ prefix string }
+
+func (l *nilLogger) Log(...any) error { _ = l.prefix; return nil }
 
 func TestDefaultUpdatePredicate(t *testing.T) {
 	base := object("a", 1, map[string]string{"l": "1"})
