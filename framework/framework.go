@@ -106,7 +106,8 @@ type Config struct {
 	// BackOffFactory makes the per-object backoff used to requeue an object
 	// whose reconciliation failed. A backoff that stops is held at its last
 	// interval: objects are retried until they succeed, never dropped.
-	// Defaults to DefaultRequeueBackOff. Ignored when RateLimiter is set.
+	// It must not return nil; New calls it once to check. Defaults to
+	// DefaultRequeueBackOff. Ignored when RateLimiter is set.
 	BackOffFactory func() backoff.BackOff
 	// RateLimiter, when set, replaces BackOffFactory with a client-go rate
 	// limiter for failed objects.
@@ -326,6 +327,9 @@ func New(config Config) (*Framework, error) {
 		factory := config.BackOffFactory
 		if factory == nil {
 			factory = DefaultRequeueBackOff
+		} else if nilptr.Is(factory()) {
+			// Its first failed object would panic a worker.
+			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory returned a nil backoff.BackOff", ErrInvalidConfig)
 		}
 		limiter = newBackOffRateLimiter(factory)
 	}
