@@ -13,6 +13,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/internal/opswrap"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -38,8 +39,8 @@ func DefaultBackOffFactory() func() backoff.BackOff {
 type Config struct {
 	// Resource is the resource to retry. Required.
 	Resource resource.Interface
-	// BackOffFactory returns a new backoff for each retried call. Optional;
-	// defaults to DefaultBackOffFactory().
+	// BackOffFactory returns a new backoff for each retried call, never
+	// nil. Optional; defaults to DefaultBackOffFactory().
 	BackOffFactory func() backoff.BackOff
 	// Logger receives a warning for every retry. Optional; defaults to a nop
 	// logger.
@@ -88,13 +89,17 @@ var (
 )
 
 // New returns a Resource retrying config.Resource. It returns an error
-// matching [ErrInvalidConfig] when config.Resource is nil.
+// matching [ErrInvalidConfig] when config.Resource is nil, or when
+// config.BackOffFactory, which it calls once to check, returns nil.
 func New(config Config) (*Resource, error) {
 	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
 	}
 	if config.BackOffFactory == nil {
 		config.BackOffFactory = DefaultBackOffFactory()
+	} else if nilptr.Is(config.BackOffFactory()) {
+		// Every retried call would panic.
+		return nil, fmt.Errorf("%w: %T.BackOffFactory returned a nil backoff.BackOff", ErrInvalidConfig, config)
 	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()

@@ -102,6 +102,10 @@ func TestNew(t *testing.T) {
 	if _, err := retry.New(retry.Config{Resource: never}); !errors.Is(err, retry.ErrInvalidConfig) {
 		t.Fatalf("New() with a nil *crud.Resource = %v, want ErrInvalidConfig", err)
 	}
+	nilBackOff := func() backoff.BackOff { return nil }
+	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: nilBackOff}); !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.BackOffFactory returned a nil") {
+		t.Fatalf("New() with a BackOffFactory returning nil = %v, want ErrInvalidConfig naming BackOffFactory", err)
+	}
 	f := &flaky{}
 	r, err := retry.New(retry.Config{Resource: f})
 	if err != nil {
