@@ -336,7 +336,8 @@ func New(config Config) (*Framework, error) {
 
 	m, provider, err := newMetrics(config.Name, config.Registerer)
 	if err != nil {
-		return nil, err
+		// Another collector under one of the Framework's metric names.
+		return nil, fmt.Errorf("%w: framework.Config.Registerer: %w", ErrInvalidConfig, err)
 	}
 	f := &Framework{
 		name:                config.Name,

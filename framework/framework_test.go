@@ -144,6 +144,11 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"nil pointer event recorder", func(c *Config) { c.EventRecorder = (*record.FakeRecorder)(nil) }, "Config.EventRecorder"},
 		{"nil pointer rate limiter", func(c *Config) { c.RateLimiter = (*workqueue.TypedBucketRateLimiter[string])(nil) }, "Config.RateLimiter"},
 		{"backoff factory makes nil", func(c *Config) { c.BackOffFactory = func() backoff.BackOff { return nil } }, "Config.BackOffFactory returned a nil"},
+		{"registerer with another collector of a metric's name", func(c *Config) {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: metricReconciliations, Help: "Someone else's."}))
+			c.Registerer = reg
+		}, "Config.Registerer"},
 		{"nil pointer logger", func(c *Config) { c.Logger = (*nilLogger)(nil) }, "Config.Logger"},
 		{"missing router", func(c *Config) { c.ResourceRouter = nil }, "ResourceRouter"},
 		{"missing client with finalizers", func(c *Config) { c.DisableFinalizers = false }, "Client"},
