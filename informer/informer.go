@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -124,7 +125,7 @@ type Config struct {
 	// are registered.
 	Registerer prometheus.Registerer
 	// Name is the value of the "informer" label of the metrics and of the
-	// "informer" log key. Defaults to GVR.Resource.
+	// "informer" log key, valid UTF-8. Defaults to GVR.Resource.
 	Name string
 }
 
@@ -213,6 +214,10 @@ func New(config Config) (*Informer, error) {
 	}
 	if config.Name == "" {
 		config.Name = config.GVR.Resource
+	}
+	if !utf8.ValidString(config.Name) {
+		// The metrics' label value: prometheus would panic.
+		return nil, fmt.Errorf("%w: %T.Name (or GVR.Resource, its default) %q is not valid UTF-8", ErrInvalidConfig, config, config.Name)
 	}
 
 	m, err := newMetrics(config.Registerer, config.Name)

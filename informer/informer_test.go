@@ -109,6 +109,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},
 		{name: "bad label selector", config: Config{Client: client, GVR: widgets, LabelSelector: "a=b=c"}, wantField: "informer.Config.LabelSelector"},
+		{name: "name not UTF-8", config: Config{Client: client, GVR: widgets, Name: "widgets\xff"}, wantField: "informer.Config.Name"},
 		{name: "bad field selector", config: Config{Client: client, GVR: widgets, FieldSelector: "metadata.name"}, wantField: "informer.Config.FieldSelector"},
 	}
 	for _, tt := range tests {
