@@ -222,7 +222,8 @@ func New(config Config) (*Informer, error) {
 
 	m, err := newMetrics(config.Registerer, config.Name)
 	if err != nil {
-		return nil, err
+		// Another collector under one of the informer's metric names.
+		return nil, fmt.Errorf("%w: %T.Registerer: %w", ErrInvalidConfig, config, err)
 	}
 
 	i := &Informer{

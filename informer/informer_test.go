@@ -110,6 +110,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},
 		{name: "bad label selector", config: Config{Client: client, GVR: widgets, LabelSelector: "a=b=c"}, wantField: "informer.Config.LabelSelector"},
 		{name: "name not UTF-8", config: Config{Client: client, GVR: widgets, Name: "widgets\xff"}, wantField: "informer.Config.Name"},
+		{name: "registerer with another collector of a metric's name", config: Config{Client: client, GVR: widgets, Registerer: conflictingRegistry()}, wantField: "informer.Config.Registerer"},
 		{name: "bad field selector", config: Config{Client: client, GVR: widgets, FieldSelector: "metadata.name"}, wantField: "informer.Config.FieldSelector"},
 	}
 	for _, tt := range tests {
@@ -144,6 +145,14 @@ func TestNewValidatesConfig(t *testing.T) {
 	if ns, sel := inf.Selection(); ns != "demo" || !sel.Empty() || !sel.Matches(labels.Set{"any": "thing"}) {
 		t.Errorf("Selection() = %q, %q; want demo and an empty selector", ns, sel)
 	}
+}
+
+// conflictingRegistry holds a collector of another kind under the name of
+// the informers' cache_objects gauge.
+func conflictingRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "operatorkit_informer_cache_objects", Help: "Someone else's."}))
+	return reg
 }
 
 // recorder is an event handler that records what it is told.
