@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/resource/crud"
 )
 
@@ -228,6 +229,10 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
 	case config.Cache == nil:
 		return nil, fmt.Errorf("%w: %T.Cache must not be empty", ErrInvalidConfig, config)
+	case nilptr.Is(config.Cache): // a *operator.SharedInformer never made: New would panic
+		return nil, fmt.Errorf("%w: %T.Cache is a nil %T", ErrInvalidConfig, config, config.Cache)
+	case config.Writes != nil && nilptr.Is(config.Writes): // every apply would panic
+		return nil, fmt.Errorf("%w: %T.Writes is a nil %T", ErrInvalidConfig, config, config.Writes)
 	case config.Desired == nil && config.DesiredSet == nil:
 		return nil, fmt.Errorf("%w: %T.Desired must not be empty (or set DesiredSet)", ErrInvalidConfig, config)
 	case config.Desired != nil && config.DesiredSet != nil:

@@ -25,6 +25,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -508,6 +509,8 @@ func TestNewValidates(t *testing.T) {
 		{"name", child.Config[*corev1.Secret, *appsv1.Deployment]{Client: client.For, Cache: informertest.New(), Desired: desired}, ".Name must not be empty"},
 		{"client", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Cache: informertest.New(), Desired: desired}, ".Client must not be empty"},
 		{"cache", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Desired: desired}, ".Cache must not be empty"},
+		{"nil pointer cache", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: (*informer.Informer)(nil), Desired: desired}, ".Cache is a nil *informer.Informer"},
+		{"nil pointer writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: (*countingWrites)(nil), Resource: schema.GroupResource{Group: "apps", Resource: "deployments"}}, ".Writes is a nil *child_test.countingWrites"},
 		{"desired", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New()}, ".Desired must not be empty"},
 		{"writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}}, ".Resource must not be empty"},
 		{"managed by no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, ManagedBy: "my operator"}, ".ManagedBy \"my operator\" is not a label value"},
@@ -533,6 +536,14 @@ func TestNewValidates(t *testing.T) {
 }
 
 type nopWrites struct{}
+
+// countingWrites counts the applies it is told of; its nil pointer panics.
+type countingWrites struct{ n int }
+
+func (w *countingWrites) Begin(schema.GroupResource, string, string) func(metav1.Object, error) {
+	w.n++
+	return func(metav1.Object, error) {}
+}
 
 func (nopWrites) Begin(schema.GroupResource, string, string) func(metav1.Object, error) {
 	return func(metav1.Object, error) {}
