@@ -19,6 +19,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // The parameters of the backoff used when EnsureCreated or EnsureDeleted is
@@ -65,6 +67,9 @@ type CRDClient struct {
 func New(config Config) (*CRDClient, error) {
 	if config.Client == nil {
 		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
+	}
+	if nilptr.Is(config.Client) { // a clientset whose NewForConfig failed
+		return nil, fmt.Errorf("%w: %T.Client is a nil %T", ErrInvalidConfig, config, config.Client)
 	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()

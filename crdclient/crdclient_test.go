@@ -100,6 +100,10 @@ func TestNew(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !IsInvalidConfig(err) || !strings.Contains(err.Error(), "crdclient.Config.Client") {
 		t.Errorf("New(Config{}) = %v, want ErrInvalidConfig naming crdclient.Config.Client", err)
 	}
+	_, err = New(Config{Client: (*fake.Clientset)(nil)})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "crdclient.Config.Client is a nil *fake.Clientset") {
+		t.Errorf("New(Config{Client: a nil *fake.Clientset}) = %v, want ErrInvalidConfig naming crdclient.Config.Client", err)
+	}
 }
 
 func TestInvalidArguments(t *testing.T) {
