@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -45,8 +46,8 @@ type ResourceSet struct {
 
 // NewResourceSet returns a ResourceSet. It returns an error matching
 // [ErrInvalidConfig], naming the field, when Handles or Resources is empty,
-// when an entry of Resources is nil, when two resources have the same
-// name, or when two resources make the same claim ([resource.Claimer],
+// when an entry of Resources is nil or its name is not valid UTF-8, when
+// two resources have the same name, or when two resources make the same claim ([resource.Claimer],
 // looked for through wrappers that have an Unwrap method): each would
 // delete the objects the other keeps, as not desired.
 func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
@@ -63,6 +64,11 @@ func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 			return nil, fmt.Errorf("%w: %T.Resources[%d] must not be nil", ErrInvalidConfig, config, i)
 		}
 		name := r.Name()
+		if !utf8.ValidString(name) {
+			// The Framework's error metric is labelled with it: prometheus
+			// would panic at the resource's first error.
+			return nil, fmt.Errorf("%w: %T.Resources[%d] has a name that is not valid UTF-8: %q", ErrInvalidConfig, config, i, name)
+		}
 		if j, ok := seen[name]; ok {
 			return nil, fmt.Errorf("%w: %T.Resources[%d] and Resources[%d] have the same name %q", ErrInvalidConfig, config, j, i, name)
 		}

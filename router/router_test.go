@@ -58,6 +58,7 @@ func TestNewResourceSet(t *testing.T) {
 		{name: "missing handles", config: router.ResourceSetConfig{Resources: []resource.Interface{a}}, wantMsg: "router.ResourceSetConfig.Handles must not be empty"},
 		{name: "missing resources", config: router.ResourceSetConfig{Handles: handles}, wantMsg: "router.ResourceSetConfig.Resources must not be empty"},
 		{name: "nil resource", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, nil}}, wantMsg: "router.ResourceSetConfig.Resources[1] must not be nil"},
+		{name: "name not UTF-8", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, newCrud(t, "b\xff")}}, wantMsg: "router.ResourceSetConfig.Resources[1] has a name that is not valid UTF-8"},
 		{name: "duplicate name", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, newCrud(t, "b"), newCrud(t, "a")}}, wantMsg: `router.ResourceSetConfig.Resources[0] and Resources[2] have the same name "a"`},
 	}
 	for _, tt := range tests {
