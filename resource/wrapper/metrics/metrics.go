@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -46,11 +47,15 @@ var (
 
 // New returns a Resource measuring config.Resource and registers its
 // collectors. It returns an error matching [ErrInvalidConfig] when
-// config.Resource is nil, and the registry's error when a different collector
+// config.Resource is nil or its name is not valid UTF-8, and the registry's error when a different collector
 // is registered under the same name.
 func New(config Config) (*Resource, error) {
 	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
+	}
+	name := config.Resource.Name()
+	if !utf8.ValidString(name) { // the "resource" label: prometheus would panic
+		return nil, fmt.Errorf("%w: %T.Resource has a name that is not valid UTF-8: %q", ErrInvalidConfig, config, name)
 	}
 	duration, err := promutil.Register(config.Registerer, newDurationVec())
 	if err != nil {
@@ -70,7 +75,6 @@ func New(config Config) (*Resource, error) {
 			crud.StepGetCurrentState, crud.StepGetDesiredState, crud.StepNewUpdatePatch, crud.StepNewDeletePatch,
 			crud.StepApplyCreateChange, crud.StepApplyUpdateChange, crud.StepApplyDeleteChange)
 	}
-	name := config.Resource.Name()
 	r.series = make(map[string]series, len(operations))
 	for _, op := range operations {
 		r.series[op] = series{

@@ -114,6 +114,9 @@ func TestNew(t *testing.T) {
 		t.Fatalf("New() with a nil *plain = %v, want ErrInvalidConfig", err)
 	}
 
+	if _, err := metrics.New(metrics.Config{Resource: &plain{name: "p\xff"}}); !errors.Is(err, metrics.ErrInvalidConfig) || !strings.Contains(err.Error(), "metrics.Config.Resource has a name that is not valid UTF-8") {
+		t.Fatalf("New() with a name that is not UTF-8 = %v, want ErrInvalidConfig naming Resource", err)
+	}
 	if _, err := metrics.New(metrics.Config{Resource: &plain{name: "p"}, Registerer: (*prometheus.Registry)(nil)}); err != nil {
 		t.Fatalf("New(Registerer: a nil *prometheus.Registry, which registers nothing) = %v", err)
 	}
