@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -90,7 +92,8 @@ type Config struct {
 	// 5 QPS and burst 10. Required.
 	RESTConfig *rest.Config
 	// Name names the operator process: the default Lease name, the
-	// user agent of its clients, the "operator" log key. Required.
+	// user agent of its clients, the "operator" log key. Required;
+	// printable UTF-8.
 	Name string
 	// Logger receives the operator's logs. Defaults to a nop logger.
 	// RedirectKlog sends client-go's logs to the same logger.
@@ -191,6 +194,10 @@ func New(config Config) (*Operator, error) {
 		return nil, fmt.Errorf("%w: %T.RESTConfig must not be empty", ErrInvalidConfig, config)
 	case config.Name == "":
 		return nil, fmt.Errorf("%w: %T.Name must not be empty", ErrInvalidConfig, config)
+	case !utf8.ValidString(config.Name) || strings.IndexFunc(config.Name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		// The clients' user agent (a request with a control character in
+		// a header is refused unsent) and a metric's label value.
+		return nil, fmt.Errorf("%w: %T.Name %q must be printable UTF-8", ErrInvalidConfig, config, config.Name)
 	case config.LeaseDuration < 0, config.RenewDeadline < 0, config.RetryPeriod < 0:
 		return nil, fmt.Errorf("%w: %T.LeaseDuration, RenewDeadline and RetryPeriod must not be negative", ErrInvalidConfig, config)
 	case config.ShutdownTimeout < 0:

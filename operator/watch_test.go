@@ -97,6 +97,8 @@ func TestNewValidatesConfig(t *testing.T) {
 	}{
 		{name: "no rest config", config: Config{Name: "x"}, field: "RESTConfig"},
 		{name: "no name", config: Config{RESTConfig: restConfig()}, field: "Name"},
+		{name: "name with a control character", config: Config{RESTConfig: restConfig(), Name: "op\n"}, field: "Name"},
+		{name: "name not UTF-8", config: Config{RESTConfig: restConfig(), Name: "op\xff"}, field: "Config.Name"},
 		{name: "negative shutdown", config: Config{RESTConfig: restConfig(), Name: "x", ShutdownTimeout: -1}, field: "ShutdownTimeout"},
 		{name: "renew not shorter than lease", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaseDuration: 5e9, RenewDeadline: 5e9}, field: "RenewDeadline"},
 		{name: "retry not within the renew deadline", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, RenewDeadline: 10e9, RetryPeriod: 9e9}, field: "RetryPeriod"},
