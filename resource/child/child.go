@@ -288,6 +288,16 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
 	}
+	for _, g := range []struct {
+		field string
+		gvk   schema.GroupVersionKind
+	}{{"GVK", config.GVK}, {"OwnerGVK", config.OwnerGVK}} {
+		// Half of one: every apply would be refused, or fail as having no
+		// owner kind.
+		if !g.gvk.Empty() && (g.gvk.Version == "" || g.gvk.Kind == "") {
+			return nil, fmt.Errorf("%w: %T.%s %q needs a version and a kind", ErrInvalidConfig, config, g.field, g.gvk)
+		}
+	}
 	if config.GVK.Empty() {
 		gvk, ok := schemeKind(childType)
 		if !ok {
