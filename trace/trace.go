@@ -101,8 +101,9 @@ func New(object string, start time.Time) *Trace {
 // caller that runs many reconciliations and calls one of them when it is
 // done with each Trace allocates only the small Trace itself per
 // reconciliation. A caller that calls neither leaves the buffer to the
-// garbage collector, which is correct too.
+// garbage collector, which is correct too. A negative steps is 0.
 func NewSized(object string, start time.Time, steps int) *Trace {
+	steps = max(steps, 0) // make would panic
 	b := &traceHead{}
 	b.t.Object, b.t.Start, b.t.mu = object, start, &b.mu
 	if steps > maxPooledSteps {

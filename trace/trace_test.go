@@ -137,17 +137,17 @@ func TestNew(t *testing.T) {
 
 func TestNewSized(t *testing.T) {
 	start := time.Now()
-	for _, n := range []int{0, 12, 13, 40} {
+	for _, n := range []int{-1, 0, 12, 13, 40} { // -1: as 0
 		tr := trace.NewSized("ns/o", start, n)
 		if tr.Object != "ns/o" || !tr.Start.Equal(start) || tr.Len() != 0 || cap(tr.Steps) < n {
 			t.Fatalf("NewSized(%d) = %+v with room for %d steps", n, tr.Snapshot(), cap(tr.Steps))
 		}
 		ctx := trace.NewContext(context.Background(), tr)
-		for range n + 1 {
+		for range max(n, 0) + 1 {
 			trace.Record(ctx, "r", "s", tr.Now(), trace.OutcomeDone, nil)
 		}
-		if tr.Len() != n+1 {
-			t.Fatalf("NewSized(%d): %d steps recorded, want %d", n, tr.Len(), n+1)
+		if want := max(n, 0) + 1; tr.Len() != want {
+			t.Fatalf("NewSized(%d): %d steps recorded, want %d", n, tr.Len(), want)
 		}
 	}
 }
