@@ -33,6 +33,10 @@ import (
 const (
 	// DefaultWorkers is the number of reconciling workers when Config.Workers is 0.
 	DefaultWorkers = 1
+	// MaxWorkers bounds Config.Workers: far beyond what the client-side rate
+	// limit of any client lets work at once, and short of the goroutines
+	// that would fill the memory before Boot returned.
+	MaxWorkers = 10000
 	// DefaultReconcileTimeout bounds one reconciliation when
 	// Config.ReconcileTimeout is 0.
 	DefaultReconcileTimeout = 2 * time.Minute
@@ -113,7 +117,8 @@ type Config struct {
 	// limiter for failed objects.
 	RateLimiter workqueue.TypedRateLimiter[string]
 	// Workers is how many objects are reconciled at once (never the same
-	// object twice at once). Defaults to DefaultWorkers.
+	// object twice at once). Defaults to DefaultWorkers; at most
+	// MaxWorkers.
 	Workers int
 	// ReconcileTimeout bounds one reconciliation; its context ends after it.
 	// A timed-out reconciliation counts as failed and is retried with
@@ -294,8 +299,8 @@ func New(config Config) (*Framework, error) {
 	if config.CRD != nil && config.CRDClient == nil {
 		return nil, fmt.Errorf("%w: framework.Config.CRDClient must not be empty when CRD is set", ErrInvalidConfig)
 	}
-	if config.Workers < 0 {
-		return nil, fmt.Errorf("%w: framework.Config.Workers must not be negative, got %d", ErrInvalidConfig, config.Workers)
+	if config.Workers < 0 || config.Workers > MaxWorkers {
+		return nil, fmt.Errorf("%w: framework.Config.Workers must be 0 (DefaultWorkers) to %d (MaxWorkers), got %d", ErrInvalidConfig, MaxWorkers, config.Workers)
 	}
 	if config.ReconcileTimeout < 0 {
 		return nil, fmt.Errorf("%w: framework.Config.ReconcileTimeout must not be negative, got %s", ErrInvalidConfig, config.ReconcileTimeout)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -157,6 +158,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		}, "Resource"},
 		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
+		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
 		{"negative timeout", func(c *Config) { c.ReconcileTimeout = -time.Second }, "ReconcileTimeout"},
 	}
 	for _, tt := range tests {

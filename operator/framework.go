@@ -57,6 +57,9 @@ func (o FrameworkOptions) Validate() error {
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("invalid value %d for flag --workers: must be at least 1", o.Workers))
 	}
+	if o.Workers > framework.MaxWorkers {
+		errs = append(errs, fmt.Errorf("invalid value %d for flag --workers: must be at most %d", o.Workers, framework.MaxWorkers))
+	}
 	if o.ResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %s for flag --resync-period: must be positive", o.ResyncPeriod))
 	}
