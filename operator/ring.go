@@ -13,6 +13,10 @@ import (
 // N × 24 KiB.
 const DefaultVirtualNodes = 1024
 
+// MaxVirtualNodes bounds Sharding.VirtualNodes: a ring of N replicas at
+// most takes N × 1.5 MiB, and is rebuilt at every change of members.
+const MaxVirtualNodes = 1 << 16
+
 // ring is a consistent hash ring: each member owns the keys whose hash
 // falls between one of its points and the previous point. Adding or
 // removing one of N members moves about 1/N of the keys, all of them to or

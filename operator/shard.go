@@ -125,10 +125,11 @@ type Sharding struct {
 	// objects of a namespace go to one replica.
 	ByNamespace bool
 	// VirtualNodes is the number of points of each replica on the hash
-	// ring. Defaults to DefaultVirtualNodes.
+	// ring. Defaults to DefaultVirtualNodes; at most MaxVirtualNodes.
 	VirtualNodes int
 	// AssignWorkers is how many objects the assigner labels at the same
-	// time. Defaults to DefaultShardAssignWorkers.
+	// time. Defaults to DefaultShardAssignWorkers; at most
+	// framework.MaxWorkers.
 	AssignWorkers int
 	// AssignQPS is the client-side rate limit of the assigner's label
 	// writes, on a metadata client of its own (bursts of twice as many).
@@ -187,14 +188,15 @@ func (s *Sharding) validate(config Config) error {
 		return fmt.Errorf("%w: %T.Sharding Ring and Identity cannot name a Lease %q: %s", ErrInvalidConfig, config, s.Ring+"-"+s.Identity, strings.Join(errs, "; "))
 	}
 	switch {
-	case s.VirtualNodes < 0:
-		return fmt.Errorf("%w: %T.Sharding.VirtualNodes must not be negative", ErrInvalidConfig, config)
+	case s.VirtualNodes < 0 || s.VirtualNodes > MaxVirtualNodes:
+		// Too many would make the assigner's ring panic or fill the memory.
+		return fmt.Errorf("%w: %T.Sharding.VirtualNodes must be 0 (DefaultVirtualNodes) to %d (MaxVirtualNodes), got %d", ErrInvalidConfig, config, MaxVirtualNodes, s.VirtualNodes)
 	case s.VirtualNodes == 0:
 		s.VirtualNodes = DefaultVirtualNodes
 	}
 	switch {
-	case s.AssignWorkers < 0:
-		return fmt.Errorf("%w: %T.Sharding.AssignWorkers must not be negative", ErrInvalidConfig, config)
+	case s.AssignWorkers < 0 || s.AssignWorkers > framework.MaxWorkers:
+		return fmt.Errorf("%w: %T.Sharding.AssignWorkers must be 0 (DefaultShardAssignWorkers) to %d (framework.MaxWorkers), got %d", ErrInvalidConfig, config, framework.MaxWorkers, s.AssignWorkers)
 	case s.AssignWorkers == 0:
 		s.AssignWorkers = DefaultShardAssignWorkers
 	}

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -28,6 +29,8 @@ func TestShardingConfigErrorsNameTheField(t *testing.T) {
 		{"identity not a DNS label", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Identity: "Pod_1"}, "Sharding.Identity \"Pod_1\""},
 		{"negative virtual nodes", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, VirtualNodes: -1}, "Sharding.VirtualNodes"},
 		{"negative workers", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignWorkers: -1}, "Sharding.AssignWorkers"},
+		{"virtual nodes past the memory", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, VirtualNodes: math.MaxInt}, "Sharding.VirtualNodes"},
+		{"workers past the memory", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignWorkers: math.MaxInt}, "Sharding.AssignWorkers"},
 		{"negative QPS", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignQPS: -1}, "Sharding.AssignQPS"},
 		{"child without version", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Children: []schema.GroupVersionResource{{Resource: "configmaps"}}}, "Sharding.Children[0]"},
 		{"child also assigned", Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, Children: []schema.GroupVersionResource{thingsGVR}}, "Sharding.Children[0] \"example.com/v1, Resource=things\" is in Sharding.Resources too"},
