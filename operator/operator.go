@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -311,7 +312,8 @@ func New(config Config) (*Operator, error) {
 		// The assigner works under the leader election Lease, not the
 		// member Lease the fence is closed for.
 		arc := rest.CopyConfig(lc)
-		arc.QPS, arc.Burst, arc.RateLimiter = sh.AssignQPS, int(2*sh.AssignQPS), nil
+		// A burst past an int would turn negative and refuse every write.
+		arc.QPS, arc.Burst, arc.RateLimiter = sh.AssignQPS, int(min(2*float64(sh.AssignQPS), math.MaxInt32)), nil
 		assignMD, err := metadata.NewForConfig(arc)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %T.RESTConfig: %v", ErrInvalidConfig, config, err)

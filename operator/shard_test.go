@@ -2,15 +2,21 @@ package operator
 
 import (
 	"errors"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/informer"
 )
@@ -244,5 +250,24 @@ func TestShardMetricsDocumented(t *testing.T) {
 				t.Errorf("%s does not document %s", file, n)
 			}
 		}
+	}
+}
+
+// TestShardingAssignQPSBeyondTheBurst: an AssignQPS whose burst (twice as
+// many) no int holds still lets the assigner write, instead of making every
+// write fail as exceeding a negative burst.
+func TestShardingAssignQPSBeyondTheBurst(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"t","namespace":"ns"}}`)
+	}))
+	defer ts.Close()
+	o, err := New(Config{RESTConfig: &rest.Config{Host: ts.URL}, Name: "op", Registry: prometheus.NewRegistry(),
+		Sharding: &Sharding{Resources: []schema.GroupVersionResource{thingsGVR}, AssignQPS: math.MaxFloat32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.shard.assignMD.Resource(thingsGVR).Namespace("ns").Patch(t.Context(), "t", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("an assigner write with AssignQPS %g: %v", float32(math.MaxFloat32), err)
 	}
 }
