@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // DefaultResyncPeriod is the resync period used when Config.ResyncPeriod is
@@ -174,6 +176,13 @@ type Informer struct {
 // call Run. It registers the metrics with config.Registerer, reusing
 // collectors that another Informer registered there before.
 func New(config Config) (*Informer, error) {
+	// A client whose constructor failed: the list in Run would panic.
+	if config.Client != nil && nilptr.Is(config.Client) {
+		return nil, fmt.Errorf("%w: %T.Client is a nil %T", ErrInvalidConfig, config, config.Client)
+	}
+	if config.RESTClient != nil && nilptr.Is(config.RESTClient) {
+		return nil, fmt.Errorf("%w: %T.RESTClient is a nil %T", ErrInvalidConfig, config, config.RESTClient)
+	}
 	switch clients := btoi(config.RESTConfig != nil) + btoi(config.Client != nil) + btoi(config.RESTClient != nil); {
 	case clients == 0:
 		return nil, fmt.Errorf("%w: %T needs a client: set RESTConfig and ObjectType (or Client, or RESTClient and ObjectType)", ErrInvalidConfig, config)

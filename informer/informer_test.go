@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
@@ -105,6 +106,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "REST client without object type", config: Config{RESTClient: &rest.RESTClient{}, GVR: widgets}, wantField: "informer.Config.ObjectType must not be empty when RESTClient"},
 		{name: "REST config without object type", config: Config{RESTConfig: &rest.Config{}, GVR: widgets}, wantField: "informer.Config.ObjectType must not be empty when RESTConfig"},
 		{name: "REST config with a nil object type", config: Config{RESTConfig: &rest.Config{}, ObjectType: (*corev1.ConfigMap)(nil), GVR: widgets}, wantField: "Config.ObjectType must be a non-nil pointer to a struct"},
+		{name: "nil pointer client", config: Config{Client: (*dynamic.DynamicClient)(nil), GVR: widgets}, wantField: "informer.Config.Client is a nil *dynamic.DynamicClient"},
+		{name: "nil pointer REST client", config: Config{RESTClient: (*rest.RESTClient)(nil), ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.RESTClient is a nil *rest.RESTClient"},
 		{name: "negative mutation cache size", config: Config{Client: client, GVR: widgets, MutationCacheSize: -1}, wantField: "informer.Config.MutationCacheSize"},
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},
