@@ -84,7 +84,8 @@ type Config struct {
 	// not filled in) with DryRun or DisableFinalizers.
 	MetadataClient metadata.Interface
 	// Resource is the GroupVersionResource of the reconciled objects, used
-	// with Client or MetadataClient. Required with either.
+	// with Client or MetadataClient. Required with either: Version and
+	// Resource must not be empty.
 	Resource schema.GroupVersionResource
 	// CRD, when set, is created or updated by EnsureCRD, which Boot calls
 	// before it runs the informer (and operator.Operator.Run before it
@@ -278,6 +279,11 @@ func New(config Config) (*Framework, error) {
 	}
 	if (config.Client != nil || config.MetadataClient != nil) && config.Resource.Resource == "" {
 		return nil, fmt.Errorf("%w: framework.Config.Resource must name the reconciled resource when Client or MetadataClient is set", ErrInvalidConfig)
+	}
+	if (config.Client != nil || config.MetadataClient != nil) && config.Resource.Version == "" {
+		// Every finalizer and status write would go to a path the API
+		// server does not serve.
+		return nil, fmt.Errorf("%w: framework.Config.Resource %q needs a version", ErrInvalidConfig, config.Resource)
 	}
 	if config.FieldManager == "" {
 		config.FieldManager = FieldManagerPrefix + config.Name

@@ -156,6 +156,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"metadata client without resource", func(c *Config) {
 			c.DisableFinalizers, c.MetadataClient = false, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
 		}, "Resource"},
+		{"resource without version", func(c *Config) {
+			c.DisableFinalizers, c.MetadataClient = false, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+			c.Resource = schema.GroupVersionResource{Group: "g", Resource: "widgets"}
+		}, "Config.Resource \"g/, Resource=widgets\" needs a version"},
 		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
