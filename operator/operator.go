@@ -128,7 +128,8 @@ type Config struct {
 	LeaderElectionNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod are the leader election
 	// timings. Default to DefaultLeaseDuration, DefaultRenewDeadline and
-	// DefaultRetryPeriod; RenewDeadline must be shorter than
+	// DefaultRetryPeriod; LeaseDuration must be at least a second (a Lease
+	// holds whole seconds), RenewDeadline must be shorter than
 	// LeaseDuration, and RetryPeriod shorter than RenewDeadline / 1.2
 	// (leaderelection.JitterFactor).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -238,6 +239,11 @@ func New(config Config) (*Operator, error) {
 	}
 	if config.RetryPeriod == 0 {
 		config.RetryPeriod = DefaultRetryPeriod
+	}
+	if (config.LeaderElection || config.Sharding != nil) && (config.LeaseDuration < time.Second || config.LeaseDuration > math.MaxInt32*time.Second) {
+		// A Lease holds whole seconds, at least one, in an int32: the API
+		// server would refuse every Lease, and the campaign go on for ever.
+		return nil, fmt.Errorf("%w: %T.LeaseDuration (%s) must be 1s to %d s: a Lease holds it in whole seconds", ErrInvalidConfig, config, config.LeaseDuration, math.MaxInt32)
 	}
 	if (config.LeaderElection || config.Sharding != nil) && config.RenewDeadline >= config.LeaseDuration {
 		return nil, fmt.Errorf("%w: %T.RenewDeadline (%s) must be shorter than LeaseDuration (%s)", ErrInvalidConfig, config, config.RenewDeadline, config.LeaseDuration)

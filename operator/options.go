@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -312,6 +313,9 @@ func (o Options) Validate() error {
 		}
 	}
 	lease, renew := orDefaultDuration(o.LeaseDuration, DefaultLeaseDuration), orDefaultDuration(o.RenewDeadline, DefaultRenewDeadline)
+	if (o.LeaderElect || o.Shard) && lease > 0 && (lease < time.Second || lease > math.MaxInt32*time.Second) {
+		errs = append(errs, fmt.Errorf("invalid value %s for flag --%s: must be 1s to %d s (a Lease holds whole seconds)", lease, flagLeaseDuration, math.MaxInt32))
+	}
 	if (o.LeaderElect || o.Shard) && renew >= lease {
 		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s (%s)", flagRenewDeadline, renew, flagLeaseDuration, lease))
 	}

@@ -179,6 +179,13 @@ func TestValidate(t *testing.T) {
 			want:   []string{`flag --leader-election-renew-deadline (5s) must be shorter than --leader-election-lease-duration (5s)`},
 		},
 		{
+			name: "lease shorter than a second",
+			modify: func(o *Options) {
+				o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 900*time.Millisecond, 600*time.Millisecond, 100*time.Millisecond
+			},
+			want: []string{`invalid value 900ms for flag --leader-election-lease-duration: must be 1s to 2147483647 s`},
+		},
+		{
 			name:   "retry period not within the renew deadline",
 			modify: func(o *Options) { o.RenewDeadline, o.RetryPeriod = 10*time.Second, 9*time.Second },
 			want:   []string{`flag --leader-election-retry-period (9s) must be shorter than --leader-election-renew-deadline (10s) / 1.2`},
