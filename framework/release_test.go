@@ -95,18 +95,22 @@ func TestReleaseWaitsForTheReconciliationInFlight(t *testing.T) {
 // reconciliation returns ctx's error, and the key stays released.
 func TestReleaseEndsWithItsContext(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	started := make(chan struct{})
+	// The reconciliation hangs until the test ends, not for a time: one
+	// that ended on a timeout of its own before Release looked would make
+	// Release return nil at once.
+	started, unblock := make(chan struct{}), make(chan struct{})
 	r := &funcResource{name: "hang", create: func(ctx context.Context, obj any) error {
 		close(started)
-		<-ctx.Done()
-		return ctx.Err()
+		<-unblock
+		return nil
 	}}
 	inf := informertest.New(object("a", 1, nil))
-	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, ReconcileTimeout: 200 * time.Millisecond})
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	boot(t, f)
+	t.Cleanup(func() { close(unblock) }) // before boot's cleanup waits for Boot
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
