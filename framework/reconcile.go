@@ -136,6 +136,28 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		f.finish(ctx, key, obj, tr, o)
 	}()
 
+	// Running from before the object is read from the cache: a Release
+	// from here on waits for this reconciliation. Begun only after the
+	// read, a worker that read the object before a Release that then
+	// returned at once started it after the hand-over, once the object's
+	// delete event had forgotten the release.
+	if !f.state.begin(key) {
+		// Released (Release): another owner takes the object over.
+		return outcome{result: ResultSkipped}
+	}
+	var acc metav1.Object // set once the object is read
+	defer func() {
+		if acc == nil {
+			f.state.end(key, "", "", 0, false)
+			return
+		}
+		// Whatever the outcome, writes to the object that succeeded are
+		// expected in the cache before the next reconciliation, unless
+		// their watch event arrived already.
+		rv, ok := resourceversioncontext.ResourceVersion(ctx)
+		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
+	}()
+
 	obj, exists, err := f.informer.Get(key)
 	if err != nil {
 		return outcome{result: ResultError, err: fmt.Errorf("get %s from cache: %w", key, err)}
@@ -148,10 +170,11 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 			return outcome{result: ResultSkipped}
 		}
 	}
-	acc, err := meta.Accessor(obj)
+	a, err := meta.Accessor(obj)
 	if err != nil {
 		return outcome{result: ResultPermanent, err: fmt.Errorf("object %s has no metadata: %w", key, err)}
 	}
+	acc = a
 	rv = acc.GetResourceVersion()
 	if tombstone {
 		left, err := f.leftSelection(ctx, acc)
@@ -188,17 +211,6 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		// when the outcome is not the steady one (finishStatus).
 		rctx.begin(tr, f, key, obj, nil)
 	}
-	if !f.state.begin(key) {
-		// Released (Release): another owner takes the object over.
-		return outcome{result: ResultSkipped}
-	}
-	defer func() {
-		// Whatever the outcome, writes to the object that succeeded are
-		// expected in the cache before the next reconciliation, unless
-		// their watch event arrived already.
-		rv, ok := resourceversioncontext.ResourceVersion(ctx)
-		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
-	}()
 	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr)
 	// Not retried, and the object is gone: no later event would end what
 	// the Framework keeps about it.

@@ -184,3 +184,86 @@ func TestAbortEndsReconciliationsInFlight(t *testing.T) {
 		t.Errorf("Boot() = %v", err)
 	}
 }
+
+// gatedInformer is an informertest.Informer whose next Get, once armed,
+// reports that it read the object and then holds its caller until told to
+// go on.
+type gatedInformer struct {
+	*informertest.Informer
+	gate atomic.Pointer[getGate]
+}
+
+type getGate struct{ read, proceed chan struct{} }
+
+func (i *gatedInformer) arm() (read <-chan struct{}, proceed chan<- struct{}) {
+	g := &getGate{read: make(chan struct{}), proceed: make(chan struct{})}
+	i.gate.Store(g)
+	return g.read, g.proceed
+}
+
+func (i *gatedInformer) Get(key string) (any, bool, error) {
+	obj, exists, err := i.Informer.Get(key)
+	if g := i.gate.Swap(nil); g != nil {
+		close(g.read)
+		<-g.proceed
+	}
+	return obj, exists, err
+}
+
+// TestReleaseWaitsForAWorkerThatReadTheObject: a worker that read the
+// object from the cache but had not started its resources yet is a
+// reconciliation in flight too, and Release waits for it. Returning at once
+// let the hand-over go on; the object's delete event (its shard label
+// removed) forgot the release, and the worker then reconciled the object it
+// had read, which belonged to another replica by then.
+func TestReleaseWaitsForAWorkerThatReadTheObject(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var calls, late atomic.Int64
+	var released atomic.Bool
+	r := &funcResource{name: "r", create: func(ctx context.Context, obj any) error {
+		if released.Load() {
+			late.Add(1)
+		}
+		calls.Add(1)
+		return nil
+	}}
+	inf := &gatedInformer{Informer: informertest.New(object("a", 1, nil))}
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	// Traced: the first reconciliation reads the cache no more.
+	pollUntil(t, "first reconciliation traced", func() bool { return len(f.Traces("ns/a")) == 1 })
+
+	read, proceed := inf.arm()
+	f.Enqueue("ns/a")
+	<-read // a worker holds the object it read
+	done := make(chan error, 1)
+	go func() {
+		err := f.Release(context.Background(), "ns/a")
+		released.Store(true)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		// Release did not wait for the worker: the hand-over goes on, and
+		// the object leaves the informer.
+		if err != nil {
+			t.Fatalf("Release() = %v", err)
+		}
+		if err := inf.Delete(object("a", 1, nil)); err != nil {
+			t.Fatal(err)
+		}
+		close(proceed)
+	case <-time.After(100 * time.Millisecond): // a check that Release waits, not a wait for a condition
+		close(proceed)
+		if err := <-done; err != nil {
+			t.Fatalf("Release() = %v", err)
+		}
+	}
+	pollUntil(t, "the worker's reconciliation", func() bool { return calls.Load() == 2 })
+	if n := late.Load(); n != 0 {
+		t.Errorf("%d reconciliations started after Release returned", n)
+	}
+}
