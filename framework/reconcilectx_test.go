@@ -50,7 +50,7 @@ func TestReconcileContext(t *testing.T) {
 		defer c.stop()
 		select {
 		case <-c.Done():
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("Done not closed after the deadline")
 		}
 		if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
@@ -105,7 +105,7 @@ func TestReconcileContext(t *testing.T) {
 		for _, child := range children {
 			select {
 			case <-child.Done():
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("child not canceled with its parent")
 			}
 		}

@@ -81,7 +81,7 @@ func start(t *testing.T, inf *Informer, c *fakeClient) {
 			t.Errorf("Run() = %v, want nil", err)
 		}
 	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, 10*time.Second)
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()
 	if err := inf.WaitForCacheSync(syncCtx); err != nil {
 		t.Fatalf("WaitForCacheSync() = %v", err)
@@ -190,7 +190,7 @@ func (r *recorder) OnDelete(obj any)    { r.add("delete " + name(obj)) }
 func (r *recorder) waitFor(t *testing.T, want ...string) {
 	t.Helper()
 	var got []string
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		got = append(got[:0], r.events...)
@@ -274,7 +274,7 @@ operatorkit_informer_watch_errors_total{informer="test"} 0
 `
 	// The metrics handler runs on its own goroutine: poll.
 	var cmpErr error
-	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		cmpErr = testutil.GatherAndCompare(reg, strings.NewReader(want))
 		return cmpErr == nil, nil
 	})
@@ -387,7 +387,7 @@ func TestTransforms(t *testing.T) {
 			}
 			for _, key := range []string{"ns/listed", "ns/watched"} {
 				var obj any
-				err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 					var exists bool
 					obj, exists, _ = inf.Get(key)
 					return exists, nil
@@ -432,7 +432,7 @@ func TestWatchErrorsAreCountedAndForwarded(t *testing.T) {
 		if !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "widgets") {
 			t.Errorf("watch error = %q, want it to say boom and name the resource", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no watch error on errChan")
 	}
 	if got := testutil.ToFloat64(inf.metrics.watchErrors); got != 1 {
@@ -482,7 +482,7 @@ func TestMutation(t *testing.T) {
 	if _, err := client.Resource(widgets).Namespace("ns").Update(t.Context(), newer, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		v, _ := labelOf("ns/a")
 		return v == "9", nil
 	}); err != nil {

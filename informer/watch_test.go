@@ -21,14 +21,14 @@ func recv(t *testing.T, ch <-chan watch.Event, wantType watch.EventType, wantNam
 		if got := ev.Object.(*unstructured.Unstructured).GetName(); ev.Type != wantType || got != wantName {
 			t.Fatalf("event = %s %s, want %s %s", ev.Type, got, wantType, wantName)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatalf("no event, want %s %s", wantType, wantName)
 	}
 }
 
 func waitClosed[T any](t *testing.T, ch <-chan T) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		select {
 		case _, ok := <-ch:
@@ -127,7 +127,7 @@ func TestWatchConsumerThatNeverReadsDoesNotBlockRun(t *testing.T) {
 		if err != nil {
 			t.Errorf("Run() = %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Run() blocked by a Watch consumer that does not read")
 	}
 	waitClosed(t, updates)
@@ -152,7 +152,7 @@ func TestWatchAfterStop(t *testing.T) {
 		if !ok || err == nil {
 			t.Fatal("Watch after stop: no error on errChan")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Watch after stop: no error")
 	}
 	waitClosed(t, errs)

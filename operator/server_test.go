@@ -58,7 +58,7 @@ func startServer(t *testing.T, s *server) {
 			if err != nil {
 				t.Errorf("serve() = %v after its context ended, want nil", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Errorf("serve() did not return after its context ended")
 		}
 	})
@@ -458,7 +458,7 @@ func TestServeShutdown(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 					t.Errorf("serve() = %v, want %v", err, tt.wantErr)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("serve() did not return")
 			}
 			refused("after serve returned")
@@ -510,7 +510,7 @@ func TestServeFails(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "serve on 127.0.0.1:") || !errors.Is(err, net.ErrClosed) {
 			t.Errorf("serve() = %v, want the listener's error", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("serve() did not return when a listener failed")
 	}
 	// The other listener was shut down too.
