@@ -316,8 +316,16 @@ func recovered(what string, fn func() error) (err error) {
 // and the finalizer's removal, or the finalizer's addition and the update
 // chain. rctx carries the status state of the reconciliation, if any.
 func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key string, obj any, acc metav1.Object, tombstone bool, tr *trace.Trace) outcome {
+	deleting := tombstone || acc.GetDeletionTimestamp() != nil
+	ours := slices.Contains(acc.GetFinalizers(), f.finalizer)
+	if deleting && !tombstone {
+		// Before routing: a deletion that no set handles keeps the
+		// finalizer, a stuck delete that objects_in_deletion must show.
+		f.state.setDeleting(key, acc.GetDeletionTimestamp().Time, ours)
+	}
+
 	set, err := f.route(obj)
-	if errors.Is(err, router.ErrNoResourceSet) && (tombstone || acc.GetDeletionTimestamp() != nil) {
+	if errors.Is(err, router.ErrNoResourceSet) && deleting {
 		// Deleted after it left every set (relabelled to a release no set
 		// handles): its delete chain is the last set's that handled it,
 		// or its finalizer would keep it Terminating for good.
@@ -336,12 +344,6 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 
 	if ctx, err = initCtx(ctx, set, obj); err != nil {
 		return errorOutcome(fmt.Errorf("init context of resource set %s: %w", set.Name(), err))
-	}
-
-	deleting := tombstone || acc.GetDeletionTimestamp() != nil
-	ours := slices.Contains(acc.GetFinalizers(), f.finalizer)
-	if deleting && !tombstone {
-		f.state.setDeleting(key, acc.GetDeletionTimestamp().Time, ours)
 	}
 
 	if f.dryRun {

@@ -1,0 +1,68 @@
+package framework
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/operatorkit/operatorkit/informer/informertest"
+)
+
+// gathered returns the value of the metric name gathered from reg (the sum
+// of its series), and whether reg has a series of it.
+func gathered(t *testing.T, reg prometheus.Gatherer, name string) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, found := 0.0, false
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			found = true
+			switch {
+			case m.Gauge != nil:
+				sum += m.GetGauge().GetValue()
+			case m.Counter != nil:
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum, found
+}
+
+// TestUnroutableDeletionIsInDeletion: an object being deleted that carries
+// the Framework's finalizer and that no resource set handles keeps its
+// finalizer (it stays Terminating): it is a stuck delete, and must show in
+// objects_in_deletion and oldest_deletion_age_seconds.
+func TestUnroutableDeletionIsInDeletion(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	obj, dc := deletingThing("stuck")
+	obj.SetLabels(map[string]string{"release": "1"})
+	rt := testRouter(t, func(o any) bool {
+		acc, err := meta.Accessor(o)
+		return err == nil && acc.GetLabels()["release"] == "2"
+	}, &deleteFunc{name: "cleaner"})
+	reg := prometheus.NewRegistry()
+	f, err := New(Config{Name: "op", Informer: informertest.New(obj), ResourceRouter: rt, Client: dc, Resource: thingsGVRForDeletes, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "the reconciliation", func() bool {
+		trs := f.Traces("ns/stuck")
+		return len(trs) == 1 && trs[0].Result == ResultNoResourceSet
+	})
+	if n, _ := gathered(t, reg, metricObjectsInDeletion); n != 1 {
+		t.Errorf("%s = %v, want 1: the object is Terminating with the Framework's finalizer", metricObjectsInDeletion, n)
+	}
+	pollUntil(t, "a deletion age", func() bool {
+		age, _ := gathered(t, reg, metricOldestDeletion)
+		return age > 0
+	})
+}
