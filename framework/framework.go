@@ -106,7 +106,8 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// EventRecorder, when set, records a Warning event on an object whose
 	// reconciliation failed and a Normal event when it recovers; with
-	// Conditions, also an event when a condition changes.
+	// Conditions, also an event when a condition changes. A reconciliation
+	// that Abort ended records none (it must stop writing).
 	EventRecorder record.EventRecorder
 	// BackOffFactory makes the per-object backoff used to requeue an object
 	// whose reconciliation failed. A backoff that stops is held at its last

@@ -1,11 +1,14 @@
 package framework
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
 )
@@ -65,4 +68,47 @@ func TestUnroutableDeletionIsInDeletion(t *testing.T) {
 		age, _ := gathered(t, reg, metricOldestDeletion)
 		return age > 0
 	})
+}
+
+// TestNoEventAfterAbort: Abort is the Lease's loss: the reconciliations in
+// flight must stop writing, and an Event is a write (refused by the
+// operator's fence, and retried by client-go's broadcaster, each attempt
+// counted in operatorkit_operator_refused_writes_total, whose increase
+// should mean a resource that ignores its context). A resource that honours
+// its context and returns its error must not make the Framework record
+// ReconcileFailed.
+func TestNoEventAfterAbort(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	entered := make(chan struct{}, 1)
+	r := &funcResource{name: "waits", create: func(ctx context.Context, _ any) error {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	rec := record.NewFakeRecorder(10)
+	f, err := New(Config{Name: "op", Informer: informertest.New(object("a", 1, nil)), ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, EventRecorder: rec, ReconcileTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Boot(ctx) }()
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reconciliation did not start within 30 s")
+	}
+	cancel()
+	f.Abort()
+	if err := <-done; err != nil {
+		t.Fatalf("Boot() = %v", err)
+	}
+	if trs := f.Traces("ns/a"); len(trs) != 1 || trs[0].Result != ResultError {
+		t.Fatalf("traces = %+v, want one error", trs)
+	}
+	select {
+	case e := <-rec.Events:
+		t.Errorf("event %q recorded for a reconciliation that Abort ended", e)
+	default:
+	}
 }

@@ -488,7 +488,7 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 		f.state.done(key)
 		f.metrics.lastSuccess.Set(float64(tr.Start.Add(d).UnixNano()) / 1e9)
 		if f.state.recovered(key) {
-			f.event(obj, corev1.EventTypeNormal, "Recovered", "reconciled successfully after earlier failures")
+			f.event(ctx, obj, corev1.EventTypeNormal, "Recovered", "reconciled successfully after earlier failures")
 		}
 	case ResultSkipped:
 		f.state.done(key)
@@ -521,16 +521,16 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 		f.metrics.panics.Inc()
 		f.metrics.countError(resourceOf(o.err), stepOf(tr))
 		level.Error(logger).Log("msg", "reconciliation panicked", "err", o.err, "stack", string(pe.Stack))
-		f.event(obj, corev1.EventTypeWarning, "ReconcilePanicked", o.err.Error())
+		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcilePanicked", o.err.Error())
 	case ResultError, ResultPermanent:
 		f.metrics.countError(resourceOf(o.err), stepOf(tr))
 		level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
-		f.event(obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
+		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
 	case ResultConflict:
 		level.Info(logger).Log("msg", "conflict: retrying with the latest object", "err", o.err)
 	case ResultNoResourceSet:
 		level.Warn(logger).Log("msg", "no resource set handles the object; not retried until it changes", "err", o.err)
-		f.event(obj, corev1.EventTypeWarning, "NoResourceSet", o.err.Error())
+		f.event(ctx, obj, corev1.EventTypeWarning, "NoResourceSet", o.err.Error())
 	}
 	// traceLine is a fmt.Stringer: formatted only when debug logs are on.
 	// Without a Config.Logger there is no line to build at all.
@@ -539,9 +539,16 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 	}
 }
 
-// event records an event on obj when an EventRecorder is configured.
-func (f *Framework) event(obj any, eventType, reason, message string) {
+// event records an event on obj when an EventRecorder is configured, unless
+// ctx, the reconciliation's, was ended by Abort: the Lease is lost, another
+// replica may own the object, and an Event is a write too (the operator's
+// fence would refuse it, and the broadcaster retry it). A reconciliation
+// that timed out still records its failure.
+func (f *Framework) event(ctx context.Context, obj any, eventType, reason, message string) {
 	if f.recorder == nil {
+		return
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return
 	}
 	ro, ok := obj.(runtime.Object)

@@ -594,7 +594,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	s.managed = res.GetManagedFields()
 	s.f.rememberListMode(listModeOf(s.managed))
 	resourceversioncontext.SetResourceVersion(ctx, s.rv)
-	s.events(ours, decided)
+	s.events(ctx, ours, decided)
 	return o
 }
 
@@ -815,7 +815,7 @@ func (s *statusRun) frameworkConditions(o outcome, set []metav1.Condition, tr *t
 // its good state (Ready True on an object's first reconciliation) records
 // none: that is the expected path, which the status shows, and an event
 // per new object would be one more API write per object.
-func (s *statusRun) events(ours []metav1.Condition, decided map[string]bool) {
+func (s *statusRun) events(ctx context.Context, ours []metav1.Condition, decided map[string]bool) {
 	for _, c := range ours {
 		if !decided[c.Type] {
 			continue
@@ -843,7 +843,7 @@ func (s *statusRun) events(ours []metav1.Condition, decided map[string]bool) {
 		if c.Message != "" {
 			message += ": " + c.Message
 		}
-		s.f.event(s.obj, eventType, c.Reason, message)
+		s.f.event(ctx, s.obj, eventType, c.Reason, message)
 	}
 }
 
