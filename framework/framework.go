@@ -384,7 +384,6 @@ func New(config Config) (*Framework, error) {
 		// Framework's own steps (finalizer, status) add a few.
 		f.traceSteps = max(f.traceSteps, 7*len(set.Resources())+4)
 	}
-	m.bindState(f.state)
 	if logDebug {
 		f.debugLogger = level.Debug(f.logger)
 	}
@@ -470,7 +469,8 @@ func (f *Framework) Boot(ctx context.Context) error {
 	f.queueMu.Lock()
 	f.queue = queue
 	f.queueMu.Unlock()
-	// Keys enqueued before Boot (Enqueue, drop-in handlers) are pending.
+	// Keys enqueued before Boot (Enqueue, drop-in handlers) are pending,
+	// from now on: nothing could reconcile them before.
 	for _, key := range f.state.pendingKeys() {
 		queue.Add(key)
 	}
@@ -515,6 +515,8 @@ func (f *Framework) Boot(ctx context.Context) error {
 	f.abortMu.Lock()
 	f.abort = abort
 	f.abortMu.Unlock()
+	// The stuck-object gauges report the objects while workers run.
+	defer f.metrics.states.running(f.state)()
 	for i := 0; i < f.workers; i++ {
 		wg.Go(func() {
 			for f.processNextItem(ctx, detached) {

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -44,9 +45,9 @@ type metrics struct {
 	lastSuccess     prometheus.Gauge
 	eventsFiltered  prometheus.Counter
 	watchErrors     prometheus.Counter
-
-	stateMu sync.Mutex
-	state   *objectState
+	// states reports the stuck-object gauges of the Framework while it
+	// runs.
+	states *stateCollector
 }
 
 func newMetrics(controller string, reg prometheus.Registerer) (*metrics, workqueue.MetricsProvider, error) {
@@ -103,26 +104,19 @@ func newMetrics(controller string, reg prometheus.Registerer) (*metrics, workque
 		lastSuccess:     lastSuccess.With(cl),
 		eventsFiltered:  filtered.With(cl),
 		watchErrors:     watchErrors.With(cl),
+		states:          newStateCollector(controller),
 	}
 	for _, r := range allResults {
 		m.reconciliations.WithLabelValues(r).Add(0)
 	}
-	if reg != nil {
-		if err := promutil.RegisterCollector(reg, newStateCollector(controller, m)); err != nil {
-			return nil, nil, err
-		}
+	if err := promutil.RegisterCollector(reg, m.states); err != nil {
+		return nil, nil, err
 	}
 	provider, err := newWorkqueueMetricsProvider(reg)
 	if err != nil {
 		return nil, nil, err
 	}
 	return m, provider, nil
-}
-
-func (m *metrics) bindState(s *objectState) {
-	m.stateMu.Lock()
-	defer m.stateMu.Unlock()
-	m.state = s
 }
 
 func (m *metrics) observe(result string, d time.Duration) {
@@ -139,22 +133,40 @@ func (m *metrics) countError(resource, step string) {
 // know that.
 func (m *metrics) forget(string) {}
 
-// stateCollector computes the stuck-object gauges from the object state at
-// scrape time. Its descriptors carry the controller as a constant label, so
-// several Frameworks can share one registry.
+// stateCollector computes the stuck-object gauges at scrape time from the
+// object state of the Framework while it runs (Boot, from its workers' start
+// on): a Framework that does not run, a standby replica whose Owns handlers
+// enqueue owners before it leads or one whose Boot returned, reconciles
+// nothing, and reports 0 and no objects per resource set. Its descriptors
+// carry the controller as a constant label, so several Frameworks can share
+// one registry.
 type stateCollector struct {
-	m                                                 *metrics
 	inDeletion, oldestDeletion, oldestPending, perSet *prometheus.Desc
+
+	mu     sync.Mutex
+	states []*objectState // of the running Frameworks
 }
 
-func newStateCollector(controller string, m *metrics) *stateCollector {
+func newStateCollector(controller string) *stateCollector {
 	cl := prometheus.Labels{"controller": controller}
 	return &stateCollector{
-		m:              m,
 		inDeletion:     prometheus.NewDesc(metricObjectsInDeletion, "Objects being deleted that still carry the Framework's finalizer.", nil, cl),
 		oldestDeletion: prometheus.NewDesc(metricOldestDeletion, "Age of the oldest deletion still waiting for the Framework's finalizer to go (0 when none).", nil, cl),
-		oldestPending:  prometheus.NewDesc(metricOldestPending, "Age of the oldest object waiting for a successful reconciliation since it last needed one (0 when none).", nil, cl),
+		oldestPending:  prometheus.NewDesc(metricOldestPending, "Age of the oldest object waiting for a successful reconciliation since it last needed one (0 when none, and while the Framework does not run).", nil, cl),
 		perSet:         prometheus.NewDesc(metricObjectsPerSet, "Objects last routed to each resource set (release).", []string{"resource_set"}, cl),
+	}
+}
+
+// running makes c report s, the state of a Framework whose workers run,
+// until the returned func is called.
+func (c *stateCollector) running(s *objectState) (stopped func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.states = append(c.states, s)
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.states = slices.DeleteFunc(c.states, func(x *objectState) bool { return x == s })
 	}
 }
 
@@ -166,14 +178,19 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	c.m.stateMu.Lock()
-	s := c.m.state
-	c.m.stateMu.Unlock()
-	if s == nil {
-		return
+	c.mu.Lock()
+	states := slices.Clone(c.states)
+	c.mu.Unlock()
+	inDeletion, oldestDel, oldestPending, perSet := 0, time.Duration(0), time.Duration(0), map[string]int{}
+	for _, s := range states {
+		n, del, pending, sets := s.stats()
+		inDeletion += n
+		oldestDel, oldestPending = max(oldestDel, del), max(oldestPending, pending)
+		for set, count := range sets {
+			perSet[set] += count
+		}
 	}
-	n, oldestDel, oldestPending, perSet := s.stats()
-	ch <- prometheus.MustNewConstMetric(c.inDeletion, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(c.inDeletion, prometheus.GaugeValue, float64(inDeletion))
 	ch <- prometheus.MustNewConstMetric(c.oldestDeletion, prometheus.GaugeValue, oldestDel.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.oldestPending, prometheus.GaugeValue, oldestPending.Seconds())
 	for set, count := range perSet {

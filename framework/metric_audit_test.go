@@ -2,9 +2,12 @@ package framework
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,6 +40,32 @@ func gathered(t *testing.T, reg prometheus.Gatherer, name string) (float64, bool
 		}
 	}
 	return sum, found
+}
+
+// bootUntilEntered runs f.Boot until a reconciliation sends on entered, and
+// returns the func that ends Boot's context, calls then (when not nil), and
+// waits for Boot to return nil.
+func bootUntilEntered(t *testing.T, f *Framework, entered <-chan struct{}) (stop func(then func())) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Boot(ctx) }()
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("the reconciliation did not start within 30 s")
+	}
+	return func(then func()) {
+		t.Helper()
+		cancel()
+		if then != nil {
+			then()
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("Boot() = %v", err)
+		}
+	}
 }
 
 // TestUnroutableDeletionIsInDeletion: an object being deleted that carries
@@ -90,19 +119,8 @@ func TestNoEventAfterAbort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Boot(ctx) }()
-	select {
-	case <-entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the reconciliation did not start within 30 s")
-	}
-	cancel()
-	f.Abort()
-	if err := <-done; err != nil {
-		t.Fatalf("Boot() = %v", err)
-	}
+	stop := bootUntilEntered(t, f, entered)
+	stop(f.Abort)
 	if trs := f.Traces("ns/a"); len(trs) != 1 || trs[0].Result != ResultError {
 		t.Fatalf("traces = %+v, want one error", trs)
 	}
@@ -110,5 +128,60 @@ func TestNoEventAfterAbort(t *testing.T) {
 	case e := <-rec.Events:
 		t.Errorf("event %q recorded for a reconciliation that Abort ended", e)
 	default:
+	}
+}
+
+// TestPendingAgeOnlyWhileBooted: a Framework that does not run, a standby
+// replica waiting for the Lease whose Owns handlers enqueue owners (or one
+// whose Boot returned), reconciles nothing: its oldest pending age is 0, not
+// the time since the standby started, which fired the "is an object stuck?"
+// alert on every standby. Keys enqueued before Boot wait from Boot on.
+func TestPendingAgeOnlyWhileBooted(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var clock atomic.Pointer[time.Time]
+	t0 := time.Now()
+	clock.Store(&t0)
+	advance := func(d time.Duration) {
+		next := clock.Load().Add(d)
+		clock.Store(&next)
+	}
+	entered, proceed := make(chan struct{}, 1), make(chan struct{})
+	r := &funcResource{name: "fails", create: func(context.Context, any) error {
+		entered <- struct{}{}
+		<-proceed
+		return errors.New("still failing")
+	}}
+	reg := prometheus.NewRegistry()
+	f, err := New(Config{Name: "op", Informer: informertest.New(object("a", 1, nil)), ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Registerer: reg, BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.state.now = func() time.Time { return *clock.Load() }
+	pending := func() float64 {
+		t.Helper()
+		v, ok := gathered(t, reg, metricOldestPending)
+		if !ok {
+			t.Fatalf("no %s series", metricOldestPending)
+		}
+		return v
+	}
+
+	f.Enqueue("ns/a") // as a child's event does on a standby
+	advance(time.Hour)
+	if v := pending(); v != 0 {
+		t.Errorf("before Boot: %s = %v, want 0", metricOldestPending, v)
+	}
+
+	stop := bootUntilEntered(t, f, entered)
+	advance(time.Minute)
+	if v := pending(); v != 60 {
+		t.Errorf("booted: %s = %v, want 60 (pending since Boot)", metricOldestPending, v)
+	}
+	close(proceed)
+	pollUntil(t, "the failed reconciliation", func() bool { return len(f.Traces("ns/a")) == 1 })
+	stop(nil)
+	advance(time.Hour)
+	if v := pending(); v != 0 {
+		t.Errorf("after Boot returned: %s = %v, want 0", metricOldestPending, v)
 	}
 }

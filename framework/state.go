@@ -268,12 +268,16 @@ func (s *objectState) markPending(key string) {
 	}
 }
 
+// pendingKeys returns the keys pending before Boot, which pend from now
+// on: nothing could reconcile them before.
 func (s *objectState) pendingKeys() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keys []string
+	now := s.now()
 	for k, e := range s.objects {
 		if !e.pending.IsZero() {
+			e.pending = now
 			keys = append(keys, k)
 		}
 	}
