@@ -104,12 +104,13 @@ func newMetrics(controller string, reg prometheus.Registerer) (*metrics, workque
 		lastSuccess:     lastSuccess.With(cl),
 		eventsFiltered:  filtered.With(cl),
 		watchErrors:     watchErrors.With(cl),
-		states:          newStateCollector(controller),
 	}
 	for _, r := range allResults {
 		m.reconciliations.WithLabelValues(r).Add(0)
 	}
-	if err := promutil.RegisterCollector(reg, m.states); err != nil {
+	// Shared with the Frameworks of the same name on reg, as the counters
+	// are: the one registered first would report only its own Framework.
+	if m.states, err = promutil.Register(reg, newStateCollector(controller)); err != nil {
 		return nil, nil, err
 	}
 	provider, err := newWorkqueueMetricsProvider(reg)
@@ -134,12 +135,12 @@ func (m *metrics) countError(resource, step string) {
 func (m *metrics) forget(string) {}
 
 // stateCollector computes the stuck-object gauges at scrape time from the
-// object state of the Framework while it runs (Boot, from its workers' start
-// on): a Framework that does not run, a standby replica whose Owns handlers
-// enqueue owners before it leads or one whose Boot returned, reconciles
-// nothing, and reports 0 and no objects per resource set. Its descriptors
-// carry the controller as a constant label, so several Frameworks can share
-// one registry.
+// object states of the Frameworks of one name while they run (Boot, from
+// their workers' start on), added up: a Framework that does not run, a
+// standby replica whose Owns handlers enqueue owners before it leads or one
+// whose Boot returned, reconciles nothing, and reports 0 and no objects per
+// resource set. Its descriptors carry the controller as a constant label, so
+// Frameworks of other names register collectors of their own beside it.
 type stateCollector struct {
 	inDeletion, oldestDeletion, oldestPending, perSet *prometheus.Desc
 

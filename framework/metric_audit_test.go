@@ -68,23 +68,32 @@ func bootUntilEntered(t *testing.T, f *Framework, entered <-chan struct{}) (stop
 	}
 }
 
-// TestUnroutableDeletionIsInDeletion: an object being deleted that carries
-// the Framework's finalizer and that no resource set handles keeps its
-// finalizer (it stays Terminating): it is a stuck delete, and must show in
-// objects_in_deletion and oldest_deletion_age_seconds.
-func TestUnroutableDeletionIsInDeletion(t *testing.T) {
-	t.Cleanup(func() { goleak.VerifyNone(t) })
+// unroutableDeletion returns a Framework "op" registered on reg whose cache
+// holds ns/stuck, an object being deleted with the Framework's finalizer
+// that no resource set handles.
+func unroutableDeletion(t *testing.T, reg prometheus.Registerer) *Framework {
+	t.Helper()
 	obj, dc := deletingThing("stuck")
 	obj.SetLabels(map[string]string{"release": "1"})
 	rt := testRouter(t, func(o any) bool {
 		acc, err := meta.Accessor(o)
 		return err == nil && acc.GetLabels()["release"] == "2"
 	}, &deleteFunc{name: "cleaner"})
-	reg := prometheus.NewRegistry()
 	f, err := New(Config{Name: "op", Informer: informertest.New(obj), ResourceRouter: rt, Client: dc, Resource: thingsGVRForDeletes, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// TestUnroutableDeletionIsInDeletion: an object being deleted that carries
+// the Framework's finalizer and that no resource set handles keeps its
+// finalizer (it stays Terminating): it is a stuck delete, and must show in
+// objects_in_deletion and oldest_deletion_age_seconds.
+func TestUnroutableDeletionIsInDeletion(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	reg := prometheus.NewRegistry()
+	f := unroutableDeletion(t, reg)
 	boot(t, f)
 	pollUntil(t, "the reconciliation", func() bool {
 		trs := f.Traces("ns/stuck")
@@ -183,5 +192,27 @@ func TestPendingAgeOnlyWhileBooted(t *testing.T) {
 	advance(time.Hour)
 	if v := pending(); v != 0 {
 		t.Errorf("after Boot returned: %s = %v, want 0", metricOldestPending, v)
+	}
+}
+
+// TestStateGaugesOfFrameworksOfOneName: a Framework made after another of
+// the same Name on the same registry (an operator started again in the
+// process, replicas in one test) reports its own stuck objects: the first
+// one's collector, registered first, reported the first Framework's state
+// only, for ever.
+func TestStateGaugesOfFrameworksOfOneName(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	reg := prometheus.NewRegistry()
+	first, err := New(Config{Name: "op", Informer: informertest.New(), ResourceRouter: testRouter(t, nil, &deleteFunc{name: "cleaner"}), DisableFinalizers: true, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = first // never booted, or stopped
+
+	second := unroutableDeletion(t, reg)
+	boot(t, second)
+	pollUntil(t, "the reconciliation", func() bool { return len(second.Traces("ns/stuck")) == 1 })
+	if n, _ := gathered(t, reg, metricObjectsInDeletion); n != 1 {
+		t.Errorf("%s = %v, want 1: the second Framework's object", metricObjectsInDeletion, n)
 	}
 }
