@@ -465,7 +465,8 @@ func (f *Framework) Boot(ctx context.Context) error {
 		Name:            f.name,
 		MetricsProvider: f.provider,
 	})
-	defer queue.ShutDown()
+	// Runs after the workers stopped (wg.Wait below).
+	defer f.stopQueue(queue)
 	f.queueMu.Lock()
 	f.queue = queue
 	f.queueMu.Unlock()
@@ -535,4 +536,23 @@ func (f *Framework) Boot(ctx context.Context) error {
 	}
 	level.Info(logger).Log("msg", "stopped")
 	return nil
+}
+
+// stopQueue shuts queue down once no worker takes keys from it any more, and
+// takes the keys left in it out: Boot runs once, so this Framework never
+// reconciles them, and the work queue's gauges (depth, unfinished work,
+// longest running processor) must not show them, or a worker, for ever.
+func (f *Framework) stopQueue(queue workqueue.TypedRateLimitingInterface[string]) {
+	queue.ShutDown() // returns after the queue's metrics goroutine stopped
+	for {
+		key, shutdown := queue.Get()
+		if shutdown {
+			break
+		}
+		queue.Done(key)
+	}
+	if p, ok := f.provider.(*workqueueMetricsProvider); ok {
+		p.unfinished.WithLabelValues(f.name).Set(0)
+		p.longestRunning.WithLabelValues(f.name).Set(0)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
@@ -214,5 +215,44 @@ func TestStateGaugesOfFrameworksOfOneName(t *testing.T) {
 	pollUntil(t, "the reconciliation", func() bool { return len(second.Traces("ns/stuck")) == 1 })
 	if n, _ := gathered(t, reg, metricObjectsInDeletion); n != 1 {
 		t.Errorf("%s = %v, want 1: the second Framework's object", metricObjectsInDeletion, n)
+	}
+}
+
+// TestQueueDepthAfterBootReturned: the keys a Framework leaves queued when
+// Boot returns are never reconciled by it (Boot runs once), and no worker
+// runs: its work queue gauges must not go on showing them, or "does the
+// queue drain?" and "is a worker hung?" fire for ever in a process that goes
+// on without it.
+func TestQueueDepthAfterBootReturned(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	entered, proceed := make(chan struct{}, 1), make(chan struct{})
+	r := &funcResource{name: "slow", create: func(ctx context.Context, obj any) error {
+		if obj.(*unstructured.Unstructured).GetName() == "a" {
+			entered <- struct{}{}
+			<-proceed
+		}
+		return nil
+	}}
+	reg := prometheus.NewRegistry()
+	f, err := New(Config{Name: "op", Informer: informertest.New(object("a", 1, nil)), ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := bootUntilEntered(t, f, entered)
+	for _, name := range []string{"b", "c", "d"} {
+		f.Enqueue("ns/" + name)
+	}
+	if depth, _ := gathered(t, reg, "operatorkit_workqueue_depth"); depth != 3 {
+		t.Fatalf("depth while a reconciliation runs = %v, want 3", depth)
+	}
+	pollUntil(t, "the running reconciliation in the queue's gauges", func() bool {
+		v, _ := gathered(t, reg, "operatorkit_workqueue_longest_running_processor_seconds")
+		return v > 0
+	})
+	stop(func() { close(proceed) })
+	for _, name := range []string{"operatorkit_workqueue_depth", "operatorkit_workqueue_unfinished_work_seconds", "operatorkit_workqueue_longest_running_processor_seconds"} {
+		if v, _ := gathered(t, reg, name); v != 0 {
+			t.Errorf("%s after Boot returned = %v, want 0", name, v)
+		}
 	}
 }
