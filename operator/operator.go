@@ -185,6 +185,8 @@ type Operator struct {
 	events     *eventSink // while Run runs
 	srv        atomic.Pointer[server]
 	shard      *sharder // nil without Config.Sharding
+	// informing is set while Run runs the informers.
+	informing atomic.Bool
 }
 
 // New validates config and returns an Operator that has started nothing:
@@ -526,7 +528,8 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	// replica that takes over has warm caches.
 	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	var infWG sync.WaitGroup
-	defer func() { stopInformers(); infWG.Wait() }()
+	o.informing.Store(true)
+	defer func() { stopInformers(); infWG.Wait(); o.informing.Store(false) }()
 	for _, si := range informers {
 		infWG.Go(func() {
 			if err := si.inf.Run(infCtx); err != nil {

@@ -592,8 +592,13 @@ func (o *Operator) ShardLabels() []string {
 	return []string{o.shard.shardLabel}
 }
 
-// ownedObjects counts the objects in this replica's sharded informers.
+// ownedObjects counts the objects in this replica's sharded informers
+// while they run: 0 before Run starts them and after it stopped them (their
+// caches keep their last content).
 func (o *Operator) ownedObjects() float64 {
+	if !o.informing.Load() {
+		return 0
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := 0
