@@ -346,7 +346,7 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	if s, ok := config.Cache.(interface {
 		SharedIndexInformer() cache.SharedIndexInformer
 	}); ok {
-		o.owners = newOwnerIndex(s.SharedIndexInformer(), config.ManagedBy)
+		o.owners = sharedOwnerIndex(s.SharedIndexInformer(), config.ManagedBy)
 	}
 	return o, nil
 }

@@ -38,7 +38,11 @@
 //     deleted by its delete chain, also where no garbage collector runs
 //     (testenv's API server); an answer the informer's handler is already
 //     past (it saw the child deleted, adopted or relabelled since) is not
-//     taken back.
+//     taken back. The resources over one informer with one ManagedBy (the
+//     resources of one kind of several resource sets, one per release)
+//     share the index, so that an owner moved to another release an
+//     instant after a write has that child deleted by the other release's
+//     resource when it does not desire it, and by its delete chain.
 //   - Writes: create and update are one server-side apply each (PATCH
 //     application/apply-patch+yaml, Config.FieldManager, force), of the
 //     fields the desired object sets, with the label LabelManagedBy, the
