@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ import (
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
+	"github.com/operatorkit/operatorkit/router"
+	"github.com/operatorkit/operatorkit/trace"
 )
 
 // deleteFunc is a resource whose EnsureDeleted runs del.
@@ -278,14 +281,23 @@ func (d *deleteObserver) EnsureDeleted(_ context.Context, obj any) error {
 // chain, so the finalizer stayed), with its children.
 func TestDeleteAfterLeavingEverySet(t *testing.T) {
 	cleaner := &deleteFunc{name: "cleaner"}
+	_, finalized := deleteAfterLeavingEverySet(t, testRouter(t, router.LabelIs("release", "1", false), cleaner), "1")
+	pollUntil(t, "the delete chain and the finalizer's removal", finalized)
+	if cleaner.calls.Load() == 0 {
+		t.Error("the finalizer was removed without the delete chain")
+	}
+}
+
+// deleteAfterLeavingEverySet boots a Framework with finalizers and the
+// router rt, lets it reconcile the object ns/web labelled release=release,
+// then relabels the object to release 3, which no set handles, and deletes
+// it. finalized reports whether the Framework's finalizer is gone.
+func deleteAfterLeavingEverySet(t *testing.T, rt *router.Router, release string) (f *Framework, finalized func() bool) {
+	t.Helper()
 	obj, dc := deletingThing("web")
 	obj.SetDeletionTimestamp(nil)
-	obj.SetLabels(map[string]string{"release": "1"})
+	obj.SetLabels(map[string]string{"release": release})
 	inf := informertest.New(obj)
-	rt := testRouter(t, func(o any) bool {
-		acc, err := meta.Accessor(o)
-		return err == nil && acc.GetLabels()["release"] == "1"
-	}, cleaner)
 	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: rt, Client: dc, Resource: thingsGVRForDeletes})
 	if err != nil {
 		t.Fatal(err)
@@ -301,12 +313,9 @@ func TestDeleteAfterLeavingEverySet(t *testing.T) {
 	if err := inf.Update(gone); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "the delete chain and the finalizer's removal", func() bool {
+	return f, func() bool {
 		cur, err := dc.Resource(thingsGVRForDeletes).Namespace("ns").Get(context.Background(), "web", metav1.GetOptions{})
 		return err == nil && len(cur.GetFinalizers()) == 0
-	})
-	if cleaner.calls.Load() == 0 {
-		t.Error("the finalizer was removed without the delete chain")
 	}
 }
 
@@ -396,5 +405,39 @@ func TestObjectGoneBeforeTheFinalizerPatchLeavesNoMark(t *testing.T) {
 				t.Errorf("%d objects still marked finalized after the object is gone and forgotten, want none", n)
 			}
 		})
+	}
+}
+
+// TestDeleteAfterLeavingEveryUnnamedSet: set names are optional; an
+// object relabelled out of every set of a router whose sets have none, then
+// deleted, runs the delete chain of the set that last reconciled it, not
+// another one's, as with named sets. The last set was remembered by name,
+// which unnamed sets do not have: the object stayed Terminating for good.
+func TestDeleteAfterLeavingEveryUnnamedSet(t *testing.T) {
+	var sets []*router.ResourceSet
+	var cleaners []*deleteFunc
+	for _, release := range []string{"1", "2"} {
+		cleaner := &deleteFunc{name: "cleaner"}
+		set, err := router.NewResourceSet(router.ResourceSetConfig{Handles: router.LabelIs("release", release, false), Resources: []resource.Interface{cleaner}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets, cleaners = append(sets, set), append(cleaners, cleaner)
+	}
+	rt, err := router.New(router.Config{ResourceSets: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, finalized := deleteAfterLeavingEverySet(t, rt, "2")
+	unroutable := func() bool {
+		return slices.ContainsFunc(f.Traces("ns/web"), func(tr trace.Trace) bool { return tr.Result == ResultNoResourceSet })
+	}
+	pollUntil(t, "the deletion's reconciliation", func() bool { return finalized() || unroutable() })
+	if !finalized() {
+		t.Fatalf("the deleted object found no resource set (result %s) and keeps the finalizer: it stays Terminating, though a set reconciled it in this process", ResultNoResourceSet)
+	}
+	if cleaners[1].calls.Load() == 0 || cleaners[0].calls.Load() != 0 {
+		t.Errorf("delete chains run: release 1's %d times, release 2's %d times; want release 2's (the set that reconciled the object) only",
+			cleaners[0].calls.Load(), cleaners[1].calls.Load())
 	}
 }

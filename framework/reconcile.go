@@ -241,17 +241,6 @@ func (f *Framework) finishStatus(ctx context.Context, rctx *reconcileContext, ac
 	return st.finish(ctx, o, tr)
 }
 
-// lastSet returns the resource set that last reconciled the object with
-// key in this process, nil when none did (or the router has no set of that
-// name any more).
-func (f *Framework) lastSet(key string) *router.ResourceSet {
-	name, ok := f.state.resourceSet(key)
-	if !ok || name == "" { // unnamed sets cannot be told apart
-		return nil
-	}
-	return f.setNamed(name)
-}
-
 // setNamed returns the router's resource set named name, nil when none is.
 func (f *Framework) setNamed(name string) *router.ResourceSet {
 	for _, s := range f.router.ResourceSets() {
@@ -329,7 +318,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		// Deleted after it left every set (relabelled to a release no set
 		// handles): its delete chain is the last set's that handled it,
 		// or its finalizer would keep it Terminating for good.
-		if last := f.lastSet(key); last != nil {
+		if last := f.state.resourceSet(key); last != nil {
 			set, err = last, nil
 		}
 	}
@@ -337,7 +326,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		return routeOutcome(err)
 	}
 	tr.ResourceSet = set.Name()
-	f.state.setResourceSet(key, set.Name())
+	f.state.setResourceSet(key, set)
 	if st := rctx.statusRun(false); st != nil {
 		st.setName = set.Name()
 	}

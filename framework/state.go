@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operatorkit/operatorkit/router"
 )
 
 // objectState is what the Framework remembers about objects between
@@ -47,9 +49,9 @@ type objectEntry struct {
 	// it (inDeletion).
 	deleting   time.Time
 	inDeletion bool
-	// set is the name of the resource set that handled it last (hasSet).
-	set    string
-	hasSet bool
+	// set is the resource set that handled it last, nil when none did:
+	// the set itself, not its name, which is optional.
+	set *router.ResourceSet
 	// failed is set when its last reconciliation failed.
 	failed bool
 	// expected is a write to the object that the cache has not shown yet.
@@ -69,7 +71,7 @@ type objectEntry struct {
 }
 
 func (e *objectEntry) empty() bool {
-	return e.tombstone == nil && e.pending.IsZero() && !e.inDeletion && !e.hasSet && !e.failed &&
+	return e.tombstone == nil && e.pending.IsZero() && !e.inDeletion && e.set == nil && !e.failed &&
 		e.expected == nil && !e.running && !e.released && e.idle == nil
 }
 
@@ -307,28 +309,29 @@ func (s *objectState) setDeleting(key string, since time.Time, deleting bool) {
 	}
 }
 
-func (s *objectState) setResourceSet(key, set string) {
+func (s *objectState) setResourceSet(key string, set *router.ResourceSet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key)
-	if e.hasSet && e.set == set {
+	if e.set == set {
 		return
 	}
-	if e.hasSet {
-		s.setCounts[e.set]--
+	if e.set != nil {
+		s.setCounts[e.set.Name()]--
 	}
-	e.set, e.hasSet = set, true
-	s.setCounts[set]++
+	e.set = set
+	s.setCounts[set.Name()]++
 }
 
-// resourceSet returns the name of the resource set that last handled key.
-func (s *objectState) resourceSet(key string) (string, bool) {
+// resourceSet returns the resource set that last handled key, nil when
+// none did.
+func (s *objectState) resourceSet(key string) *router.ResourceSet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.objects[key]; e != nil && e.hasSet {
-		return e.set, true
+	if e := s.objects[key]; e != nil {
+		return e.set
 	}
-	return "", false
+	return nil
 }
 
 // setFailed records that key's last reconciliation failed.
@@ -425,8 +428,8 @@ func (s *objectState) forgetEntry(key string) {
 		return
 	}
 	wakeIdle(e)
-	if e.hasSet {
-		s.setCounts[e.set]--
+	if e.set != nil {
+		s.setCounts[e.set.Name()]--
 	}
 	delete(s.objects, key)
 }

@@ -5,7 +5,20 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/router"
 )
+
+// mustNamedSet returns a resource set named name, of one resource.
+func mustNamedSet(t *testing.T, name string) *router.ResourceSet {
+	t.Helper()
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: name, Handles: func(any) bool { return true }, Resources: []resource.Interface{&funcResource{name: "r"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
 
 // TestWriteExpectationOvertakenByItsEvent: the watch event of a write can
 // reach the cache before the reconciliation that made it ends; the write is
@@ -78,9 +91,10 @@ func TestObjectStateKeepsNothingOfFinishedFacts(t *testing.T) {
 		t.Errorf("entries after every fact ended: %v, want none", s.objects)
 	}
 
-	s.setResourceSet("ns/a", "v1")
-	s.setResourceSet("ns/b", "v1")
-	s.setResourceSet("ns/b", "v2")
+	v1, v2 := mustNamedSet(t, "v1"), mustNamedSet(t, "v2")
+	s.setResourceSet("ns/a", v1)
+	s.setResourceSet("ns/b", v1)
+	s.setResourceSet("ns/b", v2)
 	s.setDeleting("ns/b", time.Now().Add(-time.Minute), true)
 	s.markPending("ns/c")
 	n, oldestDel, _, perSet := s.stats()
