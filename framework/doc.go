@@ -86,7 +86,10 @@
 //     it does, the chain stops there with result "superseded" and the newer
 //     generation is reconciled next, so a burst of spec changes costs the
 //     writes of the last one, not of each (Config.RunSuperseded turns this
-//     off).
+//     off). A label change makes no new generation: a chain of the
+//     resource set that the object's labels no longer route to finishes,
+//     and the new set's runs next (router's doc.go: objects that move
+//     between sets).
 //   - Failures: an error requeues the object with its own exponential
 //     backoff ([DefaultRequeueBackOff], or Config.BackOffFactory /
 //     Config.RateLimiter), held at its maximum, never dropped; a success
@@ -176,7 +179,11 @@
 //     only when a condition's status does (and when a Guard locks it).
 //   - Resources own conditions of their own through conditioncontext.Set;
 //     they are written with the Framework's, and kept while no resource sets
-//     them again. An invalid condition (a type that is not a qualified name,
+//     them again: also after the object moved to a resource set none of
+//     whose resources sets them (it may be a Guard's outcome, which a move
+//     back must find), with the generation they observed, which a label
+//     change does not change. A set to which such a condition does not
+//     apply sets it to what it means there. An invalid condition (a type that is not a qualified name,
 //     a reason that is not CamelCase) is left out and fails the
 //     reconciliation with a permanent error matching [ErrInvalidCondition]
 //     that names the object and the field.

@@ -70,6 +70,12 @@
 //     each would delete the other's; router.NewResourceSet refuses them
 //     (the resource is a resource.Claimer). Keep such children with one
 //     resource's DesiredSet, or give each resource a ManagedBy of its own.
+//     Resources of one claim in several resource sets (one per release)
+//     are what an owner that moves between releases needs: one set
+//     reconciles an owner at a time, they share the owner index (Reads),
+//     and the new release's resource takes the old one's children over (a
+//     set without a resource of that claim leaves them alone; see
+//     router's doc.go).
 //
 // # What counts as drift
 //
