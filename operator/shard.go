@@ -457,34 +457,53 @@ func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Frame
 		// With no Framework on the informer (a cache for reads only)
 		// nothing reconciles its objects here: drains are acknowledged
 		// at once.
-		gvr := si.key.gvr
-		check := func(obj any) {
-			m, err := meta.Accessor(obj)
-			if err != nil {
-				return
+		check := s.drainHandler(ctx, fws, si.key.gvr)
+		if _, err := si.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    check,
+			UpdateFunc: func(_, obj any) { check(obj) },
+		}); err != nil {
+			return fmt.Errorf("sharding: watch drains of %s: %w", si.key, err)
+		}
+	}
+	return nil
+}
+
+// drainHandler returns the event handler of a sharded informer of gvr
+// that hands over the objects drained from this replica, for the
+// Frameworks fws reconciling that informer's objects, and reclaims those
+// whose drain was taken back.
+func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource) func(obj any) {
+	return func(obj any) {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return
+		}
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
+		}
+		labels := m.GetLabels()
+		if labels[s.shardLabel] != s.cfg.Identity {
+			return
+		}
+		_, drain := labels[s.drainLabel]
+		id := gvr.String() + "/" + key
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch {
+		case s.handing[id]:
+			// A hand-over of it runs, and only the hand-over may
+			// reclaim it (when its patch fails its test): reclaimed
+			// under it, the object was reconciled here while the
+			// hand-over went on, and given away if it was drained
+			// again before the patch.
+		case !drain:
+			// Ours and not drained (again): a hand-over that
+			// did not happen must not keep it released.
+			for _, f := range fws {
+				f.Reclaim(key)
 			}
-			key, err := cache.MetaNamespaceKeyFunc(obj)
-			if err != nil {
-				return
-			}
-			labels := m.GetLabels()
-			if labels[s.shardLabel] != s.cfg.Identity {
-				return
-			}
-			if _, drain := labels[s.drainLabel]; !drain {
-				// Ours and not drained (again): a hand-over that
-				// did not happen must not keep it released.
-				for _, f := range fws {
-					f.Reclaim(key)
-				}
-				return
-			}
-			s.mu.Lock()
-			id := gvr.String() + "/" + key
-			if s.handClosed || s.handing[id] {
-				s.mu.Unlock()
-				return
-			}
+		case !s.handClosed:
 			s.handing[id] = true
 			// Under mu: never concurrent with the Wait after handClosed.
 			s.handWG.Go(func() {
@@ -495,16 +514,8 @@ func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Frame
 				}()
 				s.handOver(ctx, fws, gvr, m.GetNamespace(), m.GetName(), key)
 			})
-			s.mu.Unlock()
-		}
-		if _, err := si.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    check,
-			UpdateFunc: func(_, obj any) { check(obj) },
-		}); err != nil {
-			return fmt.Errorf("sharding: watch drains of %s: %w", si.key, err)
 		}
 	}
-	return nil
 }
 
 // handOver releases key in every Framework (waiting for reconciliations in

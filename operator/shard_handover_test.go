@@ -1,0 +1,296 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/router"
+)
+
+// handover is a replica "a" of the ring "r" handing over the thing ns/x: its
+// sharder, whose metadata client is a fake API server holding ns/x, and one
+// Framework reconciling ns/x from an in-memory informer. The test calls
+// the drain handler with the events of its choice, in the order of its
+// choice.
+type handover struct {
+	t       *testing.T
+	s       *sharder
+	f       *framework.Framework
+	inf     *informertest.Informer
+	handler func(obj any)
+
+	mu     sync.Mutex
+	labels map[string]string // of ns/x on the API server; nil once deleted
+	rv     int
+	gate   atomic.Pointer[patchGate]
+
+	calls, running atomic.Int64
+	block          atomic.Pointer[chan struct{}] // reconciliations wait on it while set
+	// overlaps counts the hand-overs that removed the labels (the object
+	// went to another replica) while a reconciliation of it ran here.
+	overlaps atomic.Int64
+}
+
+// patchGate holds the next label patch: it reports its arrival, waits for
+// proceed, is applied, reports that, and waits for respond before it
+// answers.
+type patchGate struct{ arrived, proceed, applied, respond chan struct{} }
+
+func (h *handover) holdNextPatch() *patchGate {
+	g := &patchGate{arrived: make(chan struct{}), proceed: make(chan struct{}), applied: make(chan struct{}), respond: make(chan struct{})}
+	h.gate.Store(g)
+	return g
+}
+
+func (h *handover) owned() map[string]string {
+	return map[string]string{h.s.shardLabel: "a"}
+}
+
+func (h *handover) drained() map[string]string {
+	return map[string]string{h.s.shardLabel: "a", h.s.drainLabel: "true"}
+}
+
+// set writes the labels of ns/x on the API server, as the assigner does.
+func (h *handover) set(labels map[string]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.labels = maps.Clone(labels)
+	h.rv++
+}
+
+func (h *handover) serverLabels() map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.labels)
+}
+
+// thing is ns/x with labels, as an informer delivers it.
+func (h *handover) thing(labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("test.operatorkit.io/v1")
+	u.SetKind("Thing")
+	u.SetNamespace("ns")
+	u.SetName("x")
+	u.SetUID("uid-x")
+	u.SetResourceVersion("1")
+	u.SetLabels(maps.Clone(labels))
+	return u
+}
+
+func (h *handover) metadataLocked() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: "x", UID: "uid-x", ResourceVersion: strconv.Itoa(h.rv), Labels: maps.Clone(h.labels),
+	}}
+}
+
+// patch applies a JSON patch of the labels as the API server does: a
+// failed test is Invalid (422).
+func (h *handover) patch(action k8stesting.Action) (bool, runtime.Object, error) {
+	pa := action.(k8stesting.PatchAction)
+	g := h.gate.Swap(nil)
+	if g != nil {
+		close(g.arrived)
+		<-g.proceed
+	}
+	obj, err := h.applyPatch(pa.GetPatch())
+	if g != nil {
+		close(g.applied)
+		<-g.respond
+	}
+	return true, obj, err
+}
+
+func (h *handover) applyPatch(body []byte) (runtime.Object, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	gr := things.GroupResource()
+	if h.labels == nil {
+		return nil, apierrors.NewNotFound(gr, "x")
+	}
+	var ops []struct {
+		Op, Path string
+		Value    any
+	}
+	if err := json.Unmarshal(body, &ops); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	labels := maps.Clone(h.labels)
+	for _, op := range ops {
+		key := strings.NewReplacer("~1", "/", "~0", "~").Replace(strings.TrimPrefix(op.Path, "/metadata/labels/"))
+		switch op.Op {
+		case "test":
+			if v, ok := labels[key]; !ok || v != op.Value {
+				return nil, apierrors.NewInvalid(schemaKind, "x", field.ErrorList{field.Invalid(field.NewPath("metadata", "labels", key), op.Value, "test failed")})
+			}
+		case "remove":
+			delete(labels, key)
+		}
+	}
+	if _, ours := labels[h.s.shardLabel]; !ours && h.running.Load() > 0 {
+		h.overlaps.Add(1)
+	}
+	h.labels = labels
+	h.rv++
+	return h.metadataLocked(), nil
+}
+
+var schemaKind = things.GroupVersion().WithKind("Thing").GroupKind()
+
+func (h *handover) get(k8stesting.Action) (bool, runtime.Object, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.labels == nil {
+		return true, nil, apierrors.NewNotFound(things.GroupResource(), "x")
+	}
+	return true, h.metadataLocked(), nil
+}
+
+// handoverResource counts its reconciliations and waits on the block of
+// its handover while one is set.
+type handoverResource struct{ h *handover }
+
+func (r handoverResource) Name() string { return "r" }
+func (r handoverResource) EnsureCreated(ctx context.Context, obj any) error {
+	r.h.calls.Add(1)
+	r.h.running.Add(1)
+	defer r.h.running.Add(-1)
+	if b := r.h.block.Load(); b != nil {
+		<-*b
+	}
+	return nil
+}
+func (r handoverResource) EnsureDeleted(ctx context.Context, obj any) error { return nil }
+
+var _ resource.Interface = handoverResource{}
+
+// newHandover starts the Framework, waits for its first reconciliation of
+// ns/x (shard label "a" on the API server and in the informer), and
+// returns the handover.
+func newHandover(t *testing.T) *handover {
+	t.Helper()
+	o, err := New(Config{RESTConfig: restConfig(), Name: "op", Registry: prometheus.NewRegistry(),
+		Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}, Ring: "r", Identity: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handover{t: t, s: o.shard}
+	md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	md.PrependReactor("patch", "things", h.patch)
+	md.PrependReactor("get", "things", h.get)
+	h.s.md = md
+	h.labels = h.owned()
+
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{handoverResource{h}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.inf = informertest.New(h.thing(h.owned()))
+	h.f, err = framework.New(framework.Config{Name: "things", Informer: h.inf, ResourceRouter: rt, DisableFinalizers: true, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	booted := make(chan error, 1)
+	go func() { booted <- h.f.Boot(ctx) }()
+	h.handler = h.s.drainHandler(ctx, []*framework.Framework{h.f}, things)
+	t.Cleanup(func() {
+		if b := h.block.Swap(nil); b != nil {
+			close(*b)
+		}
+		cancel()
+		h.s.handWG.Wait()
+		if err := <-booted; err != nil {
+			t.Errorf("Boot() = %v", err)
+		}
+	})
+	h.pollUntil("the first reconciliation", func() bool { return h.calls.Load() == 1 && h.running.Load() == 0 })
+	return h
+}
+
+func (h *handover) pollUntil(what string, cond func() bool) {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		h.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// skips counts the skipped reconciliations of ns/x (a run of them is
+// folded into one trace).
+func (h *handover) skips() int {
+	n := 0
+	for _, tr := range h.f.Traces("ns/x") {
+		if tr.Result == framework.ResultSkipped {
+			n += 1 + tr.Repeats
+		}
+	}
+	return n
+}
+
+// settle enqueues ns/x and waits until a reconciliation of it ran or was
+// skipped: one that something queued before (a Reclaim) ran by then.
+func (h *handover) settle(calls int64) {
+	h.t.Helper()
+	h.f.Enqueue("ns/x")
+	h.pollUntil("a reconciliation of ns/x run or skipped", func() bool { return h.calls.Load() > calls || h.skips() > 0 })
+}
+
+// TestHandOverTakenBackAndDrainedAgainKeepsTheRelease: the assigner takes
+// a drain back and drains the object again while its owner's hand-over
+// sends its patch. The event of the drain taken back must not reclaim the
+// object under the running hand-over: that started a reconciliation here,
+// and the hand-over's patch, whose test passed again, gave the object to
+// another replica while it ran.
+func TestHandOverTakenBackAndDrainedAgainKeepsTheRelease(t *testing.T) {
+	h := newHandover(t)
+	calls := h.calls.Load()
+	block := make(chan struct{})
+	h.block.Store(&block)
+
+	h.set(h.drained())
+	g := h.holdNextPatch()
+	close(g.respond)
+	h.handler(h.thing(h.drained()))
+	<-g.arrived // released; its patch is on its way
+	h.set(h.owned())
+	h.handler(h.thing(h.owned())) // the drain taken back...
+	h.set(h.drained())
+	h.handler(h.thing(h.drained())) // ...and set again
+	h.settle(calls)
+	close(g.proceed)
+	<-g.applied
+	if _, ours := h.serverLabels()[h.s.shardLabel]; ours {
+		t.Fatalf("labels after the hand-over: %v, want the object handed over", h.serverLabels())
+	}
+	if n := h.overlaps.Load(); n != 0 {
+		t.Errorf("the object was handed over while a reconciliation of it ran here")
+	}
+	if n := h.calls.Load() - calls; n != 0 {
+		t.Errorf("%d reconciliations started here after the object was released for its hand-over", n)
+	}
+}
