@@ -340,7 +340,7 @@ func New(config Config) (*Operator, error) {
 			kube:       leases,
 			md:         md,
 			logger:     log.With(o.logger, "ring", sh.Ring, "identity", sh.Identity),
-			handing:    map[string]bool{},
+			handing:    map[string]*handOff{},
 		}
 		o.shard.owned = o.ownedObjects
 		if o.shard.metrics, err = newShardMetrics(registry, sh.Ring, o.ownedObjects); err != nil {

@@ -290,7 +290,7 @@ type sharder struct {
 	lease     *coordinationv1.Lease
 
 	mu      sync.Mutex
-	handing map[string]bool // "resource/key" being handed over
+	handing map[string]*handOff // "resource/key" being handed over
 	// handWG counts the hand-overs running; handClosed, set (under mu)
 	// before handWG is waited for, keeps the drain handlers, which the
 	// informers call until they stop, from starting another then.
@@ -490,13 +490,16 @@ func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, 
 		id := gvr.String() + "/" + key
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		switch {
-		case s.handing[id]:
+		switch h := s.handing[id]; {
+		case h != nil:
 			// A hand-over of it runs, and only the hand-over may
 			// reclaim it (when its patch fails its test): reclaimed
 			// under it, the object was reconciled here while the
 			// hand-over went on, and given away if it was drained
-			// again before the patch.
+			// again before the patch. It looks at the event when
+			// its patch fails, so that a drain set again after that
+			// is not lost.
+			h.again, h.drained = true, drain
 		case !drain:
 			// Ours and not drained (again): a hand-over that
 			// did not happen must not keep it released.
@@ -504,30 +507,59 @@ func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, 
 				f.Reclaim(key)
 			}
 		case !s.handClosed:
-			s.handing[id] = true
+			h := &handOff{}
+			s.handing[id] = h
 			// Under mu: never concurrent with the Wait after handClosed.
-			s.handWG.Go(func() {
-				defer func() {
-					s.mu.Lock()
-					delete(s.handing, id)
-					s.mu.Unlock()
-				}()
-				s.handOver(ctx, fws, gvr, m.GetNamespace(), m.GetName(), key)
-			})
+			s.handWG.Go(func() { s.handOver(ctx, fws, gvr, m.GetNamespace(), m.GetName(), key, id, h) })
 		}
 	}
 }
 
-// handOver releases key in every Framework (waiting for reconciliations in
-// flight) and then removes the shard and drain labels, which tells the
+// handOff is a hand-over under way. The drain handler leaves the events of
+// its object to it.
+type handOff struct {
+	// again is set by an event of the object that came while the
+	// hand-over ran; drained is the drain label of the last one.
+	again, drained bool
+}
+
+// handOver hands the object over (handOverOnce) and ends the hand-over id.
+// When the patch failed its test, the drain was taken back: the object is
+// reclaimed, unless the drain handler saw it drained again meanwhile,
+// when it is handed over again.
+func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, namespace, name, key, id string, h *handOff) {
+	for {
+		err := s.handOverOnce(ctx, fws, gvr, namespace, name, key)
+		s.mu.Lock()
+		if err == errTestFailed && h.again && h.drained {
+			h.again = false
+			s.mu.Unlock()
+			continue
+		}
+		// Under mu with the end: an event from now on starts anew.
+		delete(s.handing, id)
+		if err == errTestFailed {
+			level.Info(s.logger).Log("msg", "drain taken back: keeping object", "object", key, "resource", gvr.Resource)
+			for _, f := range fws {
+				f.Reclaim(key)
+			}
+		}
+		s.mu.Unlock()
+		return
+	}
+}
+
+// handOverOnce releases key in every Framework (waiting for reconciliations
+// in flight) and then removes the shard and drain labels, which tells the
 // assigner that the object is free. The removal is conditional on both
-// labels still being this replica's and set: if the assigner took the
-// drain back, the object is reclaimed.
-func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, namespace, name, key string) {
+// labels still being this replica's and set: errTestFailed when the
+// assigner took the drain back. Any other error is ctx's or the fence's:
+// this replica is stopping, and the object goes with its member Lease.
+func (s *sharder) handOverOnce(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, namespace, name, key string) error {
 	start := time.Now()
 	for _, f := range fws {
 		if err := f.Release(ctx, key); err != nil {
-			return // stopping: the member Lease goes, and the object with it
+			return err
 		}
 	}
 	patch, _ := json.Marshal([]map[string]any{
@@ -553,15 +585,10 @@ func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr 
 		level.Warn(s.logger).Log("msg", "cannot hand over object", "object", key, "resource", gvr.Resource, "err", err)
 		return false, nil
 	})
-	switch {
-	case err == errTestFailed:
-		level.Info(s.logger).Log("msg", "drain taken back: keeping object", "object", key, "resource", gvr.Resource)
-		for _, f := range fws {
-			f.Reclaim(key)
-		}
-	case err == nil:
+	if err == nil {
 		level.Debug(s.logger).Log("msg", "handed over object", "object", key, "resource", gvr.Resource, "took", time.Since(start))
 	}
+	return err
 }
 
 var errTestFailed = fmt.Errorf("json patch test failed")

@@ -294,3 +294,28 @@ func TestHandOverTakenBackAndDrainedAgainKeepsTheRelease(t *testing.T) {
 		t.Errorf("%d reconciliations started here after the object was released for its hand-over", n)
 	}
 }
+
+// TestHandOverDrainedAgainAfterItsTestFailed: the drain is taken back, so
+// the hand-over's patch fails its test, and the object is drained again
+// before the hand-over has ended. The second drain's event came while the
+// hand-over ran, and must not be lost: nothing else would hand the object
+// over (its owner keeps it, drained, until the next resync, or for ever
+// without resyncs).
+func TestHandOverDrainedAgainAfterItsTestFailed(t *testing.T) {
+	h := newHandover(t)
+	h.set(h.drained())
+	g := h.holdNextPatch()
+	h.handler(h.thing(h.drained()))
+	<-g.arrived
+	h.set(h.owned())
+	h.handler(h.thing(h.owned()))
+	close(g.proceed)
+	<-g.applied // failed its test
+	h.set(h.drained())
+	h.handler(h.thing(h.drained()))
+	close(g.respond)
+	h.s.handWG.Wait()
+	if _, ours := h.serverLabels()[h.s.shardLabel]; ours {
+		t.Errorf("labels after the hand-overs ended: %v, want the object handed over", h.serverLabels())
+	}
+}
