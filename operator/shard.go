@@ -289,8 +289,10 @@ type sharder struct {
 	lastRenew atomic.Pointer[time.Time] // start of the last successful renewal; nil before
 	lease     *coordinationv1.Lease
 
-	mu      sync.Mutex
-	handing map[string]*handOff // "resource/key" being handed over
+	mu sync.Mutex
+	// handing holds the hand-overs by "informer/key", from the drain's
+	// event to the delete event (see drainHandler).
+	handing map[string]*handOff
 	// handWG counts the hand-overs running; handClosed, set (under mu)
 	// before handWG is waited for, keeps the drain handlers, which the
 	// informers call until they stop, from starting another then.
@@ -457,23 +459,33 @@ func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Frame
 		// With no Framework on the informer (a cache for reads only)
 		// nothing reconciles its objects here: drains are acknowledged
 		// at once.
-		check := s.drainHandler(ctx, fws, si.key.gvr)
-		if _, err := si.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    check,
-			UpdateFunc: func(_, obj any) { check(obj) },
-		}); err != nil {
+		if _, err := si.inf.AddEventHandler(s.drainHandler(ctx, fws, si.key.gvr, si.key.String())); err != nil {
 			return fmt.Errorf("sharding: watch drains of %s: %w", si.key, err)
 		}
 	}
 	return nil
 }
 
-// drainHandler returns the event handler of a sharded informer of gvr
-// that hands over the objects drained from this replica, for the
-// Frameworks fws reconciling that informer's objects, and reclaims those
-// whose drain was taken back.
-func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource) func(obj any) {
-	return func(obj any) {
+// drainHandler returns the event handler, for the sharded informer named
+// informer (of gvr), that hands over the objects drained from this
+// replica, for the Frameworks fws reconciling that informer's objects, and
+// reclaims those whose drain was taken back.
+//
+// An object's hand-over (handOff) lasts from its drain's event until its
+// delete event: the informer delivers an object's events in order, but
+// until the delete event of the labels' removal it can still deliver
+// versions from before it (a resync or a relist of what it held, events
+// that came after the patch's answer). Meanwhile the handler leaves every
+// event of the object to the hand-over, which reads the object from the
+// API server before it reclaims it or hands it over again.
+func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, informer string) cache.ResourceEventHandlerFuncs {
+	// run starts h's goroutine, under mu: never concurrent with the Wait
+	// after handClosed.
+	run := func(h *handOff, id, namespace, name, key string, drained bool) {
+		h.running = true
+		s.handWG.Go(func() { s.handOver(ctx, fws, gvr, namespace, name, key, id, h, drained) })
+	}
+	changed := func(obj any) {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return
@@ -487,19 +499,20 @@ func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, 
 			return
 		}
 		_, drain := labels[s.drainLabel]
-		id := gvr.String() + "/" + key
+		id := informer + "/" + key
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		switch h := s.handing[id]; {
 		case h != nil:
-			// A hand-over of it runs, and only the hand-over may
-			// reclaim it (when its patch fails its test): reclaimed
-			// under it, the object was reconciled here while the
-			// hand-over went on, and given away if it was drained
-			// again before the patch. It looks at the event when
-			// its patch fails, so that a drain set again after that
-			// is not lost.
-			h.again, h.drained = true, drain
+			// Only the hand-over may reclaim its object, after it
+			// read it: reclaimed under it, the object was reconciled
+			// here while the hand-over went on (and given away if it
+			// was drained again before the patch), or after it, from
+			// the informer's cache that still held it.
+			h.again, h.gone = true, false
+			if !h.running && !s.handClosed {
+				run(h, id, m.GetNamespace(), m.GetName(), key, false)
+			}
 		case !drain:
 			// Ours and not drained (again): a hand-over that
 			// did not happen must not keep it released.
@@ -509,44 +522,172 @@ func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, 
 		case !s.handClosed:
 			h := &handOff{}
 			s.handing[id] = h
-			// Under mu: never concurrent with the Wait after handClosed.
-			s.handWG.Go(func() { s.handOver(ctx, fws, gvr, m.GetNamespace(), m.GetName(), key, id, h) })
+			run(h, id, m.GetNamespace(), m.GetName(), key, true)
 		}
+	}
+	deleted := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		key, err := cache.MetaNamespaceKeyFunc(obj)
+		if err != nil {
+			return
+		}
+		id := informer + "/" + key
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch h := s.handing[id]; {
+		case h == nil:
+		case h.running:
+			h.again, h.gone = true, true
+		default:
+			// Left the informer after the hand-over's patch, or
+			// with its labels changed by another.
+			delete(s.handing, id)
+			if !h.handed {
+				s.reclaimUncached(fws, key)
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: deleted,
 	}
 }
 
-// handOff is a hand-over under way. The drain handler leaves the events of
-// its object to it.
+// handOff is an object's hand-over, from its drain's event to its delete
+// event. The drain handler leaves the object's events to it.
 type handOff struct {
-	// again is set by an event of the object that came while the
-	// hand-over ran; drained is the drain label of the last one.
-	again, drained bool
+	running bool // its goroutine runs (handOver)
+	// again is set by an event of the object that came since the
+	// hand-over last read it; gone by its delete event, which a later
+	// event takes back.
+	again, gone bool
+	handed      bool // a patch of it removed the labels
 }
 
-// handOver hands the object over (handOverOnce) and ends the hand-over id.
-// When the patch failed its test, the drain was taken back: the object is
-// reclaimed, unless the drain handler saw it drained again meanwhile,
-// when it is handed over again.
-func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, namespace, name, key, id string, h *handOff) {
+// handOver runs the hand-over id of the object key: it hands the object
+// over (handOverOnce) when drained, else reads it from the API server
+// first; then, as long as events came meanwhile, it reads it again and
+// hands it over again if it is drained, reclaims it if its drain was taken
+// back, or leaves it released while it is not this replica's any more.
+func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, namespace, name, key, id string, h *handOff, drained bool) {
 	for {
-		err := s.handOverOnce(ctx, fws, gvr, namespace, name, key)
+		failed := false
+		if drained {
+			switch err := s.handOverOnce(ctx, fws, gvr, namespace, name, key); {
+			case err == errTestFailed:
+				failed = true
+			case err != nil:
+				s.endHandOver(id) // stopping: the member Lease goes, and the object with it
+				return
+			default:
+				s.mu.Lock()
+				h.handed = true
+				done := true
+				switch {
+				case h.gone:
+					// Its delete event came: the last one.
+					delete(s.handing, id)
+				case !h.again:
+					// Its delete event is to come, and ends it.
+					h.running = false
+				default:
+					done = false // events came: read it
+				}
+				s.mu.Unlock()
+				if done {
+					return
+				}
+			}
+		}
 		s.mu.Lock()
-		if err == errTestFailed && h.again && h.drained {
-			h.again = false
+		if !failed && !h.again {
+			h.running = false // nothing came since it was read
 			s.mu.Unlock()
+			return
+		}
+		h.again = false
+		s.mu.Unlock()
+		labels, found, err := s.labelsOf(ctx, gvr, namespace, name, key)
+		if err != nil {
+			s.endHandOver(id)
+			return
+		}
+		ours := found && labels[s.shardLabel] == s.cfg.Identity
+		_, drain := labels[s.drainLabel]
+		if drained = ours && drain; drained {
 			continue
 		}
-		// Under mu with the end: an event from now on starts anew.
-		delete(s.handing, id)
-		if err == errTestFailed {
+		s.mu.Lock()
+		switch {
+		case h.again:
+			// Read it again.
+		case ours:
+			delete(s.handing, id)
 			level.Info(s.logger).Log("msg", "drain taken back: keeping object", "object", key, "resource", gvr.Resource)
 			for _, f := range fws {
 				f.Reclaim(key)
 			}
+		case h.gone:
+			delete(s.handing, id)
+			if !h.handed {
+				s.reclaimUncached(fws, key)
+			}
+		default:
+			// Not this replica's any more: its delete event is to
+			// come, and ends the hand-over.
+			h.running = false
 		}
+		again := h.again
 		s.mu.Unlock()
-		return
+		if !again {
+			return
+		}
 	}
+}
+
+// reclaimUncached reclaims key in the Frameworks whose informer no longer
+// holds it, after its object left this replica's informer otherwise than
+// by a hand-over's patch (taken by another, or deleted). A Framework that
+// got the delete event before the hand-over released the key would keep
+// it released for ever; where the cache holds the object its delete event
+// is still to come, and forgets the release.
+func (s *sharder) reclaimUncached(fws []*framework.Framework, key string) {
+	for _, f := range fws {
+		if _, cached, err := f.Informer().Get(key); err == nil && !cached {
+			f.Reclaim(key)
+		}
+	}
+}
+
+// endHandOver ends the hand-over id at once.
+func (s *sharder) endHandOver(id string) {
+	s.mu.Lock()
+	delete(s.handing, id)
+	s.mu.Unlock()
+}
+
+// handOverBackoff spaces the hand-over's requests that failed.
+var handOverBackoff = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 5 * time.Second}
+
+// labelsOf reads the labels of the object from the API server, retrying
+// until ctx ends (its error then); found is false when it is gone.
+func (s *sharder) labelsOf(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, key string) (labels map[string]string, found bool, err error) {
+	err = wait.ExponentialBackoffWithContext(ctx, handOverBackoff, func(ctx context.Context) (bool, error) {
+		m, err := s.md.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			labels, found = m.Labels, true
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return true, nil
+		}
+		level.Warn(s.logger).Log("msg", "cannot read object being handed over", "object", key, "resource", gvr.Resource, "err", err)
+		return false, nil
+	})
+	return labels, found, err
 }
 
 // handOverOnce releases key in every Framework (waiting for reconciliations
@@ -568,7 +709,7 @@ func (s *sharder) handOverOnce(ctx context.Context, fws []*framework.Framework, 
 		{"op": "remove", "path": "/metadata/labels/" + jsonPointerEscape(s.shardLabel)},
 		{"op": "remove", "path": "/metadata/labels/" + jsonPointerEscape(s.drainLabel)},
 	})
-	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 1 << 30, Cap: 5 * time.Second}, func(ctx context.Context) (bool, error) {
+	err := wait.ExponentialBackoffWithContext(ctx, handOverBackoff, func(ctx context.Context) (bool, error) {
 		_, err := s.md.Resource(gvr).Namespace(namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
 		switch {
 		case err == nil, apierrors.IsNotFound(err):

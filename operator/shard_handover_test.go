@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer/informertest"
@@ -38,7 +39,8 @@ type handover struct {
 	s       *sharder
 	f       *framework.Framework
 	inf     *informertest.Informer
-	handler func(obj any)
+	handler func(obj any) // an add or update of ns/x
+	deleted func(obj any) // its delete
 
 	mu     sync.Mutex
 	labels map[string]string // of ns/x on the API server; nil once deleted
@@ -217,7 +219,9 @@ func newHandover(t *testing.T) *handover {
 	ctx, cancel := context.WithCancel(context.Background())
 	booted := make(chan error, 1)
 	go func() { booted <- h.f.Boot(ctx) }()
-	h.handler = h.s.drainHandler(ctx, []*framework.Framework{h.f}, things)
+	hs := h.s.drainHandler(ctx, []*framework.Framework{h.f}, things, "things")
+	h.handler = func(obj any) { hs.OnUpdate(nil, obj) }
+	h.deleted = hs.OnDelete
 	t.Cleanup(func() {
 		if b := h.block.Swap(nil); b != nil {
 			close(*b)
@@ -258,6 +262,27 @@ func (h *handover) settle(calls int64) {
 	h.t.Helper()
 	h.f.Enqueue("ns/x")
 	h.pollUntil("a reconciliation of ns/x run or skipped", func() bool { return h.calls.Load() > calls || h.skips() > 0 })
+}
+
+// handedOver fails the test unless the object's labels are gone from the
+// API server: it went to another replica.
+func (h *handover) handedOver() {
+	h.t.Helper()
+	if _, ours := h.serverLabels()[h.s.shardLabel]; ours {
+		h.t.Fatalf("labels after the hand-over: %v, want the object handed over", h.serverLabels())
+	}
+}
+
+// noReconciliationSince waits for the hand-overs to end and fails the
+// test if ns/x was reconciled here since it had been reconciled calls
+// times.
+func (h *handover) noReconciliationSince(calls int64) {
+	h.t.Helper()
+	h.s.handWG.Wait()
+	h.settle(calls)
+	if n := h.calls.Load() - calls; n != 0 {
+		h.t.Errorf("%d reconciliations here of an object handed over to another replica", n)
+	}
 }
 
 // TestHandOverTakenBackAndDrainedAgainKeepsTheRelease: the assigner takes
@@ -317,5 +342,93 @@ func TestHandOverDrainedAgainAfterItsTestFailed(t *testing.T) {
 	h.s.handWG.Wait()
 	if _, ours := h.serverLabels()[h.s.shardLabel]; ours {
 		t.Errorf("labels after the hand-overs ended: %v, want the object handed over", h.serverLabels())
+	}
+}
+
+// TestHandOverReplayedAfterItsPatchDoesNotReclaim: after a hand-over, the
+// informer delivers the drained object again before its delete event (a
+// resync, or a relist served before the labels' removal). The second
+// hand-over's test fails, as the object is gone to another replica; that
+// must not reclaim it here, where the informer still holds it.
+func TestHandOverReplayedAfterItsPatchDoesNotReclaim(t *testing.T) {
+	h := newHandover(t)
+	h.set(h.drained())
+	h.handler(h.thing(h.drained()))
+	h.s.handWG.Wait()
+	h.handedOver()
+	calls := h.calls.Load()
+	h.handler(h.thing(h.drained())) // replayed
+	h.noReconciliationSince(calls)
+}
+
+// TestHandOverEventsAfterItsPatchDoNotReclaim: the drain is taken back and
+// set again before the hand-over's patch, whose test then passes, and the
+// informer delivers those two events only after the hand-over ended. The
+// event of the drain taken back must not reclaim the object, which its
+// informer's cache still holds while its new owner reconciles it.
+func TestHandOverEventsAfterItsPatchDoNotReclaim(t *testing.T) {
+	h := newHandover(t)
+	h.set(h.drained())
+	g := h.holdNextPatch()
+	close(g.respond)
+	h.handler(h.thing(h.drained()))
+	<-g.arrived
+	h.set(h.owned())
+	h.set(h.drained())
+	close(g.proceed)
+	h.s.handWG.Wait()
+	h.handedOver()
+	calls := h.calls.Load()
+	h.handler(h.thing(h.owned())) // late
+	h.handler(h.thing(h.drained()))
+	h.noReconciliationSince(calls)
+}
+
+// TestHandOverObjectBackBeforeItsDeleteEvent: an object handed over comes
+// back to this replica and its informer shows it without a delete event
+// (a relist after a broken watch that missed the labels' removal): the
+// event of it, ours and not drained, reclaims it.
+func TestHandOverObjectBackBeforeItsDeleteEvent(t *testing.T) {
+	h := newHandover(t)
+	h.set(h.drained())
+	h.handler(h.thing(h.drained()))
+	h.s.handWG.Wait()
+	calls := h.calls.Load()
+	h.set(h.owned()) // assigned here again
+	h.handler(h.thing(h.owned()))
+	h.pollUntil("a reconciliation of the object back here", func() bool { return h.calls.Load() > calls })
+}
+
+// TestHandOverEndsWithTheDeleteEvent: a hand-over is kept until the
+// object's delete event, and forgotten then, also when that event came
+// before the patch's answer.
+func TestHandOverEndsWithTheDeleteEvent(t *testing.T) {
+	h := newHandover(t)
+	kept := func() int {
+		h.s.mu.Lock()
+		defer h.s.mu.Unlock()
+		return len(h.s.handing)
+	}
+	h.set(h.drained())
+	h.handler(h.thing(h.drained()))
+	h.s.handWG.Wait()
+	if n := kept(); n != 1 {
+		t.Errorf("%d hand-overs kept before the delete event, want 1", n)
+	}
+	h.deleted(h.thing(nil))
+	if n := kept(); n != 0 {
+		t.Errorf("%d hand-overs kept after the delete event", n)
+	}
+
+	h.set(h.drained()) // back, and drained again
+	g := h.holdNextPatch()
+	close(g.proceed)
+	h.handler(h.thing(h.drained()))
+	<-g.applied
+	h.deleted(cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: h.thing(nil)}) // before the answer
+	close(g.respond)
+	h.s.handWG.Wait()
+	if n := kept(); n != 0 {
+		t.Errorf("%d hand-overs kept after a delete event that came before the patch's answer", n)
 	}
 }
