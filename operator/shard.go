@@ -22,6 +22,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -446,29 +448,66 @@ func (s *sharder) leave() {
 
 // watchDrains registers, on each sharded informer, the handler that hands
 // over the objects the assigner drains from this replica, for the
-// Frameworks reconciling that informer's objects. Hand-overs run until ctx
-// ends.
+// Frameworks that can reconcile them. Hand-overs run until ctx ends.
 func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Framework) error {
-	for _, si := range s.informed {
-		var fws []*framework.Framework
+	fws := make([][]*framework.Framework, len(s.informed))
+	for i, si := range s.informed {
 		for _, f := range frameworks {
 			if inf, ok := f.Informer().(*SharedInformer); ok && inf.Informer == si.inf {
-				fws = append(fws, f)
+				fws[i] = append(fws[i], f)
 			}
 		}
-		// With no Framework on the informer (a cache for reads only)
-		// nothing reconciles its objects here: drains are acknowledged
+	}
+	for i, si := range s.informed {
+		// The Frameworks that can reconcile an object of si: those of
+		// every sharded informer of its resource whose selection holds
+		// it (another informer of the resource, over another namespace
+		// or selector, may hold it too). A hand-over releases them all
+		// before its patch. With no Framework (a cache for reads only)
+		// nothing reconciles the objects here: drains are acknowledged
 		// at once.
-		if _, err := si.inf.AddEventHandler(s.drainHandler(ctx, fws, si.key.gvr, si.key.String())); err != nil {
+		fwsOf := func(m metav1.Object) []*framework.Framework {
+			var of []*framework.Framework
+			for j, sj := range s.informed {
+				if j == i || (sj.key.gvr == si.key.gvr && sj.holds(m)) {
+					of = append(of, fws[j]...)
+				}
+			}
+			return of
+		}
+		if _, err := si.inf.AddEventHandler(s.drainHandler(ctx, fwsOf, si.key.gvr, si.key.String())); err != nil {
 			return fmt.Errorf("sharding: watch drains of %s: %w", si.key, err)
 		}
 	}
 	return nil
 }
 
+// holds reports whether the selection of si (its namespace, label and
+// field selectors) holds the object m. A field selector on other fields
+// than the name and namespace is taken to hold it.
+func (si *sharedInformer) holds(m metav1.Object) bool {
+	namespace, selector := si.inf.Selection()
+	if namespace != "" && namespace != m.GetNamespace() || !selector.Matches(labels.Set(m.GetLabels())) {
+		return false
+	}
+	if si.key.fieldsSel == "" {
+		return true
+	}
+	sel, err := fields.ParseSelector(si.key.fieldsSel)
+	if err != nil {
+		return true
+	}
+	for _, r := range sel.Requirements() {
+		if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+			return true
+		}
+	}
+	return sel.Matches(fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()})
+}
+
 // drainHandler returns the event handler, for the sharded informer named
 // informer (of gvr), that hands over the objects drained from this
-// replica, for the Frameworks fws reconciling that informer's objects, and
+// replica, for the Frameworks that can reconcile each (fwsOf), and
 // reclaims those whose drain was taken back.
 //
 // An object's hand-over (handOff) lasts from its drain's event until its
@@ -478,10 +517,10 @@ func (s *sharder) watchDrains(ctx context.Context, frameworks []*framework.Frame
 // that came after the patch's answer). Meanwhile the handler leaves every
 // event of the object to the hand-over, which reads the object from the
 // API server before it reclaims it or hands it over again.
-func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, informer string) cache.ResourceEventHandlerFuncs {
+func (s *sharder) drainHandler(ctx context.Context, fwsOf func(metav1.Object) []*framework.Framework, gvr schema.GroupVersionResource, informer string) cache.ResourceEventHandlerFuncs {
 	// run starts h's goroutine, under mu: never concurrent with the Wait
 	// after handClosed.
-	run := func(h *handOff, id, namespace, name, key string, drained bool) {
+	run := func(h *handOff, fws []*framework.Framework, id, namespace, name, key string, drained bool) {
 		h.running = true
 		s.handWG.Go(func() { s.handOver(ctx, fws, gvr, namespace, name, key, id, h, drained) })
 	}
@@ -511,23 +550,27 @@ func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, 
 			// the informer's cache that still held it.
 			h.again, h.gone = true, false
 			if !h.running && !s.handClosed {
-				run(h, id, m.GetNamespace(), m.GetName(), key, false)
+				run(h, fwsOf(m), id, m.GetNamespace(), m.GetName(), key, false)
 			}
 		case !drain:
 			// Ours and not drained (again): a hand-over that
 			// did not happen must not keep it released.
-			for _, f := range fws {
+			for _, f := range fwsOf(m) {
 				f.Reclaim(key)
 			}
 		case !s.handClosed:
 			h := &handOff{}
 			s.handing[id] = h
-			run(h, id, m.GetNamespace(), m.GetName(), key, true)
+			run(h, fwsOf(m), id, m.GetNamespace(), m.GetName(), key, true)
 		}
 	}
 	deleted := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return
 		}
 		key, err := cache.MetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -545,7 +588,7 @@ func (s *sharder) drainHandler(ctx context.Context, fws []*framework.Framework, 
 			// with its labels changed by another.
 			delete(s.handing, id)
 			if !h.handed {
-				s.reclaimUncached(fws, key)
+				s.reclaimUncached(fwsOf(m), key)
 			}
 		}
 	}

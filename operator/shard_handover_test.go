@@ -19,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/router"
@@ -186,10 +188,9 @@ func (r handoverResource) EnsureDeleted(ctx context.Context, obj any) error { re
 
 var _ resource.Interface = handoverResource{}
 
-// newHandover starts the Framework, waits for its first reconciliation of
-// ns/x (shard label "a" on the API server and in the informer), and
-// returns the handover.
-func newHandover(t *testing.T) *handover {
+// newHandoverOperator returns the sharded Operator of replica "a" and
+// its handover, whose fake API server holds ns/x with the shard label "a".
+func newHandoverOperator(t *testing.T) (*Operator, *handover) {
 	t.Helper()
 	o, err := New(Config{RESTConfig: restConfig(), Name: "op", Registry: prometheus.NewRegistry(),
 		Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}, Ring: "r", Identity: "a"}})
@@ -202,8 +203,13 @@ func newHandover(t *testing.T) *handover {
 	md.PrependReactor("get", "things", h.get)
 	h.s.md = md
 	h.labels = h.owned()
+	return o, h
+}
 
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{handoverResource{h}}})
+// oneResource returns a router whose one set handles everything with r.
+func oneResource(t *testing.T, r resource.Interface) *router.Router {
+	t.Helper()
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{r}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,15 +217,25 @@ func newHandover(t *testing.T) *handover {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rt
+}
+
+// newHandover starts the Framework, waits for its first reconciliation of
+// ns/x (shard label "a" on the API server and in the informer), and
+// returns the handover.
+func newHandover(t *testing.T) *handover {
+	t.Helper()
+	_, h := newHandoverOperator(t)
 	h.inf = informertest.New(h.thing(h.owned()))
-	h.f, err = framework.New(framework.Config{Name: "things", Informer: h.inf, ResourceRouter: rt, DisableFinalizers: true, Workers: 1})
+	var err error
+	h.f, err = framework.New(framework.Config{Name: "things", Informer: h.inf, ResourceRouter: oneResource(t, handoverResource{h}), DisableFinalizers: true, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	booted := make(chan error, 1)
 	go func() { booted <- h.f.Boot(ctx) }()
-	hs := h.s.drainHandler(ctx, []*framework.Framework{h.f}, things, "things")
+	hs := h.s.drainHandler(ctx, func(metav1.Object) []*framework.Framework { return []*framework.Framework{h.f} }, things, "things")
 	h.handler = func(obj any) { hs.OnUpdate(nil, obj) }
 	h.deleted = hs.OnDelete
 	t.Cleanup(func() {
@@ -432,3 +448,100 @@ func TestHandOverEndsWithTheDeleteEvent(t *testing.T) {
 		t.Errorf("%d hand-overs kept after a delete event that came before the patch's answer", n)
 	}
 }
+
+// TestHandOverReleasesTheFrameworksOfEveryInformerOfTheObject: two sharded
+// informers of one resource hold the object (one over every namespace, one
+// over its namespace), each with a Framework. The hand-over that the drain
+// event of either starts must release both Frameworks before its patch:
+// releasing only its own informer's, it gave the object away while the
+// other Framework reconciled it.
+func TestHandOverReleasesTheFrameworksOfEveryInformerOfTheObject(t *testing.T) {
+	o, h := newHandoverOperator(t)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{things: "ThingList"}, h.thing(h.owned()))
+	all, err := o.Informer(informer.Config{GVR: things, Client: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inNS, err := o.Informer(informer.Config{GVR: things, Namespace: "ns", Client: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := framework.New(framework.Config{Name: "quick", Informer: all, ResourceRouter: oneResource(t, &crudless{}), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	h.block.Store(&block)
+	slow, err := framework.New(framework.Config{Name: "slow", Informer: inNS, ResourceRouter: oneResource(t, handoverResource{h}), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		if b := h.block.Swap(nil); b != nil {
+			close(*b)
+		}
+		cancel()
+		h.s.handWG.Wait()
+		wg.Wait()
+	})
+	for _, si := range o.order {
+		wg.Go(func() { _ = si.inf.Run(ctx) })
+		if si.sharded {
+			h.s.informed = append(h.s.informed, si)
+		}
+	}
+	for _, f := range []*framework.Framework{quick, slow} {
+		wg.Go(func() {
+			if err := f.Boot(ctx); err != nil {
+				t.Errorf("Boot() = %v", err)
+			}
+		})
+	}
+	if err := h.s.watchDrains(ctx, []*framework.Framework{quick, slow}); err != nil {
+		t.Fatal(err)
+	}
+	h.pollUntil("the slow Framework reconciling", func() bool { return h.running.Load() == 1 })
+
+	g := h.holdNextPatch()
+	close(g.respond)
+	h.set(h.drained())
+	if _, err := dyn.Resource(things).Namespace("ns").Update(ctx, h.thing(h.drained()), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Either a hand-over sends its patch, or both informers' hand-overs
+	// run, each waiting for the slow Framework's reconciliation before
+	// its patch.
+	arrived := func() bool {
+		select {
+		case <-g.arrived:
+			return true
+		default:
+			return false
+		}
+	}
+	h.pollUntil("the hand-overs", func() bool {
+		h.s.mu.Lock()
+		defer h.s.mu.Unlock()
+		return arrived() || len(h.s.handing) == 2
+	})
+	close(g.proceed)
+	if arrived() {
+		<-g.applied
+	}
+	close(*h.block.Swap(nil))
+	h.pollUntil("the hand-over", func() bool { _, ours := h.serverLabels()[h.s.shardLabel]; return !ours })
+	if n := h.overlaps.Load(); n != 0 {
+		t.Errorf("the object was handed over while the Framework of its other informer reconciled it")
+	}
+}
+
+// crudless is a resource that does nothing.
+type crudless struct{}
+
+func (crudless) Name() string                             { return "nothing" }
+func (crudless) EnsureCreated(context.Context, any) error { return nil }
+func (crudless) EnsureDeleted(context.Context, any) error { return nil }
