@@ -620,7 +620,7 @@ func (s *sharder) handOver(ctx context.Context, fws []*framework.Framework, gvr 
 		failed := false
 		if drained {
 			switch err := s.handOverOnce(ctx, fws, gvr, namespace, name, key); {
-			case err == errTestFailed:
+			case err == errTestFailed, err == errGone:
 				failed = true
 			case err != nil:
 				s.endHandOver(id) // stopping: the member Lease goes, and the object with it
@@ -737,8 +737,9 @@ func (s *sharder) labelsOf(ctx context.Context, gvr schema.GroupVersionResource,
 // in flight) and then removes the shard and drain labels, which tells the
 // assigner that the object is free. The removal is conditional on both
 // labels still being this replica's and set: errTestFailed when the
-// assigner took the drain back. Any other error is ctx's or the fence's:
-// this replica is stopping, and the object goes with its member Lease.
+// assigner took the drain back, errGone when the object was deleted. Any
+// other error is ctx's or the fence's: this replica is stopping, and the
+// object goes with its member Lease.
 func (s *sharder) handOverOnce(ctx context.Context, fws []*framework.Framework, gvr schema.GroupVersionResource, namespace, name, key string) error {
 	start := time.Now()
 	for _, f := range fws {
@@ -755,8 +756,13 @@ func (s *sharder) handOverOnce(ctx context.Context, fws []*framework.Framework, 
 	err := wait.ExponentialBackoffWithContext(ctx, handOverBackoff, func(ctx context.Context) (bool, error) {
 		_, err := s.md.Resource(gvr).Namespace(namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
 		switch {
-		case err == nil, apierrors.IsNotFound(err):
+		case err == nil:
 			return true, nil
+		case apierrors.IsNotFound(err):
+			// Deleted, not handed over: a Framework that got its
+			// delete event before the release holds its last state
+			// for its delete chain, and must get it back.
+			return false, errGone
 		case apierrors.IsInvalid(err):
 			// A test failed: the object is not being drained from this
 			// replica any more.
@@ -775,7 +781,10 @@ func (s *sharder) handOverOnce(ctx context.Context, fws []*framework.Framework, 
 	return err
 }
 
-var errTestFailed = fmt.Errorf("json patch test failed")
+var (
+	errTestFailed = errors.New("json patch test failed")
+	errGone       = errors.New("object gone")
+)
 
 // jsonPointerEscape escapes a label key for a JSON pointer (RFC 6901).
 func jsonPointerEscape(s string) string {

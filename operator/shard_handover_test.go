@@ -49,8 +49,8 @@ type handover struct {
 	rv     int
 	gate   atomic.Pointer[patchGate]
 
-	calls, running atomic.Int64
-	block          atomic.Pointer[chan struct{}] // reconciliations wait on it while set
+	calls, running, deletes atomic.Int64
+	block                   atomic.Pointer[chan struct{}] // reconciliations wait on it while set
 	// overlaps counts the hand-overs that removed the labels (the object
 	// went to another replica) while a reconciliation of it ran here.
 	overlaps atomic.Int64
@@ -79,7 +79,7 @@ func (h *handover) drained() map[string]string {
 func (h *handover) set(labels map[string]string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.labels = maps.Clone(labels)
+	h.labels = maps.Clone(labels) // nil: deleted
 	h.rv++
 }
 
@@ -184,7 +184,10 @@ func (r handoverResource) EnsureCreated(ctx context.Context, obj any) error {
 	}
 	return nil
 }
-func (r handoverResource) EnsureDeleted(ctx context.Context, obj any) error { return nil }
+func (r handoverResource) EnsureDeleted(ctx context.Context, obj any) error {
+	r.h.deletes.Add(1)
+	return nil
+}
 
 var _ resource.Interface = handoverResource{}
 
@@ -545,3 +548,35 @@ type crudless struct{}
 func (crudless) Name() string                             { return "nothing" }
 func (crudless) EnsureCreated(context.Context, any) error { return nil }
 func (crudless) EnsureDeleted(context.Context, any) error { return nil }
+
+// TestHandOverOfAnObjectDeletedMeanwhile: an object is deleted (it has no
+// finalizer) while it is drained, and its delete event reaches the
+// Framework before the hand-over releases it: the Framework holds its last
+// state for its delete chain, still queued. The hand-over's patch finds
+// the object gone, which is no hand-over: the Framework must get the
+// object back to run its delete chain. Kept released, the delete chain
+// never ran and the object counted as waiting for a reconciliation for
+// ever.
+func TestHandOverOfAnObjectDeletedMeanwhile(t *testing.T) {
+	h := newHandover(t)
+	block := make(chan struct{})
+	h.block.Store(&block)
+	other := h.thing(h.owned())
+	other.SetName("y")
+	if err := h.inf.Add(other); err != nil {
+		t.Fatal(err)
+	}
+	h.pollUntil("the worker busy with another object", func() bool { return h.running.Load() == 1 })
+	if err := h.inf.Delete(h.thing(h.owned())); err != nil { // queued behind
+		t.Fatal(err)
+	}
+	h.set(nil)
+	h.handler(h.thing(h.drained())) // the drain's event, after the delete's to the Framework
+	h.s.handWG.Wait()
+	h.deleted(h.thing(h.drained()))
+	close(*h.block.Swap(nil))
+	h.pollUntil("the reconciliation of the deleted object", func() bool { return h.deletes.Load() > 0 || h.skips() > 0 })
+	if n := h.deletes.Load(); n != 1 {
+		t.Errorf("the delete chain of the object deleted during its hand-over ran %d times, want 1", n)
+	}
+}
