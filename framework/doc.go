@@ -111,18 +111,24 @@
 //     so retrying could not help. If the object is being deleted and carries
 //     our finalizer, the finalizer is kept: removing it could leak whatever
 //     an earlier release created for it, while keeping it is visible (the
-//     object stays Terminating, with an event saying why) and is fixed by
+//     object stays Terminating, with an event saying why, and counts in
+//     objects_in_deletion and oldest_deletion_age_seconds) and is fixed by
 //     deploying a release that handles the object, or by removing the
 //     finalizer by hand once its resources are known to be gone.
 //   - Shutdown: when Boot's context ends the Framework takes no new work,
 //     lets in-flight reconciliations finish (they are not canceled, only
 //     bounded by the reconcile timeout), stops the informer and returns nil.
-//     Keys still queued are reconciled after the next Boot, since the state
-//     they stand for is in the API server. No goroutine is left behind.
+//     Keys still queued are taken out of the queue and never reconciled by
+//     this Framework (Boot runs once); the state they stand for is in the
+//     API server, and the next Framework's Boot (a restart, another
+//     replica) reconciles every object again. No goroutine is left behind.
 //     [Framework.Abort] cancels the reconciliations in flight instead, for
-//     a replica that lost its Lease and must stop writing at once.
+//     a replica that lost its Lease and must stop writing at once: a
+//     reconciliation that Abort ended writes no status and records no
+//     event.
 //   - Hand-over: [Framework.Release] stops reconciling one object, after
-//     the reconciliation in flight, so that another owner (a shard of the
+//     the reconciliation in flight (in flight from before it reads the
+//     object from the cache), so that another owner (a shard of the
 //     operator package) takes it; the object leaving the informer is then
 //     forgotten, its delete chain does not run. [Framework.Reclaim] takes
 //     it back.
@@ -188,19 +194,21 @@
 //     reconciliation with a permanent error matching [ErrInvalidCondition]
 //     that names the object and the field.
 //   - One write per reconciliation at most (plus one per Guard lock), at the
-//     end of the chain, whatever its outcome, and none when the status as
-//     read from the cache already says it all: a steady resync writes
-//     nothing. A conflict, a stale cache, a superseded chain or a delete
-//     chain that succeeded decide nothing about Ready, Reconciling and
-//     Stalled; conditions resources set are still written (a Guard's outcome
-//     must be). Nothing is written once the finalizer is removed.
+//     end of the chain, whatever its outcome (but none after Abort), and
+//     none when the status as read from the cache already says it all: a
+//     steady resync writes nothing. A conflict, a stale cache, a superseded
+//     chain or a delete chain that succeeded decide nothing about Ready,
+//     Reconciling and Stalled; conditions resources set are still written
+//     (a Guard's outcome must be). Nothing is written once the finalizer is
+//     removed.
 //   - Events: a Normal or Warning event (Warning when Ready or a resource's
 //     condition turns False, or Stalled True), with the condition's reason,
 //     when a condition's status or reason changes; none on steady
 //     reconciliations, and none for a condition that appears in its good
 //     state (Ready True on a new object's first reconciliation: the
 //     expected path, shown by the status, would cost one API write per
-//     object). client-go's recorder rate-limits them per object.
+//     object), nor after Abort. client-go's recorder rate-limits them per
+//     object.
 //   - A CRD without status subresource fails at New when Config.CRD says
 //     so, otherwise at the first write, with a permanent error matching
 //     [ErrNoStatusSubresource] that names the object (the API server answers

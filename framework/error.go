@@ -11,8 +11,9 @@ import (
 
 // ErrInvalidConfig is returned when a Config is incomplete or inconsistent;
 // the message names the field. It is the same value as the ErrInvalidConfig
-// of every other operatorkit package (crud, router, the wrappers), so
-// [IsInvalidConfig] matches their errors too.
+// of every other operatorkit package (operator, router, informer,
+// crdclient, crud, child, the wrappers), so [IsInvalidConfig] matches their
+// errors too.
 var ErrInvalidConfig = okerr.ErrInvalidConfig
 
 // ErrExecutionFailed is matched by every error [ProcessUpdate] and

@@ -63,8 +63,9 @@ type Config struct {
 	// Name identifies the operator: it names the finalizer
 	// ("operatorkit.io/<Name>"), the work queue, log lines and the
 	// "controller" label of every metric. Required; it must be usable in a
-	// finalizer (a DNS-1123 subdomain of at most 63 characters after the
-	// prefix).
+	// finalizer, as the name part of a qualified name: at most 63
+	// characters, letters, digits, '-', '_' and '.', starting and ending
+	// with a letter or digit.
 	Name string
 	// Informer is the cache the workers read objects from and whose events
 	// feed the work queue. Boot runs it. Required.
@@ -73,15 +74,16 @@ type Config struct {
 	ResourceRouter *router.Router
 	// Client writes the Framework's finalizer on the reconciled objects, and
 	// their status with Conditions. Required unless MetadataClient, DryRun
-	// or DisableFinalizers is set, and always with Conditions.
+	// or DisableFinalizers is set, and always with Conditions but without
+	// DryRun.
 	Client dynamic.Interface
 	// MetadataClient, when set, writes the finalizer and (with Conditions)
 	// the status instead of Client: the API server then answers each patch
 	// and apply with the object's metadata only, so the Framework does not
 	// decode the whole object to read its new resourceVersion and
 	// managedFields. Build it with metadata.NewForConfig;
-	// operator.Operator.NewFramework fills in the Operator's. Unused (and
-	// not filled in) with DryRun or DisableFinalizers.
+	// operator.Operator.NewFramework fills in the Operator's, except with
+	// DryRun or DisableFinalizers.
 	MetadataClient metadata.Interface
 	// Resource is the GroupVersionResource of the reconciled objects, used
 	// with Client or MetadataClient. Required with either: Version and

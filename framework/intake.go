@@ -110,7 +110,8 @@ func (f *Framework) Enqueue(key string) {
 // ("namespace/name") so that another owner (another replica of a sharded
 // operator, see the operator package) can take it over. From the call on,
 // no reconciliation of key starts (a queued or rate-limited one is skipped);
-// Release returns nil once the reconciliation in flight, if any, has ended,
+// Release returns nil once the reconciliation in flight, if any, has ended
+// (one is in flight from before it reads the object from the cache),
 // or ctx's error if ctx ends first (key stays released). Only after it
 // returned may the object be handed to its next owner.
 //

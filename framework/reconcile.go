@@ -37,7 +37,7 @@ const (
 	ResultPermanent     = "permanent_error" // not retried until the object changes
 	ResultPanic         = "panic"
 	ResultNoResourceSet = "no_resource_set"
-	ResultSkipped       = "skipped" // nothing to do (gone, or deleting without our finalizer)
+	ResultSkipped       = "skipped" // nothing to do (gone, left the informer's selection, deleting without our finalizer, already finalized, or released)
 	ResultDryRun        = "dry_run"
 	// ResultConflict is a write that lost against a newer version of an
 	// object (409): retried with backoff and the latest object, not
@@ -81,8 +81,9 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 	}
 	defer f.queue.Done(key)
 	if ctx.Err() != nil {
-		// Stopping: leave the key; it is reconciled after the next Boot
-		// (the object is level-based state in the API server).
+		// Stopping: leave the key, which Boot's end takes out of the queue
+		// (the object is level-based state in the API server, which the
+		// next Framework's Boot reads again).
 		return false
 	}
 
