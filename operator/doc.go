@@ -90,11 +90,12 @@
 // # Guarantees
 //
 // Start order: Run opens the HTTP listeners first (a busy or invalid address
-// fails Run at once, before anything else starts), then starts every shared
-// informer and waits for their caches, then (with leader election) campaigns
-// for the Lease, and boots the Frameworks only while it leads. Caches are
-// warm before leading, so a replica that takes over starts reconciling at
-// once.
+// fails Run at once, before anything else starts), then ensures the
+// Frameworks' CRDs (framework.Config.CRD), then starts every shared
+// informer and waits for their caches (at most Config.CacheSyncTimeout),
+// then (with leader election) campaigns for the Lease, and boots the
+// Frameworks only while it leads. Caches are warm before leading, so a
+// replica that takes over starts reconciling at once.
 //
 // Shutdown order, when Run's context ends: the Frameworks stop taking work
 // and their reconciliations in flight finish (bounded by
@@ -103,14 +104,18 @@
 // shutdown past ShutdownTimeout returns an error and keeps the Lease until
 // the last reconciliation ended); then the informers stop; then the HTTP
 // server. Run returns nil after a clean stop, and no goroutine it started is
-// left.
+// left. An HTTP server that stops serving while Run runs stops the
+// operator in the same order, and Run returns its error: a replica without
+// probes or metrics is not one to keep running.
 //
 // Losing the Lease (the API server unreachable for longer than the renew
 // deadline, or another holder), or with sharding the member Lease, stops
 // reconciling at once: the Frameworks' context ends and so does the context
 // of every reconciliation in flight (framework.Framework.Abort), since
 // another replica may take over before they would have finished; Run waits
-// for them to return and returns an error matching ErrLeaseLost. The process should exit; a restart campaigns
+// for them to return, or for ShutdownTimeout (one still running then can
+// write nothing through the Operator's clients), and returns an error
+// matching ErrLeaseLost. The process should exit; a restart campaigns
 // again. client-go's leaderelection does the campaigning, with the usual
 // timings (15 s lease, 10 s renew deadline, 2 s retry period) and
 // ReleaseOnCancel.

@@ -23,7 +23,8 @@ type FrameworkOptions struct {
 	// (--namespace). Empty: every namespace.
 	Namespace string
 	// Workers is how many objects are reconciled at the same time
-	// (--workers). Zero in BindFlags: framework.DefaultWorkers.
+	// (--workers). Zero in BindFlags: framework.DefaultWorkers. Validate
+	// wants 1 to framework.MaxWorkers.
 	Workers int
 	// ResyncPeriod is how often every object is reconciled again without a
 	// change (--resync-period): the resync period of the Framework's

@@ -124,12 +124,14 @@ type Config struct {
 	// DNS-1123 subdomain, as a Lease's name.
 	LeaderElectionID string
 	// LeaderElectionNamespace is the namespace of the Lease. Defaults to
-	// the pod's namespace, else "default".
+	// the pod's namespace, else "default". With LeaderElection or Sharding
+	// it must be a namespace name (a DNS-1123 label).
 	LeaderElectionNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod are the leader election
 	// timings. Default to DefaultLeaseDuration, DefaultRenewDeadline and
-	// DefaultRetryPeriod; LeaseDuration must be at least a second (a Lease
-	// holds whole seconds), RenewDeadline must be shorter than
+	// DefaultRetryPeriod; none may be negative. With LeaderElection or
+	// Sharding, LeaseDuration must be 1 s to math.MaxInt32 s (a Lease
+	// holds whole seconds in an int32), RenewDeadline must be shorter than
 	// LeaseDuration, and RetryPeriod shorter than RenewDeadline / 1.2
 	// (leaderelection.JitterFactor).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration

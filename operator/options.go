@@ -261,7 +261,11 @@ func orDefault(s, def string) string {
 // log level and format are known (so an empty one is invalid here: BindFlags
 // defaults them), and, with --leader-elect, that --leader-election-id is a
 // valid Lease name. A non-empty --leader-election-namespace must be a valid
-// namespace name.
+// namespace name, and a non-empty --shard-identity a DNS label. The leader
+// election timings must not be negative and, with --leader-elect or
+// --shard, must fit together as Config's do: a lease duration of 1 s to
+// math.MaxInt32 s, a renew deadline shorter than it, and a retry period
+// shorter than the renew deadline / 1.2.
 func (o Options) Validate() error {
 	var errs []error
 	for _, a := range []struct{ flag, value string }{

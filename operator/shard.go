@@ -134,9 +134,9 @@ type Sharding struct {
 	// framework.MaxWorkers.
 	AssignWorkers int
 	// AssignQPS is the client-side rate limit of the assigner's label
-	// writes, on a metadata client of its own (bursts of twice as many).
-	// Defaults to DefaultShardAssignQPS or Config.RESTConfig.QPS, whichever
-	// is larger.
+	// writes, on a metadata client of its own (bursts of twice as many, at
+	// most math.MaxInt32). Defaults to DefaultShardAssignQPS or
+	// Config.RESTConfig.QPS, whichever is larger; must not be negative.
 	AssignQPS float32
 }
 
