@@ -15,8 +15,9 @@
 //   - Every Handles function is called once per lookup, in the order of
 //     Config.ResourceSets; a Router is safe for concurrent use when the
 //     Handles functions are.
-//   - Resource names are unique within a set, and set names (when given) are
-//     unique within a router, so that logs, traces and metrics identify them.
+//   - Resource names are unique (and valid UTF-8) within a set, and set
+//     names (when given) are unique within a router, so that logs, traces
+//     and metrics identify them.
 //
 // # Objects that move between sets
 //

@@ -26,7 +26,8 @@ type ResourceSetConfig struct {
 	// to a nop logger.
 	Logger log.Logger
 	// Resources are the set's resources, in the order they run. Required;
-	// entries must not be nil and their names must be unique.
+	// entries must not be nil, their names must be valid UTF-8 and unique,
+	// and no two may make the same claim (see NewResourceSet).
 	Resources []resource.Interface
 	// Name identifies the set in errors, logs, traces and metrics, for
 	// example the version "v1" it handles. Optional.

@@ -35,7 +35,11 @@
 // A condition still at status Unknown with the lock's reason after the
 // reconciliation means the outcome of an earlier task was never recorded
 // (the process stopped, or the end-of-chain write failed): the resource must
-// find out from the external system before running the task again.
+// find out from the external system before running the task again. A task
+// that panicked is recorded as Unknown too, with the lock's reason plus
+// "Failed" (when that fits) and the panic as message (the change may or may not have
+// happened), and the panic goes on to the Framework, which retries the
+// object.
 //
 // Guarantees:
 //   - NewContext returns a child context with a new, empty set of conditions
@@ -58,5 +62,8 @@
 //     error matching [ErrInvalidCondition] that names the object and the
 //     field. Guard validates its type and reason before it locks.
 //   - The last Set of a type wins. All functions are safe for concurrent
-//     use from several goroutines.
+//     use from several goroutines. Guards of one condition called at once
+//     take turns: each waits until the one before it recorded its outcome
+//     (or until ctx ends, its error) before it locks, so a task must not
+//     call Guard for its own condition.
 package conditioncontext

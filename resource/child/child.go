@@ -162,9 +162,10 @@ type Config[Owner, Child Object] struct {
 	FieldManager string
 	// ManagedBy is the value of the LabelManagedBy label set on children:
 	// a label value (at most 63 characters: letters, digits, '-', '_'
-	// and '.'). Defaults to FieldManager, which must then be one too. The
-	// children of one kind with one ManagedBy belong to one resource of a
-	// resource set (see Deletes in the package documentation).
+	// and '.', starting and ending with a letter or digit). Defaults to
+	// FieldManager, which must then be one too. The children of one kind
+	// with one ManagedBy belong to one resource of a resource set (see
+	// Deletes in the package documentation).
 	ManagedBy string
 	// OwnerLabels are label keys whose values the children take from
 	// their owner: each child written carries the owner's value of every
@@ -177,11 +178,13 @@ type Config[Owner, Child Object] struct {
 	OwnerLabels []string
 	// GVK is the children's group, version and kind, put in the apply
 	// body. Defaults to the Child type's kind in client-go's scheme
-	// (built-in kinds); required for other kinds.
+	// (built-in kinds); required for other kinds. When set, its Version
+	// and Kind must not be empty.
 	GVK schema.GroupVersionKind
 	// OwnerGVK is the owner's group, version and kind, for the owner
 	// reference. Defaults to the owner object's apiVersion and kind, or the
-	// Owner type's kind in client-go's scheme.
+	// Owner type's kind in client-go's scheme. When set, its Version and
+	// Kind must not be empty.
 	OwnerGVK schema.GroupVersionKind
 	// Writes, when set, is told of every apply (operator.Operator.OwnWrites).
 	// Optional; it needs Resource, or a Cache with a GVR method.

@@ -15,8 +15,8 @@
 // Collectors are registered with Config.Registerer in New; when several
 // wrapped resources share a registry, later ones reuse the collectors already
 // registered (prometheus.AlreadyRegisteredError), so any number of resources
-// can be wrapped. With a nil Registerer nothing is registered and the wrapper
-// still works.
+// can be wrapped. With a nil Registerer (or a nil *prometheus.Registry)
+// nothing is registered and the wrapper still works.
 //
 // Wrappers compose: metrics around retry(crud) times each step including its
 // retries; retry around metrics(crud) retries each step and times each

@@ -18,8 +18,11 @@
 //     backoff); 403, 422, 400 and the like stay what they are. Retrying them
 //     in place only fills the log.
 //   - Retries stop when the backoff returns backoff.Stop (the last error is
-//     returned) or when ctx is done (the last error joined with
-//     context.Cause(ctx) is returned); waiting never outlives ctx.
+//     returned), when the call canceled the resource or the reconciliation
+//     (resourcecanceledcontext, reconciliationcanceledcontext: nothing more
+//     to do this time; its error is returned) or when ctx is done (the last
+//     error joined with context.Cause(ctx) is returned); waiting never
+//     outlives ctx.
 //   - Each retry is logged at warn level with the keys resource, operation
 //     (a crud.Step* or resource.Operation* name), attempt (1 for the first
 //     failure), backoff and err.
