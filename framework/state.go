@@ -87,6 +87,10 @@ type expectation struct {
 	generation int64
 	since      time.Time
 	deferred   bool
+	// observed is set when the cache delivered the write while a
+	// reconciliation ran, which may have read the object before it: its
+	// stale check ends the expectation and has it read the object again.
+	observed bool
 }
 
 func newObjectState() *objectState {
@@ -194,6 +198,9 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 	seen := e.seen
 	e.running, e.seen = false, nil
 	wakeIdle(e)
+	if e.expected != nil && e.expected.observed {
+		e.expected = nil // the cache shows it
+	}
 	if written && !slices.Contains(seen, rv) {
 		e.expected = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
 	}
@@ -373,13 +380,20 @@ func (s *objectState) stale(key string, uid types.UID, rv string, generation int
 		s.prune(key, e)
 		return false, 0
 	}
+	if x.observed {
+		// The write's event came after this reconciliation read the
+		// object, and was not taken for a change: read it again, now.
+		e.expected = nil
+		return true, 0
+	}
 	x.deferred = true
 	return true, ttl - age
 }
 
 // observed is called with every resourceVersion the cache delivers for key.
-// It ends the expectation the version fulfils and reports whether a
-// reconciliation was deferred for it.
+// It ends the expectation the version fulfils (while key is reconciled,
+// marks it for that reconciliation's stale check, or its end) and reports
+// whether a reconciliation was deferred for it.
 func (s *objectState) observed(key, rv string) (deferred bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -396,6 +410,13 @@ func (s *objectState) observed(key, rv string) (deferred bool) {
 	x := e.expected
 	if x == nil || x.rv != rv {
 		return false
+	}
+	if e.running {
+		// The running reconciliation may have read the object before this
+		// version without having checked it yet (stale): the check ends
+		// the expectation, or end does.
+		x.observed = true
+		return x.deferred
 	}
 	e.expected = nil
 	s.prune(key, e)
