@@ -108,3 +108,47 @@ func TestOwnWriteEventBetweenReadAndStaleCheck(t *testing.T) {
 		t.Errorf("versions reconciled = %v, want [1 2]", read)
 	}
 }
+
+// TestTombstoneOfObjectRecreatedBeforeItsReconciliation: an object deleted
+// without the Framework's finalizer (DisableFinalizers) left a tombstone;
+// before a worker took its key, an object of the same name (a new UID) was
+// created. The delete chain of the deleted object must still run, and the
+// new object be reconciled after it.
+func TestTombstoneOfObjectRecreatedBeforeItsReconciliation(t *testing.T) {
+	old := object("a", 1, nil)
+	old.SetUID("uid-old")
+	inf := informertest.New(old)
+	d := &deleteCounter{n: new(atomic.Int64)}
+	created := &funcResource{name: "created"}
+	set := testRouter(t, nil, d, created)
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: set, DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := reconcileOnce(f, "ns/a"); o.result != ResultSuccess {
+		t.Fatalf("first reconciliation: %s %v", o.result, o.err)
+	}
+	if err := inf.Delete(old); err != nil {
+		t.Fatal(err)
+	}
+	f.DeleteFunc(old)
+	recreated := object("a", 1, nil)
+	recreated.SetUID("uid-new")
+	recreated.SetResourceVersion("5")
+	if err := inf.Add(recreated); err != nil {
+		t.Fatal(err)
+	}
+	f.AddFunc(recreated) // coalesces with the tombstone's key in the queue
+
+	reconcileOnce(f, "ns/a")
+	if n := d.n.Load(); n != 1 {
+		t.Fatalf("delete chain ran %d times for the deleted object, want 1", n)
+	}
+	if _, ok := f.state.tombstone("ns/a"); ok {
+		t.Error("tombstone kept after its delete chain ran")
+	}
+	before := created.calls.Load()
+	if o := reconcileOnce(f, "ns/a"); o.result != ResultSuccess || created.calls.Load() != before+1 {
+		t.Errorf("reconciliation of the new object: %s %v, chain ran %d times, want success once", o.result, o.err, created.calls.Load()-before)
+	}
+}

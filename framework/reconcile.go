@@ -129,12 +129,20 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 
 	var obj any
 	var rv string
+	replaced := false // obj is the tombstone of an object another one replaced
 	defer func() {
 		if r := recover(); r != nil {
 			o = outcome{result: ResultPanic, err: &PanicError{Resource: "framework", Value: r, Stack: debug.Stack()}}
 		}
 		o.resourceVersion = rv
 		f.finish(ctx, key, obj, tr, o)
+		if replaced {
+			if _, kept := f.state.tombstone(key); !kept {
+				// Its delete chain is done: the object that replaced
+				// it is reconciled next.
+				f.Enqueue(key)
+			}
+		}
 	}()
 
 	// Running from before the object is read from the cache: a Release
@@ -169,6 +177,16 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 			f.state.forgetUncached(key)
 			f.metrics.forget(key)
 			return outcome{result: ResultSkipped}
+		}
+	} else if t, ok := f.state.tombstone(key); ok {
+		// The object of a delete event was replaced by a new one of the
+		// same name before its tombstone was reconciled: its delete chain
+		// runs first. A tombstone of the cached object itself (it left the
+		// informer's selection and came back) is dropped.
+		if sameUID(t, obj) {
+			f.state.dropTombstone(key)
+		} else {
+			obj, tombstone, replaced = t, true, true
 		}
 	}
 	a, err := meta.Accessor(obj)
@@ -414,6 +432,16 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		return outcome{result: ResultRequeue, requeueAfter: d, rateLimited: d <= 0}
 	}
 	return outcome{result: ResultSuccess}
+}
+
+// sameUID reports whether a and b are the same object (UID).
+func sameUID(a, b any) bool {
+	x, err := meta.Accessor(a)
+	if err != nil {
+		return false
+	}
+	y, err := meta.Accessor(b)
+	return err == nil && x.GetUID() == y.GetUID()
 }
 
 // cached returns the metadata of the cached object with key, nil when there

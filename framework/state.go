@@ -217,6 +217,16 @@ func (s *objectState) setTombstone(key string, obj any) {
 	}
 }
 
+// dropTombstone forgets key's tombstone: its object is back.
+func (s *objectState) dropTombstone(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.objects[key]; e != nil && e.tombstone != nil {
+		e.tombstone = nil
+		s.prune(key, e)
+	}
+}
+
 func (s *objectState) tombstone(key string) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
