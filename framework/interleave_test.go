@@ -152,3 +152,28 @@ func TestTombstoneOfObjectRecreatedBeforeItsReconciliation(t *testing.T) {
 		t.Errorf("reconciliation of the new object: %s %v, chain ran %d times, want success once", o.result, o.err, created.calls.Load()-before)
 	}
 }
+
+// TestDeleteEventBetweenTombstoneLookupAndForget replays, on the object
+// state, the calls of a reconciliation whose object is not in the cache
+// (the informer's store drops it before its handler gets the delete event)
+// in the losing order: the reconciliation finds no tombstone, the delete
+// event then leaves one (DeleteFunc, which queues the key again), and the
+// reconciliation forgets the key it found uncached. The tombstone must
+// survive, or the reconciliation queued for it finds nothing and the
+// object's delete chain never runs.
+func TestDeleteEventBetweenTombstoneLookupAndForget(t *testing.T) {
+	s := newObjectState()
+	obj := object("a", 1, nil)
+	if !s.begin("ns/a") {
+		t.Fatal("not begun")
+	}
+	if _, ok := s.tombstone("ns/a"); ok {
+		t.Fatal("tombstone before the delete event")
+	}
+	s.setTombstone("ns/a", obj) // DeleteFunc, on the informer's goroutine
+	s.forgetUncached("ns/a")    // the reconciliation, which found none
+	s.end("ns/a", "", "", 0, false)
+	if _, ok := s.tombstone("ns/a"); !ok {
+		t.Fatal("the tombstone of the delete event was forgotten with the uncached key: its delete chain never runs")
+	}
+}

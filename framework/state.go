@@ -443,12 +443,18 @@ func (s *objectState) forget(key string) {
 }
 
 // forgetUncached is forget for a key the cache no longer has, of which no
-// tombstone is kept: everything is dropped but the mark of a removed
+// tombstone was kept: everything is dropped but the mark of a removed
 // finalizer (markFinalized), which the object's delete event consumes; the
 // informer's cache can drop the object before its handler gets that event.
+// A tombstone that event left since it was looked for is kept, with the
+// rest of the entry: DeleteFunc queued the key for it, and its
+// reconciliation forgets the key.
 func (s *objectState) forgetUncached(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e := s.objects[key]; e != nil && e.tombstone != nil {
+		return
+	}
 	s.forgetEntry(key)
 }
 
