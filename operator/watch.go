@@ -233,7 +233,7 @@ func (o *Operator) OwnWrites() *OwnWrites {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.writes == nil {
-		o.writes = &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+		o.writes = &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
 	}
 	return o.writes
 }
@@ -247,15 +247,53 @@ func (o *Operator) OwnWrites() *OwnWrites {
 // between are held, and released at the answer unless they carry the
 // answer's resourceVersion. Methods are safe for concurrent use. Memory:
 // one entry per write in flight, and one per written object whose echo has
-// not arrived yet (dropped when the object is deleted or written again).
+// not arrived yet (dropped when the object is deleted or written again, or
+// after DeleteEchoTTL: an echo no Filter ever sees, as of an object created
+// and deleted while the watch was down, or of a resource no Filter
+// watches, does not stay in memory).
 type OwnWrites struct {
 	mu      sync.Mutex
 	pending map[writeKey]*pendingWrite
-	echoes  map[types.UID]string // resourceVersion of an answered write whose event has not come
+	echoes  map[types.UID]echo // answered writes whose event has not come
 	// deletes are the UIDs of announced deletes (BeginDelete) whose event
 	// has not come, with the time of their announcement; made on first use.
 	deletes map[types.UID]time.Time
-	pruned  time.Time // when deletes was last pruned
+	pruned  time.Time // when deletes and echoes were last pruned
+	// now is the clock (time.Now when nil; tests set it).
+	now func() time.Time
+}
+
+// echo is the resourceVersion of an answered write whose event has not
+// come, and the time of the answer.
+type echo struct {
+	version string
+	at      time.Time
+}
+
+func (w *OwnWrites) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
+}
+
+// pruneLocked drops the announced deletes and the echoes older than
+// DeleteEchoTTL, at most once a minute. w.mu is held.
+func (w *OwnWrites) pruneLocked(now time.Time) {
+	if now.Sub(w.pruned) <= time.Minute {
+		return
+	}
+	w.pruned = now
+	for u, at := range w.deletes {
+		if now.Sub(at) > DeleteEchoTTL {
+			delete(w.deletes, u)
+		}
+	}
+	for u, e := range w.echoes {
+		if now.Sub(e.at) > DeleteEchoTTL {
+			delete(w.echoes, u)
+		}
+	}
 }
 
 type writeKey struct {
@@ -295,9 +333,10 @@ func (w *OwnWrites) Begin(resource schema.GroupResource, namespace, name string)
 	}
 }
 
-// DeleteEchoTTL is how long an announced delete (OwnWrites.BeginDelete)
-// waits for its watch event: an entry older than that is dropped, so that a
-// delete no Filter ever sees does not stay in memory.
+// DeleteEchoTTL is how long an announced delete (OwnWrites.BeginDelete),
+// or an answered write (OwnWrites.Begin), waits for its watch event: an
+// entry older than that is dropped, so that a delete or write whose event no
+// Filter ever sees does not stay in memory.
 const DeleteEchoTTL = 10 * time.Minute
 
 // BeginDelete announces a delete of the object with uid before it is sent,
@@ -312,20 +351,13 @@ func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
 	if uid == "" {
 		return func(error) {}
 	}
-	now := time.Now()
 	w.mu.Lock()
+	now := w.clock()
 	if w.deletes == nil {
 		w.deletes = map[types.UID]time.Time{}
 	}
 	w.deletes[uid] = now
-	if now.Sub(w.pruned) > time.Minute {
-		w.pruned = now
-		for u, at := range w.deletes {
-			if now.Sub(at) > DeleteEchoTTL {
-				delete(w.deletes, u)
-			}
-		}
-	}
+	w.pruneLocked(now)
 	w.mu.Unlock()
 	return func(err error) {
 		if err != nil {
@@ -396,7 +428,9 @@ func (w *OwnWrites) settle(key writeKey, answer metav1.Object, err error) {
 	}
 	p.held = nil
 	if ours && !seen {
-		w.echoes[answer.GetUID()] = answer.GetResourceVersion()
+		now := w.clock()
+		w.echoes[answer.GetUID()] = echo{version: answer.GetResourceVersion(), at: now}
+		w.pruneLocked(now)
 	}
 	p.inFlight--
 	if p.inFlight > 0 {
@@ -421,7 +455,7 @@ func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func())
 		return
 	}
 	w.mu.Lock()
-	if rv, ok := w.echoes[m.GetUID()]; ok && rv == m.GetResourceVersion() {
+	if e, ok := w.echoes[m.GetUID()]; ok && e.version == m.GetResourceVersion() {
 		delete(w.echoes, m.GetUID())
 		w.mu.Unlock()
 		return

@@ -49,7 +49,7 @@ func TestOwnWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+			w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
 			var fired []string
 			var done func(metav1.Object, error)
 			for _, s := range tt.steps {
@@ -81,7 +81,7 @@ func TestOwnWrites(t *testing.T) {
 }
 
 func TestOwnWritesForgetOnDelete(t *testing.T) {
-	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
 	w.Begin(configMaps, "ns", "c")(cm("u", "5"), nil)
 	w.forget(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cm("u", "5")})
 	if len(w.echoes) != 0 {
@@ -217,7 +217,7 @@ func (r *recordingHandler) OnDelete(obj any) {
 // and want, which fails the test unless the events passed on since the last
 // want are events.
 func filtered(t *testing.T) (*OwnWrites, cache.ResourceEventHandler, func(step string, events ...string)) {
-	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]string{}}
+	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
 	rec := &recordingHandler{}
 	want := func(step string, events ...string) {
 		t.Helper()
@@ -347,5 +347,27 @@ func TestWatchesRejectsANilPredicate(t *testing.T) {
 	}
 	if err := o.Watches(f, src, func(any) []string { return nil }, pass); err != nil {
 		t.Errorf("Watches(pass) = %v", err)
+	}
+}
+
+// TestOwnWritesEchoThatNeverComes: the echo of an answered write that no
+// Filter ever sees (the object was created and deleted while the watch was
+// down, so the relist shows neither; or no Filter watches its resource) is
+// dropped after DeleteEchoTTL instead of staying in memory for ever.
+func TestOwnWritesEchoThatNeverComes(t *testing.T) {
+	w, h, want := filtered(t)
+	clock := time.Now()
+	w.now = func() time.Time { return clock }
+
+	// Written (answered), then deleted by someone else while the watch
+	// was down: the relist shows nothing of it, no event ever comes.
+	w.Begin(configMaps, "ns", "c")(cm("gone", "5"), nil)
+
+	clock = clock.Add(DeleteEchoTTL + 2*time.Minute)
+	w.Begin(configMaps, "ns", "c")(cm("v", "7"), nil)
+	h.OnAdd(cm("v", "7"), false)
+	want("the echo of a later write")
+	if len(w.echoes) != 0 {
+		t.Fatalf("echoes %d after DeleteEchoTTL, want none: %v", len(w.echoes), w.echoes)
 	}
 }
