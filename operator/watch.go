@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -180,9 +181,11 @@ func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *S
 // "name" when cluster-scoped) mapFunc returns for each added, changed or
 // deleted object of source (from Informer). mapFunc gets the object (on a delete, the last
 // state known); it runs on the informer's event path and must not block.
-// Resyncs and the operator's own writes are filtered as for Owns, and every
-// predicate given must return true; a nil predicate is ErrInvalidConfig. It
-// is called before Run.
+// On an update, the keys of the object before it are reconciled too (its
+// previous owner, when its controller reference changed). Resyncs and the
+// operator's own writes are filtered as for Owns, and every predicate given
+// must return true; a nil predicate is ErrInvalidConfig. It is called
+// before Run.
 func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFunc func(obj any) []string, predicates ...Predicate) error {
 	if f == nil || source == nil || mapFunc == nil {
 		return fmt.Errorf("%w: Watches: framework, source and map function must not be nil", ErrInvalidConfig)
@@ -198,31 +201,64 @@ func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFu
 	if started {
 		return ErrAlreadyStarted
 	}
-	enqueue := func(oldObj, newObj, obj any) {
+	_, err := source.AddEventHandler(o.OwnWrites().Filter(source.gvr.GroupResource(), watchHandler(f.Enqueue, mapFunc, predicates)))
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", source.gvr, err)
+	}
+	return nil
+}
+
+// watchHandler is the event handler of Watches, before the own-write
+// filter: it calls enqueue with the keys mapFunc returns for each event
+// that every predicate passes. An update enqueues the keys of the old
+// object too (those the new one does not have): a child whose controller
+// reference another writer changed or removed, or which a relist shows
+// replaced by another object of its name, wakes its previous owner, as
+// controller-runtime's owner handler does.
+func watchHandler(enqueue func(key string), mapFunc func(obj any) []string, predicates []Predicate) cache.ResourceEventHandlerFuncs {
+	passes := func(oldObj, newObj any) bool {
 		for _, p := range predicates {
 			if !p(oldObj, newObj) {
-				return
+				return false
 			}
 		}
+		return true
+	}
+	each := func(obj any) {
 		for _, key := range mapFunc(obj) {
-			f.Enqueue(key)
+			enqueue(key)
 		}
 	}
-	_, err := source.AddEventHandler(o.OwnWrites().Filter(source.gvr.GroupResource(), cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue(nil, obj, obj) },
-		UpdateFunc: func(oldObj, newObj any) { enqueue(oldObj, newObj, newObj) },
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if passes(nil, obj) {
+				each(obj)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			if !passes(oldObj, newObj) {
+				return
+			}
+			keys := mapFunc(newObj)
+			for _, key := range keys {
+				enqueue(key)
+			}
+			for _, key := range mapFunc(oldObj) {
+				if !slices.Contains(keys, key) {
+					enqueue(key)
+				}
+			}
+		},
 		DeleteFunc: func(obj any) {
 			last := obj
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				last = d.Obj
 			}
-			enqueue(obj, nil, last)
+			if passes(obj, nil) {
+				each(last)
+			}
 		},
-	}))
-	if err != nil {
-		return fmt.Errorf("watch %s: %w", source.gvr, err)
 	}
-	return nil
 }
 
 // OwnWrites returns the Operator's record of its own writes to watched

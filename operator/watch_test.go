@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -369,5 +370,44 @@ func TestOwnWritesEchoThatNeverComes(t *testing.T) {
 	want("the echo of a later write")
 	if len(w.echoes) != 0 {
 		t.Fatalf("echoes %d after DeleteEchoTTL, want none: %v", len(w.echoes), w.echoes)
+	}
+}
+
+// TestWatchesWakesThePreviousOwner: an update that moves a child to
+// another owner (another writer changed its controller reference, or a
+// relist shows it replaced by another object of its name) wakes the owner
+// it had as well; only the new one was woken, and the previous one learnt
+// that its child was gone at its next resync.
+func TestWatchesWakesThePreviousOwner(t *testing.T) {
+	owned := func(owner string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "2"}}
+		if owner != "" {
+			yes := true
+			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Thing", Name: owner, UID: types.UID(owner), Controller: &yes}}
+		}
+		return cm
+	}
+	mapFunc := func(obj any) []string {
+		if ref := metav1.GetControllerOfNoCopy(obj.(metav1.Object)); ref != nil {
+			return []string{"ns/" + ref.Name}
+		}
+		return nil
+	}
+	for _, tt := range []struct {
+		name     string
+		old, new *corev1.ConfigMap
+		want     []string
+	}{
+		{name: "owner changed", old: owned("a"), new: owned("b"), want: []string{"ns/b", "ns/a"}},
+		{name: "owner removed", old: owned("a"), new: owned(""), want: []string{"ns/a"}},
+		{name: "same owner", old: owned("a"), new: owned("a"), want: []string{"ns/a"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			watchHandler(func(key string) { got = append(got, key) }, mapFunc, nil).OnUpdate(tt.old, tt.new)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("enqueued %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
