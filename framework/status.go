@@ -524,10 +524,18 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	wctx := ctx
 	switch err := ctx.Err(); {
 	case errors.Is(err, context.DeadlineExceeded):
-		// The chain timed out: record that anyway, within a bound of its own.
+		// The chain timed out: record that anyway, within a bound of its own,
+		// unless the Framework was aborted since, or is while it writes.
+		rc, _ := ctx.Value(supersededKey{}).(*reconcileContext)
+		if rc != nil && rc.base.Err() != nil {
+			return o
+		}
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
 		defer cancel()
+		if rc != nil {
+			defer context.AfterFunc(rc.base, cancel)()
+		}
 	case err != nil:
 		// Aborted (Framework.Abort: the Lease was lost): another replica
 		// may own the object now, and this one must stop writing.

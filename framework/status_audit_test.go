@@ -134,3 +134,25 @@ func TestGuardTaskPanicReleasesTheLock(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue
 	})
 }
+
+// TestNoStatusWriteAfterAbortOfATimedOutChain: a chain that timed out
+// writes its failure within a bound of its own, detached from the
+// reconciliation's context; an Abort (the Lease lost) that came after the
+// timeout, before that write, did not stop it, and the replica that lost
+// the object wrote its status all the same.
+func TestNoStatusWriteAfterAbortOfATimedOutChain(t *testing.T) {
+	var f atomic.Pointer[Framework]
+	r := &funcResource{name: "r", create: func(ctx context.Context, _ any) error {
+		<-ctx.Done() // the reconciliation times out,
+		f.Load().Abort()
+		return ctx.Err() // then the Lease is lost before the status write
+	}}
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, nil, r), func(c *Config) {
+		c.ReconcileTimeout = 50 * time.Millisecond
+	})
+	f.Store(st.f)
+	st.traces(t, 1)
+	if w := st.server.writeLog(); len(w) != 0 {
+		t.Errorf("status writes after Abort = %q, want none (conditions now %+v)", w, conditionsOf(t, st.server.get()))
+	}
+}
