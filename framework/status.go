@@ -103,6 +103,10 @@ type statusRun struct {
 	locks map[string]bool
 	// gone is set when the finalizer was removed: nothing is left to write.
 	gone bool
+	// stale is set when a Guard's lock failed with a conflict: the object
+	// as read is not the latest, and finish reads it again before it
+	// writes.
+	stale bool
 
 	// conds is the reconciliation's conditioncontext store, with current
 	// and lock: the reconciliation's context answers for it.
@@ -409,6 +413,9 @@ func (s *statusRun) lock(ctx context.Context, c metav1.Condition) error {
 	res, err := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Patch(ctx, s.objName(), types.MergePatchType, data,
 		metav1.PatchOptions{FieldManager: s.f.fieldManager}, "status")
 	if err != nil {
+		if apierrors.IsConflict(err) {
+			s.stale = true
+		}
 		_, err = s.writeError(ctx, "lock condition "+c.Type, err)
 		t.Record("framework", StepLockCondition, start, trace.OutcomeError, err)
 		return err
@@ -540,6 +547,20 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		// Aborted (Framework.Abort: the Lease was lost): another replica
 		// may own the object now, and this one must stop writing.
 		return o
+	}
+	if s.stale {
+		// A lock's conflict told that the object changed since it was
+		// read: what another writer wrote since must not be taken back
+		// from the copy as read (observedGeneration, the conditions
+		// carried over).
+		if err := s.refresh(wctx); err != nil {
+			return s.combine(o, fmt.Errorf("write status of %s: read the latest object: %w", s.describe(), err))
+		}
+		if !final {
+			observed = s.observed
+		} else if s.observed != nil && *s.observed > s.generation {
+			return o // a newer generation's outcome is there already
+		}
 	}
 	mode := listModeOf(s.managed)
 	assumeOwned := false

@@ -156,3 +156,48 @@ func TestNoStatusWriteAfterAbortOfATimedOutChain(t *testing.T) {
 		t.Errorf("status writes after Abort = %q, want none (conditions now %+v)", w, conditionsOf(t, st.server.get()))
 	}
 }
+
+// TestStatusWriteAfterAConflictKeepsNewerStatus: a Guard's lock that fails
+// with a conflict tells the reconciliation that the object it read is not
+// the latest (a stale cache, another replica's write). The end-of-chain
+// write of the conditions resources set still applied, from that stale
+// copy, status.observedGeneration and the Framework's own carried-over
+// conditions: another replica's newer Ready and observedGeneration were
+// taken back.
+func TestStatusWriteAfterAConflictKeepsNewerStatus(t *testing.T) {
+	server := newStatusServer(object("a", 2, nil))
+	server.mapList = true
+	cond := func(status, reason string, gen int64) map[string]any {
+		return map[string]any{"type": conditioncontext.Ready, "status": status, "reason": reason, "message": "m",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "observedGeneration": float64(gen)}
+	}
+	// As the cache shows it: Ready False about generation 1.
+	server.apply("operatorkit-op", map[string]any{"observedGeneration": float64(1), "conditions": []any{cond("False", "Failed", 1)}})
+	cached := server.get()
+	// Another replica reconciled generation 2 since.
+	server.mu.Lock()
+	server.apply("operatorkit-op", map[string]any{"observedGeneration": float64(2), "conditions": []any{cond("True", ReasonSucceeded, 2)}})
+	server.obj.SetResourceVersion("10")
+	server.mu.Unlock()
+
+	info := &funcResource{name: "info", create: func(ctx context.Context, _ any) error {
+		conditioncontext.Set(ctx, "InfoReady", metav1.ConditionTrue, "Seen", "")
+		return nil
+	}}
+	var creates atomic.Int64
+	st := newStatusTest(t, cached, server, testRouter(t, nil, info, guarded(&creates, nil)))
+	tr := st.traces(t, 1)[0]
+	if tr.Result != ResultConflict {
+		t.Fatalf("result = %s %q, want a conflict", tr.Result, tr.Error)
+	}
+	got := server.get()
+	if og := observedOf(got); og != 2 {
+		t.Errorf("observedGeneration on the server = %d, want 2 (the other replica's)", og)
+	}
+	if c := meta.FindStatusCondition(conditionsOf(t, got), conditioncontext.Ready); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready on the server = %+v, want the other replica's True", c)
+	}
+	if c := meta.FindStatusCondition(conditionsOf(t, got), "InfoReady"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("InfoReady on the server = %+v, want it written", c)
+	}
+}
