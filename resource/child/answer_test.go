@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/resource/child"
+	"github.com/operatorkit/operatorkit/resource/crud"
 )
 
 // handCache is a child.Cache over a store the test keeps and an informer
@@ -149,18 +150,7 @@ func TestAnswerAfterInformerEvents(t *testing.T) {
 				final.ResourceVersion = rv
 				inf.remove(final)
 			}}
-			r, err := child.New(child.Config[*corev1.Secret, *corev1.ConfigMap]{
-				Name:         "configmap",
-				Client:       func(string) child.Client[*corev1.ConfigMap] { return client },
-				Cache:        inf,
-				FieldManager: "test",
-				Desired: func(_ context.Context, w *corev1.Secret) (*corev1.ConfigMap, error) {
-					return benchConfigMap(w), nil
-				},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := newHandResource(t, client, inf)
 			if !child.OwnerIndexSynced(r) {
 				t.Fatal("the resource does not index its children by owner")
 			}
@@ -183,4 +173,90 @@ func TestAnswerAfterInformerEvents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnswerThenInformerRelist: the resource's create is answered before
+// the informer shows it; then the informer's watch breaks and its relist
+// shows the child as another client left it since (adopted by another
+// owner, or relabelled out of the informer's selection: not listed at
+// all), never the created state. The owner index must not keep the child
+// under the owner from the answer: the owner's deletion would delete a
+// child another owner or resource now keeps (adoption keeps the UID, so
+// the precondition does not stop it).
+func TestAnswerThenInformerRelist(t *testing.T) {
+	other := types.UID("other-owner-uid")
+	for _, tc := range []struct {
+		name string
+		next func(*corev1.ConfigMap) *corev1.ConfigMap
+		// listed: the relist holds the child (the informer selects it).
+		listed bool
+	}{
+		{"adopted", func(c *corev1.ConfigMap) *corev1.ConfigMap {
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "other", UID: other, Controller: new(true)}}
+			return c
+		}, true},
+		{"relabelled", func(c *corev1.ConfigMap) *corev1.ConfigMap {
+			c.Labels[child.LabelManagedBy] = "another-operator"
+			return c
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := newFakeClient[corev1.ConfigMap]()
+			inf := &handCache{store: map[string]*corev1.ConfigMap{}}
+			r := newHandResource(t, server.For("demo"), inf)
+			ctx := context.Background()
+			w := owner()
+			// The create, answered; the informer has not shown it.
+			if err := r.EnsureCreated(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			if len(server.applies) != 1 {
+				t.Fatalf("applies = %v, want the ConfigMap's create", server.applies)
+			}
+			// Another client changes the child.
+			key := server.applies[0]
+			server.mu.Lock()
+			next := tc.next(server.objs[key].DeepCopy())
+			server.rv++
+			next.ResourceVersion = strconv.Itoa(server.rv)
+			server.objs[key] = next.DeepCopy()
+			// Another object, written after it.
+			server.rv++
+			unrelated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "unrelated", ResourceVersion: strconv.Itoa(server.rv)}}
+			server.mu.Unlock()
+			// The relist: the store held neither.
+			inf.put(unrelated)
+			if tc.listed {
+				inf.put(next)
+			}
+			gone := w.DeepCopy()
+			gone.DeletionTimestamp = &metav1.Time{}
+			if err := r.EnsureDeleted(ctx, gone); err != nil {
+				t.Fatal(err)
+			}
+			if len(server.deletes) != 0 {
+				t.Errorf("the owner's deletion deleted %v, a child the informer's relist showed %s: the owner index kept it from the create's answer",
+					server.deletes, tc.name)
+			}
+		})
+	}
+}
+
+// newHandResource returns the ConfigMap resource of the tests above, over
+// client and the cache inf.
+func newHandResource(t *testing.T, client child.Client[*corev1.ConfigMap], inf *handCache) *crud.Resource {
+	t.Helper()
+	r, err := child.New(child.Config[*corev1.Secret, *corev1.ConfigMap]{
+		Name:         "configmap",
+		Client:       func(string) child.Client[*corev1.ConfigMap] { return client },
+		Cache:        inf,
+		FieldManager: "test",
+		Desired: func(_ context.Context, w *corev1.Secret) (*corev1.ConfigMap, error) {
+			return benchConfigMap(w), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -38,7 +38,8 @@
 //     deleted by its delete chain, also where no garbage collector runs
 //     (testenv's API server); an answer the informer's handler is already
 //     past (it saw the child deleted, adopted or relabelled since) is not
-//     taken back. The resources over one informer with one ManagedBy (the
+//     taken back, and one it passes without showing the child (a relist
+//     that shows it adopted, or not at all) is dropped. The resources over one informer with one ManagedBy (the
 //     resources of one kind of several resource sets, one per release)
 //     share the index, so that an owner moved to another release an
 //     instant after a write has that child deleted by the other release's

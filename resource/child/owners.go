@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -61,8 +62,24 @@ type ownerIndex struct {
 	// newer state of its object. Raised by the handler only (see), read
 	// under mu by answer.
 	seen atomic.Uint64
+	// pending holds the answers indexed that the handler has not yet
+	// passed, by "namespace/name", under mu; npending counts them, so
+	// that the handler takes no lock for an unindexed object while there
+	// are none. Once the handler has seen an answer's resourceVersion, it
+	// has shown that object at that version or a newer one (the answer
+	// gives way to it) or it never will (a relist showed the object's
+	// newer state: adopted, relabelled out of the informer's selection,
+	// deleted): the answer is dropped then (sweepLocked).
+	pending  map[string]pendingAnswer
+	npending atomic.Int32
 
 	synced func() bool
+}
+
+// pendingAnswer is an indexed answer: its owner and resourceVersion.
+type pendingAnswer struct {
+	uid types.UID
+	rv  uint64
 }
 
 // newOwnerIndex starts indexing the objects of inf labelled
@@ -185,7 +202,32 @@ func (x *ownerIndex) answer(m metav1.Object) {
 	defer x.mu.Unlock()
 	if !ok || rv > x.seen.Load() {
 		x.putLocked(uid, m)
+		if ok {
+			if x.pending == nil {
+				x.pending = map[string]pendingAnswer{}
+			}
+			x.pending[m.GetNamespace()+"/"+m.GetName()] = pendingAnswer{uid: uid, rv: rv}
+			x.npending.Store(int32(len(x.pending)))
+		}
 	}
+}
+
+// sweepLocked drops the pending answers whose resourceVersion the handler
+// has seen, before the handler indexes the object it was given (which
+// puts an answer of its own back).
+func (x *ownerIndex) sweepLocked() {
+	if len(x.pending) == 0 {
+		return
+	}
+	seen := x.seen.Load()
+	for key, p := range x.pending {
+		if p.rv <= seen {
+			ns, name, _ := strings.Cut(key, "/")
+			x.removeLocked(p.uid, &metav1.ObjectMeta{Namespace: ns, Name: name})
+			delete(x.pending, key)
+		}
+	}
+	x.npending.Store(int32(len(x.pending)))
 }
 
 // The handler's functions. The informer calls them one at a time, in the
@@ -195,9 +237,12 @@ func (x *ownerIndex) answer(m metav1.Object) {
 func (x *ownerIndex) onAdd(obj any) {
 	m, uid := x.ownerOf(obj)
 	x.see(m)
-	if uid != "" {
+	if uid != "" || x.npending.Load() > 0 {
 		x.mu.Lock()
-		x.putLocked(uid, m)
+		x.sweepLocked()
+		if uid != "" {
+			x.putLocked(uid, m)
+		}
 		x.mu.Unlock()
 	}
 }
@@ -206,11 +251,12 @@ func (x *ownerIndex) onUpdate(old, obj any) {
 	om, ou := x.ownerOf(old)
 	m, uid := x.ownerOf(obj)
 	x.see(m)
-	if ou == "" && uid == "" {
+	if ou == "" && uid == "" && x.npending.Load() == 0 {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.sweepLocked()
 	if ou != "" && ou != uid {
 		x.removeLocked(ou, om)
 	}
@@ -231,6 +277,11 @@ func (x *ownerIndex) onDelete(obj any) {
 	}
 	m, uid := x.ownerOf(obj)
 	x.see(m)
+	if x.npending.Load() > 0 {
+		x.mu.Lock()
+		x.sweepLocked()
+		x.mu.Unlock()
+	}
 	if m == nil || (uid == "" && m.GetLabels()[LabelManagedBy] != x.managedBy) {
 		return
 	}
@@ -252,6 +303,10 @@ func (x *ownerIndex) drop(uid types.UID, namespace, name string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.removeLocked(uid, &metav1.ObjectMeta{Namespace: namespace, Name: name})
+	if p, ok := x.pending[namespace+"/"+name]; ok && p.uid == uid {
+		delete(x.pending, namespace+"/"+name)
+		x.npending.Store(int32(len(x.pending)))
+	}
 }
 
 func sameObject(a, b metav1.Object) bool {
