@@ -244,10 +244,13 @@ func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
 			return nil, err
 		}
 		if names != nil {
-			if names[c.GetName()] {
-				return nil, o.invalid(w, c.GetName(), "is in the desired set twice")
+			// By namespace and name: a cluster-scoped owner's children
+			// of one name in two namespaces are two children.
+			key := childName(c)
+			if names[key] {
+				return nil, o.invalid(w, key, "is in the desired set twice")
 			}
-			names[c.GetName()] = true
+			names[key] = true
 		}
 	}
 	des.children = children
@@ -373,7 +376,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		}
 	}
 	for _, c := range cur.owned {
-		if !des.names(c.GetName()) {
+		if !des.names(c.GetNamespace(), c.GetName()) {
 			deletes = append(deletes, o.deleteChange(c))
 		}
 	}
@@ -445,9 +448,11 @@ func (o *ops[O, C]) states(currentState, desiredState any) (*current[C], *desire
 	return cur, des, nil
 }
 
-func (d *desired[C]) names(name string) bool {
+// names reports whether d names the child namespace/name (a cluster-scoped
+// owner's children may be in several namespaces).
+func (d *desired[C]) names(namespace, name string) bool {
 	for _, c := range d.children {
-		if c.GetName() == name {
+		if c.GetName() == name && c.GetNamespace() == namespace {
 			return true
 		}
 	}

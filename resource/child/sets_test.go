@@ -2,6 +2,7 @@ package child_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,5 +93,52 @@ func TestResourcesOfTwoSetsSeeEachOthersWrites(t *testing.T) {
 				t.Errorf("deletes = %v, want the ConfigMap the other release's resource created an instant before: it stays, owned by the owner, and nothing reconciles it again", server.deletes)
 			}
 		})
+	}
+}
+
+// TestClusterScopedOwnerChildMovedToAnotherNamespace: a cluster-scoped
+// owner keeps namespaced children, which may be in any namespace. When
+// DesiredSet names a child of the same name in another namespace instead,
+// the child in the first namespace is no longer named and must be deleted;
+// and children of one name in two namespaces are two children, not one
+// named twice.
+func TestClusterScopedOwnerChildMovedToAnotherNamespace(t *testing.T) {
+	server := newFakeClient[corev1.ConfigMap]()
+	inf := &handCache{store: map[string]*corev1.ConfigMap{}}
+	namespaces := []string{"one"}
+	r, err := child.New(child.Config[*corev1.Namespace, *corev1.ConfigMap]{
+		Name:         "configmap",
+		Client:       server.For,
+		Cache:        inf,
+		FieldManager: "test",
+		DesiredSet: func(_ context.Context, w *corev1.Namespace) ([]*corev1.ConfigMap, error) {
+			var out []*corev1.ConfigMap
+			for _, ns := range namespaces {
+				out = append(out, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Data: map[string]string{"a": "b"}})
+			}
+			return out, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := reconcileCtx()
+	w := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", UID: "tenant-uid"}}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	namespaces = []string{"two"}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"one/web", "two/web"}; !slices.Equal(server.applies, want) {
+		t.Fatalf("applies = %v, want %v", server.applies, want)
+	}
+	if want := []string{"one/web"}; !slices.Equal(server.deletes, want) {
+		t.Errorf("deletes = %v, want %v: the child in namespace one is no longer desired", server.deletes, want)
+	}
+	namespaces = []string{"two", "three"}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Errorf("a set of web in namespaces two and three: %v, want no error", err)
 	}
 }
