@@ -1,10 +1,10 @@
 package router
 
 import (
-	"reflect"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // accessor returns obj's metadata, or false when it has none: no
@@ -12,10 +12,7 @@ import (
 // it, and its getters would dereference nil).
 func accessor(obj any) (metav1.Object, bool) {
 	m, err := meta.Accessor(obj)
-	if err != nil || m == nil {
-		return nil, false
-	}
-	if v := reflect.ValueOf(m); v.Kind() == reflect.Pointer && v.IsNil() {
+	if err != nil || nilptr.Is(m) {
 		return nil, false
 	}
 	return m, true
