@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -63,23 +62,25 @@ type ownerIndex struct {
 	// under mu by answer.
 	seen atomic.Uint64
 	// pending holds the answers indexed that the handler has not yet
-	// passed, by "namespace/name", under mu; npending counts them, so
+	// passed, by namespace and name, under mu; npending counts them, so
 	// that the handler takes no lock for an unindexed object while there
 	// are none. Once the handler has seen an answer's resourceVersion, it
 	// has shown that object at that version or a newer one (the answer
 	// gives way to it) or it never will (a relist showed the object's
 	// newer state: adopted, relabelled out of the informer's selection,
 	// deleted): the answer is dropped then (sweepLocked).
-	pending  map[string]pendingAnswer
+	pending  map[types.NamespacedName]pendingAnswer
 	npending atomic.Int32
 
 	synced func() bool
 }
 
-// pendingAnswer is an indexed answer: its owner and resourceVersion.
+// pendingAnswer is an indexed answer: its owner, its resourceVersion and
+// the answer itself.
 type pendingAnswer struct {
 	uid types.UID
 	rv  uint64
+	obj metav1.Object
 }
 
 // newOwnerIndex starts indexing the objects of inf labelled
@@ -204,9 +205,9 @@ func (x *ownerIndex) answer(m metav1.Object) {
 		x.putLocked(uid, m)
 		if ok {
 			if x.pending == nil {
-				x.pending = map[string]pendingAnswer{}
+				x.pending = map[types.NamespacedName]pendingAnswer{}
 			}
-			x.pending[m.GetNamespace()+"/"+m.GetName()] = pendingAnswer{uid: uid, rv: rv}
+			x.pending[types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}] = pendingAnswer{uid: uid, rv: rv, obj: m}
 			x.npending.Store(int32(len(x.pending)))
 		}
 	}
@@ -222,8 +223,7 @@ func (x *ownerIndex) sweepLocked() {
 	seen := x.seen.Load()
 	for key, p := range x.pending {
 		if p.rv <= seen {
-			ns, name, _ := strings.Cut(key, "/")
-			x.removeLocked(p.uid, &metav1.ObjectMeta{Namespace: ns, Name: name})
+			x.removeLocked(p.uid, p.obj)
 			delete(x.pending, key)
 		}
 	}
@@ -303,8 +303,8 @@ func (x *ownerIndex) drop(uid types.UID, namespace, name string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.removeLocked(uid, &metav1.ObjectMeta{Namespace: namespace, Name: name})
-	if p, ok := x.pending[namespace+"/"+name]; ok && p.uid == uid {
-		delete(x.pending, namespace+"/"+name)
+	if key := (types.NamespacedName{Namespace: namespace, Name: name}); x.pending[key].uid == uid {
+		delete(x.pending, key)
 		x.npending.Store(int32(len(x.pending)))
 	}
 }
