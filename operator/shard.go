@@ -525,12 +525,8 @@ func (s *sharder) drainHandler(ctx context.Context, fwsOf func(metav1.Object) []
 		s.handWG.Go(func() { s.handOver(ctx, fws, gvr, namespace, name, key, id, h, drained) })
 	}
 	changed := func(obj any) {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return
-		}
-		key, err := cache.MetaNamespaceKeyFunc(obj)
-		if err != nil {
+		m, key, ok := objectKey(obj)
+		if !ok {
 			return
 		}
 		labels := m.GetLabels()
@@ -568,12 +564,8 @@ func (s *sharder) drainHandler(ctx context.Context, fwsOf func(metav1.Object) []
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return
-		}
-		key, err := cache.MetaNamespaceKeyFunc(obj)
-		if err != nil {
+		m, key, ok := objectKey(obj)
+		if !ok {
 			return
 		}
 		id := informer + "/" + key
@@ -597,6 +589,17 @@ func (s *sharder) drainHandler(ctx context.Context, fwsOf func(metav1.Object) []
 		UpdateFunc: func(_, obj any) { changed(obj) },
 		DeleteFunc: deleted,
 	}
+}
+
+// objectKey returns obj's metadata and its key ("namespace/name"), false
+// when obj has no metadata.
+func objectKey(obj any) (metav1.Object, string, bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, "", false
+	}
+	key, err := cache.MetaNamespaceKeyFunc(m)
+	return m, key, err == nil
 }
 
 // handOff is an object's hand-over, from its drain's event to its delete
