@@ -22,17 +22,10 @@ import (
 // after CacheSyncTimeout, instead of waiting until its context ends and
 // then returning nil.
 func TestRunCacheNeverSyncs(t *testing.T) {
-	srv := notServingAPIServer(t)
-	o, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL}, Name: "nosync", Registry: prometheus.NewRegistry(), CacheSyncTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o.NewFramework(thingsConfig(t, o)); err != nil {
-		t.Fatal(err)
-	}
+	o := notServingOperator(t, Config{Name: "nosync", CacheSyncTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	err = o.Run(ctx)
+	err := o.Run(ctx)
 	if !errors.Is(err, informer.ErrNotSynced) || !strings.Contains(err.Error(), "CacheSyncTimeout (300ms)") || !strings.Contains(err.Error(), "things") {
 		t.Fatalf("Run() = %v, want an error matching informer.ErrNotSynced that names the informer and CacheSyncTimeout", err)
 	}
@@ -46,14 +39,7 @@ func TestRunCacheNeverSyncs(t *testing.T) {
 // replica ran on without probes or metrics.
 func TestRunStopsWhenTheHTTPServerFails(t *testing.T) {
 	verifyNoLeaks(t)
-	srv := notServingAPIServer(t)
-	o, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL}, Name: "httpfails", Registry: prometheus.NewRegistry(), MetricsAddress: "127.0.0.1:0", CacheSyncTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o.NewFramework(thingsConfig(t, o)); err != nil {
-		t.Fatal(err)
-	}
+	o := notServingOperator(t, Config{Name: "httpfails", MetricsAddress: "127.0.0.1:0", CacheSyncTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
@@ -64,13 +50,28 @@ func TestRunStopsWhenTheHTTPServerFails(t *testing.T) {
 		t.Fatalf("waiting for the HTTP server to listen: %v", err)
 	}
 	_ = o.srv.Load().metrics.ln.Close()
-	err = <-done
+	err := <-done
 	if err == nil || !strings.Contains(err.Error(), "operator httpfails: HTTP server stopped: serve on 127.0.0.1:") || !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("Run() = %v, want the HTTP server's error", err)
 	}
 	if ctx.Err() != nil {
 		t.Error("Run returned only when its context ended")
 	}
+}
+
+// notServingOperator is an Operator of config, with a Framework of things,
+// over an API server that serves nothing (notServingAPIServer).
+func notServingOperator(t *testing.T, config Config) *Operator {
+	t.Helper()
+	config.RESTConfig, config.Registry = &rest.Config{Host: notServingAPIServer(t).URL}, prometheus.NewRegistry()
+	o, err := New(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.NewFramework(thingsConfig(t, o)); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 // notServingAPIServer is an API server that answers every request with 404:
