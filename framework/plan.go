@@ -328,3 +328,13 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 // Informer returns the informer the Framework reads its objects from
 // (Config.Informer).
 func (f *Framework) Informer() informer.Interface { return f.informer }
+
+// setNamed returns the router's resource set named name, nil when none is.
+func (f *Framework) setNamed(name string) *router.ResourceSet {
+	for _, s := range f.router.ResourceSets() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	return nil
+}

@@ -260,16 +260,6 @@ func (f *Framework) finishStatus(ctx context.Context, rctx *reconcileContext, ac
 	return st.finish(ctx, o, tr)
 }
 
-// setNamed returns the router's resource set named name, nil when none is.
-func (f *Framework) setNamed(name string) *router.ResourceSet {
-	for _, s := range f.router.ResourceSets() {
-		if s.Name() == name {
-			return s
-		}
-	}
-	return nil
-}
-
 // routeOutcome is the outcome of a reconciliation that found no resource
 // set for its object: a panic in Handles, no set, or another error. Apart,
 // so that the *PanicError that errors.As needs escapes only then.
