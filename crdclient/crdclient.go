@@ -50,7 +50,8 @@ func NewDefaultBackOff() backoff.BackOff {
 type Config struct {
 	// Client talks to the apiextensions API. Required.
 	Client apiextensionsclient.Interface
-	// Logger receives debug logs of each step. nil means no logs.
+	// Logger receives debug logs of each step. nil means no logs; a nil
+	// pointer in it is an error.
 	Logger log.Logger
 }
 
@@ -63,13 +64,18 @@ type CRDClient struct {
 	logger    log.Logger
 }
 
-// New validates config and returns a CRDClient.
+// New validates config and returns a CRDClient. Errors match
+// ErrInvalidConfig and name the field: Client empty or a nil pointer, or
+// Logger a nil pointer.
 func New(config Config) (*CRDClient, error) {
 	if config.Client == nil {
 		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
 	}
 	if nilptr.Is(config.Client) { // a clientset whose NewForConfig failed
 		return nil, fmt.Errorf("%w: %T.Client is a nil %T", ErrInvalidConfig, config, config.Client)
+	}
+	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()

@@ -104,7 +104,16 @@ func TestNew(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "crdclient.Config.Client is a nil *fake.Clientset") {
 		t.Errorf("New(Config{Client: a nil *fake.Clientset}) = %v, want ErrInvalidConfig naming crdclient.Config.Client", err)
 	}
+	_, err = New(Config{Client: newFake(), Logger: (*nilLogger)(nil)})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "crdclient.Config.Logger is a nil *crdclient.nilLogger") {
+		t.Errorf("New(Config{Logger: a nil *nilLogger}) = %v, want ErrInvalidConfig naming crdclient.Config.Logger", err)
+	}
 }
+
+// nilLogger is a logger whose nil pointer panics at its first line.
+type nilLogger struct{ lines int }
+
+func (l *nilLogger) Log(...any) error { l.lines++; return nil }
 
 func TestInvalidArguments(t *testing.T) {
 	cs := newFake()

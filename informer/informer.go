@@ -120,7 +120,8 @@ type Config struct {
 	// written dropped first; a dropped one can only cost a conflict). Zero
 	// means DefaultMutationCacheSize; negative is invalid.
 	MutationCacheSize int
-	// Logger receives the informer's own logs. nil means no logs.
+	// Logger receives the informer's own logs. nil means no logs; a nil
+	// pointer in it is an error.
 	Logger log.Logger
 	// Registerer registers the informer's metrics (see the package
 	// documentation). nil (or a nil *prometheus.Registry) means no metrics
@@ -182,6 +183,9 @@ func New(config Config) (*Informer, error) {
 	}
 	if config.RESTClient != nil && nilptr.Is(config.RESTClient) {
 		return nil, fmt.Errorf("%w: %T.RESTClient is a nil %T", ErrInvalidConfig, config, config.RESTClient)
+	}
+	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	}
 	switch clients := btoi(config.RESTConfig != nil) + btoi(config.Client != nil) + btoi(config.RESTClient != nil); {
 	case clients == 0:

@@ -93,6 +93,11 @@ func start(t *testing.T, inf *Informer, c *fakeClient) {
 	}
 }
 
+// nilLogger is a logger whose nil pointer panics at its first line.
+type nilLogger struct{ lines int }
+
+func (l *nilLogger) Log(...any) error { l.lines++; return nil }
+
 func TestNewValidatesConfig(t *testing.T) {
 	client := newFakeClient()
 	tests := []struct {
@@ -108,6 +113,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "REST config with a nil object type", config: Config{RESTConfig: &rest.Config{}, ObjectType: (*corev1.ConfigMap)(nil), GVR: widgets}, wantField: "Config.ObjectType must be a non-nil pointer to a struct"},
 		{name: "nil pointer client", config: Config{Client: (*dynamic.DynamicClient)(nil), GVR: widgets}, wantField: "informer.Config.Client is a nil *dynamic.DynamicClient"},
 		{name: "nil pointer REST client", config: Config{RESTClient: (*rest.RESTClient)(nil), ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.RESTClient is a nil *rest.RESTClient"},
+		{name: "nil pointer logger", config: Config{Client: client, GVR: widgets, Logger: (*nilLogger)(nil)}, wantField: "informer.Config.Logger is a nil *informer.nilLogger"},
 		{name: "negative mutation cache size", config: Config{Client: client, GVR: widgets, MutationCacheSize: -1}, wantField: "informer.Config.MutationCacheSize"},
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},

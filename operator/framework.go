@@ -12,6 +12,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // FrameworkOptions are the command-line options of the Framework an
@@ -146,7 +147,9 @@ func (o *Operator) frameworkConfig(config framework.Config) (framework.Config, e
 			return pred(oldObj, newObj)
 		}
 	}
-	if config.CRD != nil && config.CRDClient == nil {
+	// A Logger holding a nil pointer is left for framework.New to refuse,
+	// naming framework.Config.Logger rather than the CRD client's.
+	if config.CRD != nil && config.CRDClient == nil && (config.Logger == nil || !nilptr.Is(config.Logger)) {
 		ext, err := apiextensionsclient.NewForConfig(o.restConfig)
 		if err != nil {
 			return config, fmt.Errorf("apiextensions client: %w", err)

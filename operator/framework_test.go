@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-kit/log"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/metadata"
 
 	"github.com/operatorkit/operatorkit/framework"
@@ -145,6 +147,22 @@ func TestNewFrameworkMetadataClient(t *testing.T) {
 // TestNewFrameworkLogger: a Framework gets the Operator's logger when the
 // Operator has one, and none when it has none (so that it builds no log
 // line for a logger that drops them all); a logger given is kept.
+// TestNewFrameworkNilPointerLogger: a framework.Config.Logger holding a
+// nil pointer is refused naming it, also with a CRD (whose client
+// NewFramework would make with that Logger).
+func TestNewFrameworkNilPointerLogger(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := thingsConfig(t, o)
+	config.Logger = (*recorder)(nil)
+	config.CRD = &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "things.example.com"}}
+	if _, err := o.NewFramework(config); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "framework.Config.Logger is a nil *operator.recorder") {
+		t.Fatalf("NewFramework() = %v, want ErrInvalidConfig naming framework.Config.Logger", err)
+	}
+}
+
 func TestNewFrameworkLogger(t *testing.T) {
 	mine := log.NewLogfmtLogger(io.Discard)
 	for _, tc := range []struct {

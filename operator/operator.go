@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/internal/okerr"
 	"github.com/operatorkit/operatorkit/internal/promutil"
 )
@@ -96,8 +97,9 @@ type Config struct {
 	// user agent of its clients, the "operator" log key. Required;
 	// printable UTF-8.
 	Name string
-	// Logger receives the operator's logs. Defaults to a nop logger.
-	// RedirectKlog sends client-go's logs to the same logger.
+	// Logger receives the operator's logs. Defaults to a nop logger; a nil
+	// pointer in it is an error. RedirectKlog sends client-go's logs to
+	// the same logger.
 	Logger log.Logger
 	// Registry is served on /metrics. Defaults to a new registry with the
 	// Go and process collectors; pass the registry the Frameworks register
@@ -193,7 +195,8 @@ type Operator struct {
 
 // New validates config and returns an Operator that has started nothing:
 // no goroutine runs and no request is made until Run. The error matches
-// ErrInvalidConfig and names the field.
+// ErrInvalidConfig and names the field; a Logger that holds a nil pointer
+// is an error too.
 func New(config Config) (*Operator, error) {
 	switch {
 	case config.RESTConfig == nil:
@@ -210,6 +213,9 @@ func New(config Config) (*Operator, error) {
 		return nil, fmt.Errorf("%w: %T.ShutdownTimeout must not be negative", ErrInvalidConfig, config)
 	case config.CacheSyncTimeout < 0:
 		return nil, fmt.Errorf("%w: %T.CacheSyncTimeout must not be negative", ErrInvalidConfig, config)
+	case config.Logger != nil && nilptr.Is(config.Logger):
+		// Its first log line would panic, in Run.
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	}
 	// config.Logger stays nil when none is given: NewFramework then gives
 	// the Frameworks none either.

@@ -101,6 +101,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "name with a control character", config: Config{RESTConfig: restConfig(), Name: "op\n"}, field: "Name"},
 		{name: "name not UTF-8", config: Config{RESTConfig: restConfig(), Name: "op\xff"}, field: "Config.Name"},
 		{name: "negative shutdown", config: Config{RESTConfig: restConfig(), Name: "x", ShutdownTimeout: -1}, field: "ShutdownTimeout"},
+		{name: "nil pointer logger", config: Config{RESTConfig: restConfig(), Name: "x", Logger: (*recorder)(nil)}, field: "Config.Logger is a nil *operator.recorder"},
 		{name: "lease shorter than a second", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaseDuration: 900 * time.Millisecond, RenewDeadline: 600 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, field: "LeaseDuration"},
 		{name: "lease past an int32 of seconds, sharding", config: Config{RESTConfig: restConfig(), Name: "x", Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}}, LeaseDuration: 100 * 365 * 24 * time.Hour}, field: "LeaseDuration"},
 		{name: "renew not shorter than lease", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaseDuration: 5e9, RenewDeadline: 5e9}, field: "RenewDeadline"},

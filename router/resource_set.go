@@ -8,6 +8,7 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/resource"
 )
 
@@ -23,7 +24,7 @@ type ResourceSetConfig struct {
 	// Optional; the identity when nil.
 	InitCtx func(ctx context.Context, obj any) (context.Context, error)
 	// Logger receives a debug message when InitCtx fails. Optional; defaults
-	// to a nop logger.
+	// to a nop logger. It must not hold a nil pointer.
 	Logger log.Logger
 	// Resources are the set's resources, in the order they run. Required;
 	// entries must not be nil, their names must be valid UTF-8 and unique,
@@ -47,16 +48,20 @@ type ResourceSet struct {
 
 // NewResourceSet returns a ResourceSet. It returns an error matching
 // [ErrInvalidConfig], naming the field, when Handles or Resources is empty,
-// when an entry of Resources is nil or its name is not valid UTF-8, when
-// two resources have the same name, or when two resources make the same claim ([resource.Claimer],
-// looked for through wrappers that have an Unwrap method): each would
-// delete the objects the other keeps, as not desired.
+// when Logger holds a nil pointer, when an entry of Resources is nil or its
+// name is not valid UTF-8, when two resources have the same name, or when
+// two resources make the same claim ([resource.Claimer], looked for through
+// wrappers that have an Unwrap method): each would delete the objects the
+// other keeps, as not desired.
 func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 	if config.Handles == nil {
 		return nil, fmt.Errorf("%w: %T.Handles must not be empty", ErrInvalidConfig, config)
 	}
 	if len(config.Resources) == 0 {
 		return nil, fmt.Errorf("%w: %T.Resources must not be empty", ErrInvalidConfig, config)
+	}
+	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	}
 	seen := make(map[string]int, len(config.Resources))
 	var claims map[string]int

@@ -7,13 +7,14 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/resource"
 )
 
 // Config is the configuration of a [Router].
 type Config struct {
 	// Logger receives a debug message when no set handles an object.
-	// Optional; defaults to a nop logger.
+	// Optional; defaults to a nop logger. It must not hold a nil pointer.
 	Logger log.Logger
 	// ResourceSets are the sets to choose from. Required; entries must not be
 	// nil and their names, when not empty, must be unique.
@@ -29,9 +30,12 @@ type Router struct {
 }
 
 // New returns a Router. It returns an error matching [ErrInvalidConfig],
-// naming the field, when ResourceSets is empty, holds a nil entry or two sets
-// with the same non-empty name.
+// naming the field, when Logger holds a nil pointer, or ResourceSets is
+// empty, holds a nil entry or two sets with the same non-empty name.
 func New(config Config) (*Router, error) {
+	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
+	}
 	if len(config.ResourceSets) == 0 {
 		return nil, fmt.Errorf("%w: %T.ResourceSets must not be empty", ErrInvalidConfig, config)
 	}

@@ -25,6 +25,11 @@ func newCrud(t testing.TB, name string) resource.Interface {
 	return r
 }
 
+// nilLogger is a logger whose nil pointer panics at its first line.
+type nilLogger struct{ lines int }
+
+func (l *nilLogger) Log(...any) error { l.lines++; return nil }
+
 // versionSet returns a set named name that handles ConfigMaps labelled
 // version=version.
 func versionSet(t testing.TB, name, version string) *router.ResourceSet {
@@ -60,6 +65,7 @@ func TestNewResourceSet(t *testing.T) {
 		{name: "nil resource", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, nil}}, wantMsg: "router.ResourceSetConfig.Resources[1] must not be nil"},
 		{name: "name not UTF-8", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, newCrud(t, "b\xff")}}, wantMsg: "router.ResourceSetConfig.Resources[1] has a name that is not valid UTF-8"},
 		{name: "duplicate name", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, newCrud(t, "b"), newCrud(t, "a")}}, wantMsg: `router.ResourceSetConfig.Resources[0] and Resources[2] have the same name "a"`},
+		{name: "nil pointer logger", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a}, Logger: (*nilLogger)(nil)}, wantMsg: "router.ResourceSetConfig.Logger is a nil *router_test.nilLogger"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,6 +129,7 @@ func TestNew(t *testing.T) {
 		{name: "missing sets", config: router.Config{}, wantMsg: "router.Config.ResourceSets must not be empty"},
 		{name: "nil set", config: router.Config{ResourceSets: []*router.ResourceSet{v1, nil}}, wantMsg: "router.Config.ResourceSets[1] must not be nil"},
 		{name: "duplicate name", config: router.Config{ResourceSets: []*router.ResourceSet{v1, versionSet(t, "v1", "2")}}, wantMsg: `router.Config.ResourceSets[0] and ResourceSets[1] have the same name "v1"`},
+		{name: "nil pointer logger", config: router.Config{ResourceSets: []*router.ResourceSet{v1}, Logger: (*nilLogger)(nil)}, wantMsg: "router.Config.Logger is a nil *router_test.nilLogger"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -198,7 +198,8 @@ type Config[Owner, Child Object] struct {
 	// WaitDelay is how soon a reconciliation waiting for a child runs
 	// again. Defaults to DefaultWaitDelay.
 	WaitDelay time.Duration
-	// Logger receives debug logs. Optional; defaults to a nop logger.
+	// Logger receives debug logs. Optional; defaults to a nop logger. It
+	// must not hold a nil pointer.
 	Logger log.Logger
 }
 
@@ -236,6 +237,8 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		return nil, fmt.Errorf("%w: %T.Cache is a nil %T", ErrInvalidConfig, config, config.Cache)
 	case config.Writes != nil && nilptr.Is(config.Writes): // every apply would panic
 		return nil, fmt.Errorf("%w: %T.Writes is a nil %T", ErrInvalidConfig, config, config.Writes)
+	case config.Logger != nil && nilptr.Is(config.Logger): // its first log line would panic
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	case config.Desired == nil && config.DesiredSet == nil:
 		return nil, fmt.Errorf("%w: %T.Desired must not be empty (or set DesiredSet)", ErrInvalidConfig, config)
 	case config.Desired != nil && config.DesiredSet != nil:

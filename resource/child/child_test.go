@@ -511,6 +511,7 @@ func TestNewValidates(t *testing.T) {
 		{"cache", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Desired: desired}, ".Cache must not be empty"},
 		{"nil pointer cache", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: (*informer.Informer)(nil), Desired: desired}, ".Cache is a nil *informer.Informer"},
 		{"nil pointer writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: (*countingWrites)(nil), Resource: schema.GroupResource{Group: "apps", Resource: "deployments"}}, ".Writes is a nil *child_test.countingWrites"},
+		{"nil pointer logger", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Logger: (*nilLogger)(nil)}, ".Logger is a nil *child_test.nilLogger"},
 		{"desired", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New()}, ".Desired must not be empty"},
 		{"writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}}, ".Resource must not be empty"},
 		{"managed by no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, ManagedBy: "my operator"}, ".ManagedBy \"my operator\" is not a label value"},
@@ -538,6 +539,11 @@ func TestNewValidates(t *testing.T) {
 }
 
 type nopWrites struct{}
+
+// nilLogger is a logger whose nil pointer panics at its first line.
+type nilLogger struct{ lines int }
+
+func (l *nilLogger) Log(...any) error { l.lines++; return nil }
 
 // countingWrites counts the applies it is told of; its nil pointer panics.
 type countingWrites struct{ n int }

@@ -22,7 +22,8 @@ type Config struct {
 	// empty.
 	Ops Ops
 	// Logger receives a debug message when the resource stops because of a
-	// cancel signal. Optional; defaults to a nop logger.
+	// cancel signal. Optional; defaults to a nop logger. It must not hold a
+	// nil pointer.
 	Logger log.Logger
 }
 
@@ -42,7 +43,7 @@ var (
 
 // New returns a Resource running config.Ops. It returns an error matching
 // [ErrInvalidConfig] when config.Ops is nil (or a nil pointer) or its Name
-// is empty.
+// is empty, or when config.Logger holds a nil pointer.
 func New(config Config) (*Resource, error) {
 	if nilptr.Is(config.Ops) { // a nil pointer's Name would panic
 		return nil, fmt.Errorf("%w: %T.Ops must not be empty", ErrInvalidConfig, config)
@@ -50,6 +51,9 @@ func New(config Config) (*Resource, error) {
 	name := config.Ops.Name()
 	if name == "" {
 		return nil, fmt.Errorf("%w: %T.Ops.Name() must not be empty", ErrInvalidConfig, config)
+	}
+	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	}
 	logger := config.Logger
 	if logger == nil {

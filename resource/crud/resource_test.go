@@ -41,6 +41,11 @@ func patch(create, update, del any) *crud.Patch {
 	return p
 }
 
+// nilLogger is a logger whose nil pointer panics at its first line.
+type nilLogger struct{ lines int }
+
+func (l *nilLogger) Log(...any) error { l.lines++; return nil }
+
 func TestNew(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -61,6 +66,10 @@ func TestNew(t *testing.T) {
 				t.Fatalf("New() error = %q does not name %s", err, tt.wantField)
 			}
 		})
+	}
+	// A Logger holding a nil pointer would panic at its first line.
+	if _, err := crud.New(crud.Config{Ops: &crudtest.Ops{Resource: "configmap"}, Logger: (*nilLogger)(nil)}); !errors.Is(err, crud.ErrInvalidConfig) || !strings.Contains(err.Error(), "crud.Config.Logger is a nil *crud_test.nilLogger") {
+		t.Fatalf("New() with a nil pointer Logger = %v, want ErrInvalidConfig naming Logger", err)
 	}
 
 	ops := &crudtest.Ops{Resource: "configmap"}

@@ -43,7 +43,7 @@ type Config struct {
 	// nil. Optional; defaults to DefaultBackOffFactory().
 	BackOffFactory func() backoff.BackOff
 	// Logger receives a warning for every retry. Optional; defaults to a nop
-	// logger.
+	// logger. It must not hold a nil pointer.
 	Logger log.Logger
 	// Retryable decides whether an error is worth retrying with the same
 	// input. Optional; defaults to DefaultRetryable. An error it rejects is
@@ -89,11 +89,15 @@ var (
 )
 
 // New returns a Resource retrying config.Resource. It returns an error
-// matching [ErrInvalidConfig] when config.Resource is nil, or when
-// config.BackOffFactory, which it calls once to check, returns nil.
+// matching [ErrInvalidConfig] when config.Resource is nil, when
+// config.Logger holds a nil pointer, or when config.BackOffFactory, which
+// it calls once to check, returns nil.
 func New(config Config) (*Resource, error) {
 	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
+	}
+	if config.Logger != nil && nilptr.Is(config.Logger) { // the first retry's warning would panic
+		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	}
 	if config.BackOffFactory == nil {
 		config.BackOffFactory = DefaultBackOffFactory()

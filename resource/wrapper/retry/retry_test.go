@@ -102,6 +102,9 @@ func TestNew(t *testing.T) {
 	if _, err := retry.New(retry.Config{Resource: never}); !errors.Is(err, retry.ErrInvalidConfig) {
 		t.Fatalf("New() with a nil *crud.Resource = %v, want ErrInvalidConfig", err)
 	}
+	if _, err := retry.New(retry.Config{Resource: &flaky{}, Logger: (*logRecorder)(nil)}); !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.Logger is a nil *retry_test.logRecorder") {
+		t.Fatalf("New() with a nil *logRecorder Logger = %v, want ErrInvalidConfig naming Logger", err)
+	}
 	nilBackOff := func() backoff.BackOff { return nil }
 	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: nilBackOff}); !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.BackOffFactory returned a nil") {
 		t.Fatalf("New() with a BackOffFactory returning nil = %v, want ErrInvalidConfig naming BackOffFactory", err)
