@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -83,7 +85,8 @@ type Config struct {
 	GVR schema.GroupVersionResource
 	// Namespace restricts the informer to one namespace; "" means all
 	// namespaces (and is the only sensible value for cluster-scoped
-	// resources).
+	// resources). Otherwise it must be a namespace name (a DNS-1123
+	// label): New refuses another, which no object could be in.
 	Namespace string
 	// LabelSelector restricts the informer to objects whose labels match it,
 	// in the syntax of labels.Parse ("app=web,tier!=db"). Objects whose
@@ -202,6 +205,13 @@ func New(config Config) (*Informer, error) {
 	}
 	if config.GVR.Version == "" {
 		return nil, fmt.Errorf("%w: %T.GVR.Version must not be empty", ErrInvalidConfig, config)
+	}
+	if config.Namespace != "" {
+		// The API server answers the list of a namespace that cannot
+		// exist with nothing, or refuses it: the cache would stay empty.
+		if errs := validation.IsDNS1123Label(config.Namespace); len(errs) > 0 {
+			return nil, fmt.Errorf("%w: %T.Namespace %q is not a namespace: %s", ErrInvalidConfig, config, config.Namespace, strings.Join(errs, "; "))
+		}
 	}
 	selector, err := labels.Parse(config.LabelSelector)
 	if err != nil {

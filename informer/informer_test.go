@@ -121,6 +121,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "name not UTF-8", config: Config{Client: client, GVR: widgets, Name: "widgets\xff"}, wantField: "informer.Config.Name"},
 		{name: "registerer with another collector of a metric's name", config: Config{Client: client, GVR: widgets, Registerer: conflictingRegistry()}, wantField: "informer.Config.Registerer"},
 		{name: "bad field selector", config: Config{Client: client, GVR: widgets, FieldSelector: "metadata.name"}, wantField: "informer.Config.FieldSelector"},
+		{name: "namespace with a capital", config: Config{Client: client, GVR: widgets, Namespace: "Default"}, wantField: `informer.Config.Namespace "Default" is not a namespace`},
+		{name: "namespace with a space", config: Config{Client: client, GVR: widgets, Namespace: "kube system"}, wantField: `informer.Config.Namespace "kube system" is not a namespace`},
+		{name: "namespace with a slash", config: Config{Client: client, GVR: widgets, Namespace: "ns/x"}, wantField: `informer.Config.Namespace "ns/x" is not a namespace`},
+		{name: "namespace too long", config: Config{RESTConfig: &rest.Config{}, ObjectType: &corev1.ConfigMap{}, GVR: widgets, Namespace: strings.Repeat("n", 64)}, wantField: "informer.Config.Namespace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

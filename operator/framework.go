@@ -4,10 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/operatorkit/operatorkit/crdclient"
@@ -21,7 +23,8 @@ import (
 // Framework's informers and framework.Config.
 type FrameworkOptions struct {
 	// Namespace restricts the Framework to the objects of one namespace
-	// (--namespace). Empty: every namespace.
+	// (--namespace). Empty: every namespace. Validate wants a namespace
+	// name (a DNS-1123 label).
 	Namespace string
 	// Workers is how many objects are reconciled at the same time
 	// (--workers). Zero in BindFlags: framework.DefaultWorkers. Validate
@@ -67,6 +70,11 @@ func (o FrameworkOptions) Validate() error {
 	}
 	if o.ReconcileTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %s for flag --reconcile-timeout: must be positive", o.ReconcileTimeout))
+	}
+	if o.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("invalid value %q for flag --namespace: %s", o.Namespace, strings.Join(msgs, "; ")))
+		}
 	}
 	return errors.Join(errs...)
 }

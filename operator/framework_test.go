@@ -57,6 +57,10 @@ func TestFrameworkOptions(t *testing.T) {
 	if w := "invalid value 10001 for flag --workers: must be at most 10000"; err == nil || !strings.Contains(err.Error(), w) {
 		t.Errorf("Validate() = %v, want it to say %q", err, w)
 	}
+	err = FrameworkOptions{Namespace: "Apps", Workers: 1, ResyncPeriod: time.Minute, ReconcileTimeout: time.Minute}.Validate()
+	if w := `invalid value "Apps" for flag --namespace: `; err == nil || !strings.Contains(err.Error(), w) {
+		t.Errorf("Validate() = %v, want it to say %q", err, w)
+	}
 }
 
 func TestBindClientFlags(t *testing.T) {

@@ -194,6 +194,29 @@ func TestInformerTypedByObjectType(t *testing.T) {
 	}
 }
 
+// TestInformerNamespaceValidated: an informer of a namespace that no
+// object can be in would cache nothing, silently; Informer refuses it on
+// both paths (typed and dynamic) and keeps no informer for it.
+func TestInformerNamespaceValidated(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for _, cfg := range []informer.Config{
+		{GVR: gvr, Namespace: "My-Namespace", ObjectType: &corev1.ConfigMap{}},
+		{GVR: gvr, Namespace: "kube system"},
+	} {
+		_, err := o.Informer(cfg)
+		if want := fmt.Sprintf("informer.Config.Namespace %q is not a namespace", cfg.Namespace); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Informer(Namespace %q) = %v, want ErrInvalidConfig saying %s", cfg.Namespace, err, want)
+		}
+	}
+	if len(o.order) != 0 {
+		t.Fatalf("informers kept = %d, want none", len(o.order))
+	}
+}
+
 func restConfig() *rest.Config { return &rest.Config{Host: "https://127.0.0.1:1"} }
 
 // recordingHandler records the events a Filter passes on.
