@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-kit/log"
@@ -154,6 +156,16 @@ func (s *ResourceSet) Name() string { return s.name }
 
 // displayName returns the set's name quoted, or its position in the router
 // when it has none (i < 0: unknown).
+// resourceNames returns the quoted names of the set's resources, comma
+// separated, to tell an unnamed set in an error.
+func (s *ResourceSet) resourceNames() string {
+	names := make([]string, len(s.resources))
+	for i, r := range s.resources {
+		names[i] = strconv.Quote(r.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
 func (s *ResourceSet) displayName(i int) string {
 	switch {
 	case s.name != "":

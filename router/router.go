@@ -17,7 +17,8 @@ type Config struct {
 	// Optional; defaults to a nop logger. It must not hold a nil pointer.
 	Logger log.Logger
 	// ResourceSets are the sets to choose from. Required; entries must not be
-	// nil and their names, when not empty, must be unique.
+	// nil, their names, when not empty, must be unique, and no set may be
+	// given twice.
 	ResourceSets []*ResourceSet
 }
 
@@ -31,7 +32,9 @@ type Router struct {
 
 // New returns a Router. It returns an error matching [ErrInvalidConfig],
 // naming the field, when Logger holds a nil pointer, or ResourceSets is
-// empty, holds a nil entry or two sets with the same non-empty name.
+// empty, holds a nil entry, two sets with the same non-empty name or one
+// unnamed set twice (every object it handles would match it twice, and
+// [Router.ResourceSet] return [ErrMultipleResourceSets]).
 func New(config Config) (*Router, error) {
 	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
 		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
@@ -40,11 +43,19 @@ func New(config Config) (*Router, error) {
 		return nil, fmt.Errorf("%w: %T.ResourceSets must not be empty", ErrInvalidConfig, config)
 	}
 	seen := make(map[string]int, len(config.ResourceSets))
+	var unnamed map[*ResourceSet]int
 	for i, s := range config.ResourceSets {
 		if s == nil {
 			return nil, fmt.Errorf("%w: %T.ResourceSets[%d] must not be nil", ErrInvalidConfig, config, i)
 		}
 		if s.name == "" {
+			if j, ok := unnamed[s]; ok {
+				return nil, fmt.Errorf("%w: %T.ResourceSets[%d] and ResourceSets[%d] are the same unnamed set (of resources %s): each object it handles would match it twice", ErrInvalidConfig, config, j, i, s.resourceNames())
+			}
+			if unnamed == nil {
+				unnamed = map[*ResourceSet]int{}
+			}
+			unnamed[s] = i
 			continue
 		}
 		if j, ok := seen[s.name]; ok {

@@ -121,6 +121,7 @@ func TestNewResourceSetRejectsTheSameClaimTwice(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	v1 := versionSet(t, "v1", "1")
+	unnamed := versionSet(t, "", "2")
 	tests := []struct {
 		name    string
 		config  router.Config
@@ -130,6 +131,7 @@ func TestNew(t *testing.T) {
 		{name: "nil set", config: router.Config{ResourceSets: []*router.ResourceSet{v1, nil}}, wantMsg: "router.Config.ResourceSets[1] must not be nil"},
 		{name: "duplicate name", config: router.Config{ResourceSets: []*router.ResourceSet{v1, versionSet(t, "v1", "2")}}, wantMsg: `router.Config.ResourceSets[0] and ResourceSets[1] have the same name "v1"`},
 		{name: "nil pointer logger", config: router.Config{ResourceSets: []*router.ResourceSet{v1}, Logger: (*nilLogger)(nil)}, wantMsg: "router.Config.Logger is a nil *router_test.nilLogger"},
+		{name: "unnamed set twice", config: router.Config{ResourceSets: []*router.ResourceSet{unnamed, v1, unnamed}}, wantMsg: `router.Config.ResourceSets[0] and ResourceSets[2] are the same unnamed set (of resources "a", "b")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,6 +140,10 @@ func TestNew(t *testing.T) {
 				t.Fatalf("New() error = %v, want ErrInvalidConfig with %q", err, tt.wantMsg)
 			}
 		})
+	}
+	// Two unnamed sets that are not the same are fine.
+	if _, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{unnamed, versionSet(t, "", "3")}}); err != nil {
+		t.Fatalf("New() with two different unnamed sets = %v", err)
 	}
 }
 
