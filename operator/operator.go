@@ -151,7 +151,8 @@ type Config struct {
 	// ResyncPeriod is the resync period of informers created by Informer
 	// without one. Defaults to DefaultResyncPeriod.
 	ResyncPeriod time.Duration
-	// Frameworks are run by Run, as if added with Add.
+	// Frameworks are run by Run, as if added with Add: none nil, none
+	// twice.
 	Frameworks []*framework.Framework
 	// Sharding, when set, spreads the objects of Sharding.Resources over
 	// the replicas: every replica reconciles its share at the same time,
@@ -359,13 +360,23 @@ func New(config Config) (*Operator, error) {
 		if f == nil {
 			return nil, fmt.Errorf("%w: %T.Frameworks[%d] must not be nil", ErrInvalidConfig, config, i)
 		}
+		// Run would boot it twice, and fail.
+		if j := slices.Index(config.Frameworks[:i], f); j >= 0 {
+			return nil, fmt.Errorf("%w: %T.Frameworks[%d] and Frameworks[%d] are the same Framework %q", ErrInvalidConfig, config, j, i, frameworkName(f))
+		}
 		o.frameworks = append(o.frameworks, f)
 	}
 	return o, nil
 }
 
+// frameworkName returns the framework.Config.Name of f.
+func frameworkName(f *framework.Framework) string {
+	return strings.TrimPrefix(f.Finalizer(), framework.FinalizerPrefix)
+}
+
 // Add adds a Framework for Run to boot. It is called before Run; after, it
-// returns ErrAlreadyStarted.
+// returns ErrAlreadyStarted. A Framework already added (by Add, NewFramework
+// or Config.Frameworks) is ErrInvalidConfig: Run would boot it twice.
 func (o *Operator) Add(f *framework.Framework) error {
 	if f == nil {
 		return fmt.Errorf("%w: Add: framework must not be nil", ErrInvalidConfig)
@@ -374,6 +385,9 @@ func (o *Operator) Add(f *framework.Framework) error {
 	defer o.mu.Unlock()
 	if o.started {
 		return ErrAlreadyStarted
+	}
+	if slices.Contains(o.frameworks, f) {
+		return fmt.Errorf("%w: Add: Framework %q was added already (by Add, NewFramework or Config.Frameworks)", ErrInvalidConfig, frameworkName(f))
 	}
 	o.frameworks = append(o.frameworks, f)
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource/child"
 )
 
@@ -120,6 +121,39 @@ func TestNewValidatesConfig(t *testing.T) {
 				t.Fatalf("New() error = %v, want ErrInvalidConfig naming %s", err, tt.field)
 			}
 		})
+	}
+}
+
+// TestNewRefusesAFrameworkTwice: a Framework given twice, in
+// Config.Frameworks or to Add, would be booted twice by Run, which then
+// fails; New and Add refuse it at once, naming it.
+func TestNewRefusesAFrameworkTwice(t *testing.T) {
+	newFramework := func(name string) *framework.Framework {
+		f, err := framework.New(framework.Config{Name: name, Informer: informertest.New(), ResourceRouter: oneResource(t, &crudless{}), DisableFinalizers: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b := newFramework("a"), newFramework("b")
+	_, err := New(Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{a, b, a}})
+	if want := `operator.Config.Frameworks[0] and Frameworks[2] are the same Framework "a"`; !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("New() error = %v, want ErrInvalidConfig saying %s", err, want)
+	}
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Add(b); err != nil {
+		t.Fatalf("Add(b) = %v", err)
+	}
+	for _, f := range []*framework.Framework{a, b} {
+		if err := o.Add(f); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "was added already") {
+			t.Errorf("Add() of a Framework added already = %v, want ErrInvalidConfig", err)
+		}
+	}
+	if len(o.frameworks) != 2 {
+		t.Errorf("frameworks = %d, want 2", len(o.frameworks))
 	}
 }
 
