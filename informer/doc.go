@@ -77,8 +77,10 @@
 //
 // The informer label is Config.Name (by default GVR.Resource). Informers
 // that share a name share these series. The label sets of one informer are
-// initialised to zero in New. When Run returns, the informer's objects are
-// taken out of the cache_objects gauge.
+// initialised to zero in New. The cache_objects gauge reads the size of the
+// running informers' stores at each scrape (so that a delete delivered twice
+// does not lower it twice); when Run returns, the informer's objects are
+// taken out of it.
 //
 // # Logging
 //

@@ -150,9 +150,6 @@ type Informer struct {
 	metrics   *metrics
 
 	started atomic.Bool
-	// cached counts the objects this informer added to the cache_objects
-	// gauge, so that Run can take them out again when it ends.
-	cached atomic.Int64
 
 	// transform is what the informer applies to objects before caching
 	// them; Mutation applies it too. nil means none.
@@ -432,6 +429,8 @@ func (i *Informer) Run(ctx context.Context) error {
 		return fmt.Errorf("run informer %s: %w", i.name, ErrAlreadyStarted)
 	}
 	level.Debug(i.logger).Log("msg", "starting informer", "gvr", i.gvr.String())
+	// The cache_objects gauge counts running informers only.
+	i.metrics.cacheObjects.start(i)
 	// Release Watch consumers as soon as ctx ends: client-go waits for
 	// every handler call to return before RunWithContext does.
 	released := make(chan struct{})
@@ -445,9 +444,9 @@ func (i *Informer) Run(ctx context.Context) error {
 	}
 	i.closeStopping()
 	i.watchGoroutines.Wait()
-	// No handler runs any more: take this informer's objects out of the
-	// cache_objects gauge, which counts running informers only.
-	i.metrics.cacheObjects.Sub(float64(i.cached.Swap(0)))
+	// Take this informer's objects out of the cache_objects gauge, and
+	// the informer out of its collector.
+	i.metrics.cacheObjects.stop(i)
 	level.Debug(i.logger).Log("msg", "informer stopped")
 	return nil
 }
@@ -651,19 +650,10 @@ func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error
 	}
 }
 
-// metricsHandler keeps the informer's event and cache-size metrics.
+// metricsHandler keeps the informer's event metrics (cache_objects reads
+// the store instead: see cacheObjects).
 type metricsHandler struct{ i *Informer }
 
-func (h metricsHandler) OnAdd(any, bool) {
-	h.i.metrics.adds.Inc()
-	h.i.metrics.cacheObjects.Inc()
-	h.i.cached.Add(1)
-}
-
+func (h metricsHandler) OnAdd(any, bool)   { h.i.metrics.adds.Inc() }
 func (h metricsHandler) OnUpdate(_, _ any) { h.i.metrics.updates.Inc() }
-
-func (h metricsHandler) OnDelete(any) {
-	h.i.metrics.deletes.Inc()
-	h.i.metrics.cacheObjects.Dec()
-	h.i.cached.Add(-1)
-}
+func (h metricsHandler) OnDelete(any)      { h.i.metrics.deletes.Inc() }

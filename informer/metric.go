@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,7 +27,9 @@ const (
 
 // metrics holds one informer's children of the shared metric vectors.
 type metrics struct {
-	cacheObjects prometheus.Gauge
+	// cacheObjects is the shared collector of cache_objects: Run adds the
+	// informer to it while it runs.
+	cacheObjects *cacheObjects
 	adds         prometheus.Counter
 	updates      prometheus.Counter
 	deletes      prometheus.Counter
@@ -40,12 +43,12 @@ type metrics struct {
 // children labelled with name. With a nil r the vectors stay unregistered,
 // so the informer's code paths are the same either way.
 func newMetrics(r prometheus.Registerer, name string) (*metrics, error) {
-	cacheObjects := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: metricNamespace,
-		Subsystem: metricSubsystem,
-		Name:      "cache_objects",
-		Help:      "Objects in the cache of running informers.",
-	}, []string{labelInformer})
+	cacheObjects := &cacheObjects{
+		desc: prometheus.NewDesc(prometheus.BuildFQName(metricNamespace, metricSubsystem, "cache_objects"),
+			"Objects in the cache of running informers.", []string{labelInformer}, nil),
+		names:   map[string]struct{}{},
+		running: map[*Informer]struct{}{},
+	}
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricNamespace,
 		Subsystem: metricSubsystem,
@@ -81,21 +84,86 @@ func newMetrics(r prometheus.Registerer, name string) (*metrics, error) {
 		}
 	}
 
+	cacheObjects.addName(name)
 	m := &metrics{
-		cacheObjects: cacheObjects.WithLabelValues(name),
+		cacheObjects: cacheObjects,
 		adds:         events.WithLabelValues(name, EventAdd),
 		updates:      events.WithLabelValues(name, EventUpdate),
 		deletes:      events.WithLabelValues(name, EventDelete),
 		watchErrors:  watchErrors.WithLabelValues(name),
 		undecodable:  undecodable.WithLabelValues(name),
 	}
-	m.cacheObjects.Add(0)
 	m.adds.Add(0)
 	m.updates.Add(0)
 	m.deletes.Add(0)
 	m.watchErrors.Add(0)
 	m.undecodable.Add(0)
 	return m, nil
+}
+
+// cacheObjects is the collector of operatorkit_informer_cache_objects: at
+// each scrape it reads the size of the store of every running informer and
+// reports their sum by name, 0 for a name none of whose informers runs. It
+// keeps no count of its own: a delete that client-go delivers twice (its
+// FIFO does not drop a second DELETED of an object already gone) would
+// lower a count kept by the event handler twice, and the gauge drift below
+// the cache. Reading a store's size takes its read lock and a slice of its
+// keys, for the scrape only. It keeps a stopped informer (and its cache)
+// no longer than Run runs.
+type cacheObjects struct {
+	desc *prometheus.Desc
+
+	mu sync.Mutex
+	// names are the names of the informers made with the collector: each
+	// has a series from New on.
+	names map[string]struct{}
+	// running are the informers whose Run runs.
+	running map[*Informer]struct{}
+}
+
+func (c *cacheObjects) addName(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.names[name] = struct{}{}
+}
+
+// start counts i's store in the gauge, until stop.
+func (c *cacheObjects) start(i *Informer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running[i] = struct{}{}
+}
+
+// stop takes i's objects out of the gauge.
+func (c *cacheObjects) stop(i *Informer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.running, i)
+}
+
+// Describe implements prometheus.Collector.
+func (c *cacheObjects) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *cacheObjects) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	counts := make(map[string]int, len(c.names))
+	for name := range c.names {
+		counts[name] = 0
+	}
+	running := make([]*Informer, 0, len(c.running))
+	for i := range c.running {
+		running = append(running, i)
+	}
+	c.mu.Unlock()
+	// The stores outside c.mu: an informer starting or stopping does not
+	// wait for a scrape.
+	for _, i := range running {
+		counts[i.name] += len(i.informer.GetStore().ListKeys())
+	}
+	for name, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), name)
+	}
 }
 
 // register registers c with r, or returns the equal collector registered
