@@ -23,7 +23,8 @@ const (
 // resource succeeded or the reconciliation was canceled, and otherwise the
 // first resource's error (or recovered panic) as an [*ExecutionError]. See
 // the package documentation for signals, cancellation and tracing. A nil
-// entry in resources is an error matching [ErrInvalidConfig].
+// entry in resources, or a nil pointer (see resource.IsNil), is an error
+// matching [ErrInvalidConfig], and no resource runs.
 //
 // ProcessUpdate is a drop-in for an informer's UpdateFunc in simple setups;
 // the framework's runtime calls it with the latest cached object.
@@ -42,7 +43,7 @@ func ProcessDelete(ctx context.Context, obj any, resources []resource.Interface)
 
 func process(ctx context.Context, obj any, resources []resource.Interface, op string) error {
 	for i, r := range resources {
-		if r == nil {
+		if resource.IsNil(r) { // a nil pointer's methods would panic, its Name in ensure's recover too
 			return fmt.Errorf("%w: resources[%d] must not be nil", ErrInvalidConfig, i)
 		}
 	}

@@ -223,6 +223,33 @@ func TestProcessNilResource(t *testing.T) {
 	}
 }
 
+// TestProcessNilPointerResource: a nil pointer in resources (a
+// *crud.Resource that was never made) is a nil entry too, reported as
+// invalid config before anything runs, by ProcessUpdate and ProcessDelete
+// alike. It panicked out of both, past their recover, whose PanicError
+// asked the nil resource for its Name.
+func TestProcessNilPointerResource(t *testing.T) {
+	for _, p := range processes {
+		t.Run(p.name, func(t *testing.T) {
+			rec := &recorder{}
+			var never *crud.Resource
+			rs := append(chain(rec, nil), never)
+			var err error
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						t.Fatalf("%s() panicked: %v", p.name, v)
+					}
+				}()
+				err = p.fn(context.Background(), nil, rs)
+			}()
+			if !framework.IsInvalidConfig(err) || !strings.Contains(err.Error(), "resources[3]") || len(rec.Calls()) != 0 {
+				t.Fatalf("%s() = %v, calls %v; want invalid config naming resources[3] and no calls", p.name, err, rec.Calls())
+			}
+		})
+	}
+}
+
 // TestProcessSignals checks that every signal exists for resources, also when
 // the caller created none, and that signals the caller created are used.
 func TestProcessSignals(t *testing.T) {
