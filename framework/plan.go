@@ -70,12 +70,18 @@ type unwrapper interface {
 // resources are unwrapped; other resources are reported as Unsupported and
 // not run.
 //
-// The resources run with the context signals of a reconciliation, fresh for
-// the plan, so that a plan stops where a reconciliation would: a resource
+// The resources run with the context signals of a reconciliation, as
+// ProcessUpdate gives them: the signals ctx holds are used as they are (a
+// resource set's InitCtx may have set them, or added its own, and the
+// resources act on them in the plan as in the reconciliation), and those
+// it lacks are added; each resource gets a fresh resourcecanceledcontext
+// signal. A plan thus stops where a reconciliation would: a resource
 // that cancels the reconciliation while planning (resource/child waiting
 // for a child to become ready, a guard) is the last one planned, with
 // ResourcePlan.Waits saying what it waits for; one that cancels itself is
 // Skipped. Neither has changes in the plan, as neither would apply any.
+// When ctx's reconciliation is canceled before the first resource (by
+// InitCtx), no resource is planned, as none would run.
 //
 // A panic in a resource is returned as its error (a *PanicError, matching
 // ErrPanic), as a reconciliation would; a nil entry of resources is an
@@ -92,10 +98,13 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 		deleting = acc.GetDeletionTimestamp() != nil
 	}
 	plans := make([]ResourcePlan, 0, len(resources))
-	ctx = conditioncontext.NewContext(signal.WithFresh(ctx))
+	ctx = conditioncontext.NewContext(signal.WithMissing(ctx))
 	for i, r := range resources {
 		if resource.IsNil(r) {
 			return plans, fmt.Errorf("%w: resources[%d] is nil", ErrInvalidConfig, i)
+		}
+		if reconciliationcanceledcontext.IsCanceled(ctx) {
+			return plans, nil // canceled before r: a reconciliation runs no more
 		}
 		p := ResourcePlan{Resource: r.Name()}
 		pl := findPlanner(r)
@@ -316,8 +325,10 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 		return p, err
 	}
 	p.ResourceSet = rs.Name()
-	// With the set's InitCtx, as a reconciliation runs the chain.
-	if ctx, err = initCtx(ctx, rs, obj); err != nil {
+	// With the set's InitCtx, as a reconciliation runs the chain: on the
+	// signals of a reconciliation, fresh for the plan (none of the
+	// caller's), which InitCtx may set.
+	if ctx, err = initCtx(signal.WithFresh(ctx), rs, obj); err != nil {
 		p.Err = fmt.Errorf("init context of resource set %s: %w", rs.Name(), err)
 		return p, p.Err
 	}

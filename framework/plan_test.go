@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
+	"github.com/operatorkit/operatorkit/context/updateallowedcontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -370,5 +372,118 @@ func TestDebugPlanHidesContents(t *testing.T) {
 	// The plan itself, for the plan command, is whole.
 	if p := f.Plans("ns/web"); len(p) != 1 || p[0].Create == nil {
 		t.Errorf("Plans = %+v, want the create", p)
+	}
+}
+
+// gateOps is a crud.Ops that updates only when an earlier part of the
+// reconciliation allowed updates (updateallowedcontext); its apply steps
+// count the updates.
+type gateOps struct {
+	planOps
+	applied *atomic.Int64
+}
+
+func (o gateOps) NewUpdatePatch(ctx context.Context, _, _, _ any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	if updateallowedcontext.IsUpdateAllowed(ctx) {
+		p.SetUpdateChange("allowed")
+	}
+	return p, nil
+}
+
+func (o gateOps) ApplyUpdateChange(context.Context, any, any) error {
+	o.applied.Add(1)
+	return nil
+}
+
+// TestPlanSeesTheSignalsOfInitCtx: a resource set's InitCtx may add
+// signals to the context or set the reconciliation's (router's
+// ResourceSetConfig.InitCtx), and the resources act on them. A plan runs
+// InitCtx "as a reconciliation does" and "stops where a reconciliation
+// would", so it must see them too. Plan gave the resources fresh signals
+// after InitCtx had run, which hid what InitCtx set: a dry run and
+// Framework.Plan showed no change where the reconciliation updated.
+func TestPlanSeesTheSignalsOfInitCtx(t *testing.T) {
+	for name, initCtx := range map[string]func(ctx context.Context, _ any) (context.Context, error){
+		"sets the reconciliation's signal": func(ctx context.Context, _ any) (context.Context, error) {
+			updateallowedcontext.SetUpdateAllowed(ctx)
+			return ctx, nil
+		},
+		"adds a signal of its own": func(ctx context.Context, _ any) (context.Context, error) {
+			ctx = updateallowedcontext.NewContext(ctx)
+			updateallowedcontext.SetUpdateAllowed(ctx)
+			return ctx, nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var applied atomic.Int64
+			r, err := crud.New(crud.Config{Ops: gateOps{planOps: planOps{name: "gate"}, applied: &applied}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true },
+				InitCtx: initCtx, Resources: []resource.Interface{r}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// The reconciliation updates.
+			f, err := New(Config{Name: "op", Informer: informertest.New(object("a", 1, nil)), ResourceRouter: rt, DisableFinalizers: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot(t, f)
+			pollUntil(t, "the reconciliation's update", func() bool { return applied.Load() > 0 })
+
+			// So does its plan, on demand and in a dry run.
+			if p, err := f.Plan(context.Background(), object("a", 1, nil), ""); err != nil || !p.Changes() {
+				t.Errorf("Framework.Plan() = %+v, %v; want the update the reconciliation applies", p, err)
+			}
+			dry, err := New(Config{Name: "op", Informer: informertest.New(object("a", 1, nil)), ResourceRouter: rt, DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot(t, dry)
+			pollUntil(t, "the dry run's plan", func() bool { return len(dry.Plans("ns/a")) > 0 })
+			if plans := dry.Plans("ns/a"); len(plans) != 1 || !plans[0].Changes() {
+				t.Errorf("dry run's plans = %+v, want the update the reconciliation applies", plans)
+			}
+		})
+	}
+}
+
+// TestPlanOfAReconciliationCanceledBeforeItsChain: an InitCtx that cancels
+// the reconciliation makes it run no resource, so its plan plans none (it
+// planned the whole chain, InitCtx's cancel hidden by fresh signals).
+func TestPlanOfAReconciliationCanceledBeforeItsChain(t *testing.T) {
+	var planned []string
+	r, err := crud.New(crud.Config{Ops: signalOps{planOps: planOps{name: "a"}, planned: &planned}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true },
+		InitCtx: func(ctx context.Context, _ any) (context.Context, error) {
+			reconciliationcanceledcontext.SetCanceled(ctx)
+			return ctx, nil
+		},
+		Resources: []resource.Interface{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Config{Name: "plan", Informer: informertest.New(), ResourceRouter: rt, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Plan(context.Background(), object("web", 1, nil), "")
+	if err != nil || len(p.Resources) != 0 || len(planned) != 0 {
+		t.Fatalf("Plan() = %+v, %v, planned %v; want no resource planned", p, err, planned)
 	}
 }
