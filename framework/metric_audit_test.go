@@ -9,12 +9,17 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/crud/crudtest"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 )
 
 // gathered returns the value of the metric name gathered from reg (the sum
@@ -255,4 +260,86 @@ func TestQueueDepthAfterBootReturned(t *testing.T) {
 			t.Errorf("%s after Boot returned = %v, want 0", name, v)
 		}
 	}
+}
+
+// opaque hides the crud resource it wraps from the wrappers (it is no
+// crud.OpsWrapper), as a wrapper of the user's own does: the retry wrapper
+// then retries its whole EnsureCreated, and the trace holds the steps of
+// every attempt.
+type opaque struct{ resource.Interface }
+
+// TestErrorStepIsTheFailingResources: errors_total and the Ready reason
+// name the resource whose error ended the reconciliation and the step of
+// that resource that failed. They named the first failed step anywhere in
+// the trace: an earlier resource's step that failed once and was retried
+// with success ("b" counted under "get current state", which only "a" has,
+// and the reason "BGetCurrentStateFailed"), or an earlier attempt's step
+// of the failing resource itself.
+func TestErrorStepIsTheFailingResources(t *testing.T) {
+	// retried is the crud resource name, failing as errs say, under a
+	// retry of its whole EnsureCreated (one retry).
+	retried := func(name string, errs map[string][]error) resource.Interface {
+		c, err := crud.New(crud.Config{Ops: &crudtest.Ops{Resource: name, Patch: updatePatch(), Errors: errs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := retry.New(retry.Config{Resource: opaque{c}, BackOffFactory: func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, 1) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	flake, bad := errors.New("flake"), retry.Permanent(errors.New("bad spec"))
+	tests := []struct {
+		name      string
+		resources []resource.Interface
+		wantStep  string
+		reason    string
+	}{
+		{
+			name: "a plain resource after one that recovered",
+			resources: []resource.Interface{
+				retried("a", map[string][]error{crud.StepGetCurrentState: {flake, nil}}),
+				&funcResource{name: "b", create: func(context.Context, any) error { return bad }},
+			},
+			wantStep: resource.OperationEnsureCreated, reason: "BEnsureCreatedFailed",
+		},
+		{
+			name: "a crud step after an earlier attempt's failure",
+			resources: []resource.Interface{
+				retried("b", map[string][]error{crud.StepGetCurrentState: {flake, nil}, crud.StepApplyUpdateChange: {bad}}),
+			},
+			wantStep: crud.StepApplyUpdateChange, reason: "BApplyUpdateChangeFailed",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := New(Config{Name: "op", Informer: informertest.New(object("x", 1, nil)), ResourceRouter: testRouter(t, nil, tt.resources...), DisableFinalizers: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot(t, f)
+			pollUntil(t, "the failure", func() bool { return len(f.Traces("ns/x")) > 0 })
+			tr := f.Traces("ns/x")[0]
+			if tr.Result != ResultPermanent {
+				t.Fatalf("result = %q, want %q", tr.Result, ResultPermanent)
+			}
+			pollUntil(t, "the error counted", func() bool { return testutil.ToFloat64(f.metrics.errors.WithLabelValues("b", tt.wantStep)) == 1 })
+			for _, s := range []string{crud.StepGetCurrentState, crud.StepApplyUpdateChange, resource.OperationEnsureCreated} {
+				if n := testutil.ToFloat64(f.metrics.errors.WithLabelValues("b", s)); s != tt.wantStep && n != 0 {
+					t.Errorf("errors_total{resource=b,step=%q} = %v, want 0 (b failed in %q)", s, n, tt.wantStep)
+				}
+			}
+			err = &ExecutionError{Resource: "b", Operation: resource.OperationEnsureCreated, Err: bad}
+			if got := failureReason(err, &tr); got != tt.reason {
+				t.Errorf("failureReason() = %q, want %q", got, tt.reason)
+			}
+		})
+	}
+}
+
+func updatePatch() *crud.Patch {
+	p := crud.NewPatch()
+	p.SetUpdateChange("u")
+	return p
 }

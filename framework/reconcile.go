@@ -22,6 +22,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
 	"github.com/operatorkit/operatorkit/trace"
@@ -527,11 +528,13 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 		var pe *PanicError
 		errors.As(o.err, &pe)
 		f.metrics.panics.Inc()
-		f.metrics.countError(resourceOf(o.err), stepOf(tr))
+		res := resourceOf(o.err)
+		f.metrics.countError(res, stepOf(tr, res))
 		level.Error(logger).Log("msg", "reconciliation panicked", "err", o.err, "stack", string(pe.Stack))
 		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcilePanicked", o.err.Error())
 	case ResultError, ResultPermanent:
-		f.metrics.countError(resourceOf(o.err), stepOf(tr))
+		res := resourceOf(o.err)
+		f.metrics.countError(res, stepOf(tr, res))
 		level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
 		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
 	case ResultConflict:
@@ -706,15 +709,25 @@ func resourceOf(err error) string {
 	return "framework"
 }
 
-// stepOf returns the step that failed first in the trace: the innermost one
-// (a crud step comes before the "ensure created" that wraps it), or
-// "reconcile" when the trace holds no failed step.
-func stepOf(tr *trace.Trace) string {
-	s := tr.Snapshot()
-	for _, st := range s.Steps {
-		if st.Outcome == trace.OutcomeError {
-			return st.Step
+// stepOf returns the step of res (the resource the reconciliation's error
+// came from, resourceOf) whose failure ended the reconciliation: res's last
+// failed step in tr or, when that is its whole operation ("ensure created",
+// "ensure deleted"), the failed step recorded just before it, inside it (a
+// crud step); "reconcile" when tr holds no failed step of res. A step that
+// failed earlier and was recovered from (an attempt of a whole operation
+// that the retry wrapper retried, in res or a resource before it) is not
+// the failure.
+func stepOf(tr *trace.Trace, res string) string {
+	steps := tr.Snapshot().Steps
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Resource != res || steps[i].Outcome != trace.OutcomeError {
+			continue
 		}
+		op := steps[i].Step
+		if (op == resource.OperationEnsureCreated || op == resource.OperationEnsureDeleted) && i > 0 && steps[i-1].Outcome == trace.OutcomeError {
+			return steps[i-1].Step // the failure inside the operation
+		}
+		return op
 	}
 	return "reconcile"
 }

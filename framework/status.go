@@ -899,7 +899,8 @@ func failureReason(err error, tr *trace.Trace) string {
 	if reason, ok := conditioncontext.ReasonOf(err); ok && validReason(reason) {
 		return reason
 	}
-	reason := camel(resourceOf(err)) + camel(stepOf(tr)) + "Failed"
+	res := resourceOf(err)
+	reason := camel(res) + camel(stepOf(tr, res)) + "Failed"
 	if reason[0] < 'A' || reason[0] > 'Z' {
 		reason = "Resource" + reason
 	}

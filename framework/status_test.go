@@ -851,6 +851,7 @@ func TestFailureReason(t *testing.T) {
 	tr := trace.New("ns/a", time.Now())
 	ctx := trace.NewContext(context.Background(), tr)
 	trace.FromContext(ctx).Record("configmap", "apply create change", time.Now(), trace.OutcomeError, errors.New("x"))
+	trace.FromContext(ctx).Record("3d-printer", "apply create change", time.Now(), trace.OutcomeError, errors.New("x"))
 	tests := []struct {
 		name string
 		err  error
