@@ -21,7 +21,11 @@
 //     signals the caller created are used as they are, so the caller can read
 //     them afterwards (for example requeuecontext and finalizerskeptcontext).
 //     Every resource gets a fresh resourcecanceledcontext signal, so a
-//     resource canceling itself never skips another.
+//     resource canceling itself never skips another. Two packages are not
+//     signals of the chain and are not added: conditioncontext (the
+//     Framework's, with Config.Conditions) and resourceversioncontext (read
+//     by the Framework only); outside a Framework their setters do nothing
+//     unless the caller made them with NewContext.
 //   - Cancellation: when reconciliationcanceledcontext is set the chain stops
 //     before the next resource and returns nil: a canceled reconciliation is
 //     a success.
@@ -93,7 +97,9 @@
 //   - Failures: an error requeues the object with its own exponential
 //     backoff ([DefaultRequeueBackOff], or Config.BackOffFactory /
 //     Config.RateLimiter), held at its maximum, never dropped; a success
-//     resets it. An error marked with retry.Permanent is not retried until
+//     resets it, unless it asks for another run at once (requeuecontext
+//     with a delay of 0 or less: that run waits the object's backoff,
+//     which goes on from where the failures left it). An error marked with retry.Permanent is not retried until
 //     the object changes (or a resync). A panic in a resource, InitCtx or
 //     Handles is recovered, logged with its stack, counted
 //     (operatorkit_framework_panics_total) and retried with backoff; other
@@ -104,7 +110,11 @@
 //     ignores it: such a resource keeps its worker; make every I/O call
 //     take ctx).
 //   - Requeue: a resource may ask for another run with requeuecontext; the
-//     shortest delay asked for wins.
+//     shortest delay asked for wins. An error of the chain takes precedence
+//     (backoff, or none for a permanent one). A delete chain's request
+//     counts only when the chain keeps the finalizer (finalizerskeptcontext,
+//     a canceled chain); a delete chain that finished has nothing to come
+//     back for.
 //   - Unroutable objects: an object no ResourceSet handles is logged,
 //     counted (result "no_resource_set"), recorded as a Warning event, and
 //     not retried until it changes: routing is a pure function of the object,

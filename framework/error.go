@@ -48,12 +48,13 @@ func IsExecutionFailed(err error) bool { return errors.Is(err, ErrExecutionFaile
 func IsNoResourceSet(err error) bool { return errors.Is(err, ErrNoResourceSet) }
 
 // ExecutionError is the error of a resource that failed or panicked in
-// [ProcessUpdate] or [ProcessDelete]. It matches [ErrExecutionFailed] and
+// [ProcessUpdate], [ProcessDelete] or [Plan]. It matches [ErrExecutionFailed] and
 // unwraps to the resource's error (a [*PanicError] after a panic).
 type ExecutionError struct {
 	// Resource is the name of the resource.
 	Resource string
-	// Operation is resource.OperationEnsureCreated or OperationEnsureDeleted.
+	// Operation is resource.OperationEnsureCreated or OperationEnsureDeleted,
+	// or "plan" for an error of [Plan].
 	Operation string
 	// Err is the resource's error.
 	Err error

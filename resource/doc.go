@@ -10,7 +10,8 @@
 //     different objects are; a resource must therefore be safe for concurrent
 //     use across objects.
 //   - The first error stops the chain; the object is reconciled again later
-//     (with backoff), starting from the first resource. Hence every method
+//     (with backoff; an error marked with retry.Permanent only once the
+//     object changes), starting from the first resource. Hence every method
 //     must be idempotent.
 //   - ctx carries the reconciliation signals of the context/<x>context
 //     packages; a resource may cancel itself (resourcecanceledcontext) or the

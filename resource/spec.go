@@ -31,8 +31,9 @@ type Interface interface {
 	// and resync of the object, in chain order. It must be idempotent: it runs
 	// again on the next event or resync, and after any error in the chain.
 	// Returning an error stops the chain for this reconciliation and makes
-	// the framework retry the object with backoff; returning nil lets the
-	// next resource run.
+	// the framework retry the object with backoff (an error marked with
+	// retry.Permanent is not retried until the object changes); returning
+	// nil lets the next resource run.
 	EnsureCreated(ctx context.Context, obj any) error
 
 	// EnsureDeleted removes the state this resource manages for obj, which is
@@ -41,7 +42,8 @@ type Interface interface {
 	// in chain order. It must be idempotent and succeed when there is nothing
 	// left to delete: it runs again until every resource of the chain returned
 	// nil, and only then does the framework remove its finalizer. Returning an
-	// error stops the chain and makes the framework retry with backoff.
+	// error stops the chain and makes the framework retry with backoff (not
+	// an error marked with retry.Permanent, until the object changes).
 	EnsureDeleted(ctx context.Context, obj any) error
 }
 
