@@ -14,6 +14,12 @@ import (
 // by 1.5 with ±50% jitter up to 30s, and the backoff stops after 10 retries or
 // 5 minutes, whichever comes first. Each call of the factory returns a new,
 // independent backoff (backoffs are not safe for concurrent use).
+//
+// It is kept from the seed API and is not the default of anything:
+// Config.BackOffFactory defaults to [DefaultRequeueBackOff]. Given as
+// Config.BackOffFactory, its stop does not drop the object: the Framework
+// holds a stopped backoff at its last interval, so a failing object is then
+// retried about every 30s for good.
 func DefaultBackOffFactory() func() backoff.BackOff {
 	return func() backoff.BackOff {
 		return backoff.WithMaxRetries(backoff.NewExponentialBackOff(

@@ -110,3 +110,26 @@ func (planFails) Name() string { return "p" }
 func (planFails) GetCurrentState(context.Context, any) (any, error) {
 	return nil, errors.New("unreachable")
 }
+
+// TestDefaultBackOffFactoryIsNotTheDefault pins DefaultBackOffFactory's
+// documentation: Config.BackOffFactory defaults to DefaultRequeueBackOff
+// (a first retry after about 50 ms, not 500), and DefaultBackOffFactory's
+// stop, given as Config.BackOffFactory, holds its last interval.
+func TestDefaultBackOffFactoryIsNotTheDefault(t *testing.T) {
+	f, err := New(Config{Name: "op", Informer: informertest.New(), ResourceRouter: testRouter(t, nil, &funcResource{name: "a"}), DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := f.limiter.When("ns/a"); d < 40*time.Millisecond || d > 60*time.Millisecond {
+		t.Fatalf("first retry of the default after %v, want about %v (DefaultRequeueBackOff)", d, DefaultRequeueInitialInterval)
+	}
+	held := newBackOffRateLimiter(func() backoff.BackOff {
+		return backoff.WithMaxRetries(&backoff.ConstantBackOff{Interval: 30 * time.Second}, 10)
+	})
+	for range 10 {
+		held.When("ns/a")
+	}
+	if d := held.When("ns/a"); d != 30*time.Second {
+		t.Fatalf("retry after the backoff stopped: %v, want its last interval, 30s", d)
+	}
+}
