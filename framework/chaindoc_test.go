@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,11 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/trace"
 )
 
 // TestRequeueAtOnceContinuesTheBackoff pins what the package documentation
@@ -131,5 +134,27 @@ func TestDefaultBackOffFactoryIsNotTheDefault(t *testing.T) {
 	}
 	if d := held.When("ns/a"); d != 30*time.Second {
 		t.Fatalf("retry after the backoff stopped: %v, want its last interval, 30s", d)
+	}
+}
+
+// TestTraceOfAStoppedChain pins the package documentation on tracing: of a
+// canceled chain, the resource it stops before is recorded as canceled, and
+// none after it.
+func TestTraceOfAStoppedChain(t *testing.T) {
+	cancels := &funcResource{name: "a", create: func(ctx context.Context, _ any) error {
+		reconciliationcanceledcontext.SetCanceled(ctx)
+		return nil
+	}}
+	tr := &trace.Trace{}
+	err := ProcessUpdate(trace.NewContext(context.Background(), tr), nil, []resource.Interface{cancels, &funcResource{name: "b"}, &funcResource{name: "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range tr.Snapshot().Steps {
+		got = append(got, s.Resource+" "+string(s.Outcome))
+	}
+	if want := []string{"a done", "b canceled"}; !slices.Equal(got, want) {
+		t.Fatalf("trace = %v, want %v", got, want)
 	}
 }

@@ -29,8 +29,10 @@
 //   - Cancellation: when reconciliationcanceledcontext is set the chain stops
 //     before the next resource and returns nil: a canceled reconciliation is
 //     a success.
-//   - Tracing: with a trace.Trace in the context, every resource's ensure
-//     step is recorded (crud resources add their own steps).
+//   - Tracing: with a trace.Trace in the context, the ensure step of every
+//     resource that runs is recorded (crud resources add their own steps);
+//     of a chain that stops early (canceled, or superseded), the resource it
+//     stops before is recorded as canceled, and none after it.
 //   - Cost: without a trace, a call costs one allocation for the signals plus
 //     one per resource run; see docs/benchmarks.md.
 //

@@ -328,3 +328,37 @@ func TestWrapOps(t *testing.T) {
 type renamed struct{ crud.Ops }
 
 var _ resource.Interface = (*crud.Resource)(nil)
+
+// statesOps passes its states to the patch as its test says, recording
+// what NewUpdatePatch received.
+type statesOps struct {
+	crudtest.Ops
+	current, desired any
+	got              []any
+}
+
+func (o *statesOps) GetCurrentState(context.Context, any) (any, error) { return o.current, nil }
+func (o *statesOps) GetDesiredState(context.Context, any) (any, error) { return o.desired, nil }
+func (o *statesOps) NewUpdatePatch(ctx context.Context, obj, current, desired any) (*crud.Patch, error) {
+	o.got = []any{current, desired}
+	p := crud.NewPatch()
+	p.SetCreateChange(desired) // a nil pointer leaves it unset
+	return p, nil
+}
+
+// TestTypedNilStates pins Ops.GetCurrentState's documentation: a typed nil
+// state reaches NewUpdatePatch as returned (not turned into nil), and a
+// create part set to it is unset, so nothing is applied.
+func TestTypedNilStates(t *testing.T) {
+	var none *struct{ Data string }
+	ops := &statesOps{Ops: crudtest.Ops{Resource: "r"}, current: none, desired: none}
+	if err := newResource(t, ops).EnsureCreated(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(ops.got) != 2 || ops.got[0] == nil || ops.got[1] == nil || ops.got[1] != any(none) {
+		t.Fatalf("NewUpdatePatch got states %#v, want the typed nils as returned", ops.got)
+	}
+	if n := ops.Count(crud.StepApplyCreateChange); n != 0 {
+		t.Fatalf("create applied %d times for a typed-nil desired state, want 0", n)
+	}
+}

@@ -41,7 +41,11 @@ type Ops interface {
 	// manages for obj, as it is in the API server or external system (for
 	// example the ConfigMap that exists, or nil when there is none). It is
 	// called first by EnsureCreated, EnsureDeleted and Plan, and must not
-	// change anything.
+	// change anything. The Resource passes both states on to NewUpdatePatch
+	// or NewDeletePatch as returned: a nil pointer stays a non-nil interface
+	// holding one (a typed nil, which is not == nil), unlike a [Patch] part,
+	// which a nil pointer leaves unset. Return a plain nil for "none", or
+	// compare the pointer after a type assertion.
 	GetCurrentState(ctx context.Context, obj any) (any, error)
 
 	// GetDesiredState returns the state this resource should manage for obj,
