@@ -724,7 +724,7 @@ func stepOf(tr *trace.Trace, res string) string {
 			continue
 		}
 		op := steps[i].Step
-		if (op == resource.OperationEnsureCreated || op == resource.OperationEnsureDeleted) && i > 0 && steps[i-1].Outcome == trace.OutcomeError {
+		if (op == resource.OperationEnsureCreated || op == resource.OperationEnsureDeleted) && i > 0 && steps[i-1].Resource == res && steps[i-1].Outcome == trace.OutcomeError {
 			return steps[i-1].Step // the failure inside the operation
 		}
 		return op
