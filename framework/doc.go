@@ -205,7 +205,8 @@
 //     a reason that is not CamelCase) is left out and fails the
 //     reconciliation with a permanent error matching [ErrInvalidCondition]
 //     that names the object and the field.
-//   - One write per reconciliation at most (plus one per Guard lock), at the
+//   - One write per reconciliation at most (plus one per Guard lock, and a
+//     read and another apply after a conflict, see below), at the
 //     end of the chain, whatever its outcome (but none after Abort), and
 //     none when the status as read from the cache already says it all: a
 //     steady resync writes nothing. A conflict, a stale cache, a superseded
@@ -236,11 +237,20 @@
 //   - Status writes use server-side apply on the status subresource under
 //     the Framework's field manager (Config.FieldManager,
 //     "operatorkit-<Name>"; through Config.MetadataClient when it is set,
-//     so that the answer is the object's metadata only), with force, and
-//     no resourceVersion precondition: the Framework owns only the fields
-//     it applies, the conditions it sets and status.observedGeneration, so
-//     a concurrent spec change, or another controller's status field,
-//     cannot make the write fail, and the write cannot undo theirs. When
+//     so that the answer is the object's metadata only), with force: the
+//     Framework owns only the fields it applies, the conditions it sets and
+//     status.observedGeneration, so the write cannot undo another
+//     controller's status field. The apply carries the resourceVersion of
+//     the object as the reconciliation last knew it, the one precondition
+//     the API server honours on the status subresource (it ignores
+//     metadata.uid there): an object deleted and created again under its
+//     name while the chain ran does not get the first one's outcome. A
+//     concurrent change (a spec edit, another controller's write) answers
+//     409; the Framework then reads the latest object and, when it is still
+//     the one reconciled (same UID), applies again on it (up to two times;
+//     then the reconciliation ends as a conflict and is retried), so that
+//     the change does not make the write fail, at the price of a read and
+//     a second apply. When
 //     status.conditions is a map list keyed by type
 //     (x-kubernetes-list-type: map, as kubebuilder generates for
 //     []metav1.Condition) the apply holds only the

@@ -65,6 +65,10 @@ const (
 // is still recorded.
 const statusWriteTimeout = 10 * time.Second
 
+// maxStatusConflicts is how many conflicts of the end-of-chain status write
+// are followed by a read of the latest object and another apply.
+const maxStatusConflicts = 2
+
 // frameworkTypes are the condition types the Framework decides.
 var frameworkTypes = [...]string{conditioncontext.Ready, conditioncontext.Reconciling, conditioncontext.Stalled}
 
@@ -80,6 +84,7 @@ type statusRun struct {
 	f          *Framework
 	key        string
 	obj        any
+	uid        types.UID
 	generation int64
 	deleting   bool
 	// setName is the resource set that handles the object, set before the
@@ -107,6 +112,9 @@ type statusRun struct {
 	// as read is not the latest, and finish reads it again before it
 	// writes.
 	stale bool
+	// refreshed is set once finish read the object from the API server:
+	// rv is then the latest the reconciliation knows of.
+	refreshed bool
 
 	// conds is the reconciliation's conditioncontext store, with current
 	// and lock: the reconciliation's context answers for it.
@@ -118,6 +126,7 @@ func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *status
 		f:          f,
 		key:        key,
 		obj:        obj,
+		uid:        acc.GetUID(),
 		generation: acc.GetGeneration(),
 		deleting:   acc.GetDeletionTimestamp() != nil,
 		rv:         acc.GetResourceVersion(),
@@ -548,83 +557,128 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		// may own the object now, and this one must stop writing.
 		return o
 	}
-	if s.stale {
-		// A lock's conflict told that the object changed since it was
-		// read: what another writer wrote since must not be taken back
-		// from the copy as read (observedGeneration, the conditions
-		// carried over).
-		if err := s.refresh(wctx); err != nil {
-			return s.combine(o, fmt.Errorf("write status of %s: read the latest object: %w", s.describe(), err))
-		}
-		if !final {
-			observed = s.observed
-		} else if s.observed != nil && *s.observed > s.generation {
-			return o // a newer generation's outcome is there already
-		}
-	}
-	mode := listModeOf(s.managed)
-	assumeOwned := false
-	if mode == listUnknown && len(s.current) > 0 {
-		// The cache dropped managedFields (informer.Config.DropManagedFields).
-		// The list mode is the CRD's: once learnt, it holds. Which
-		// conditions the Framework owns matters only for those it does not
-		// decide now; when there are none, its own types are taken as its.
-		if known := s.f.knownListMode(); known != listUnknown && !s.undecided(decided) {
-			mode, assumeOwned = known, true
-		} else {
-			// Read them from the API server, once per write.
+	// The apply carries the resourceVersion of the object as the
+	// reconciliation last knew it, the one precondition the API server
+	// honours on the status subresource (it ignores metadata.uid there):
+	// the object may have been deleted and created again under its name
+	// since it was read, and must not get this one's outcome. A conflict
+	// is most often another writer's change: the write reads the latest
+	// object, and applies again on it when it is still the same one (up to
+	// maxStatusConflicts times; then the conflict is the reconciliation's,
+	// retried with the latest object).
+	for attempt := 0; ; attempt++ {
+		if s.stale {
+			// A lock's (or the apply's) conflict told that the object
+			// changed since it was read: what another writer wrote since
+			// must not be taken back from the copy as read
+			// (observedGeneration, the conditions carried over).
 			if err := s.refresh(wctx); err != nil {
-				return s.combine(o, fmt.Errorf("write status of %s: read managedFields: %w", s.describe(), err))
+				if errors.Is(err, errRecreated) || apierrors.IsNotFound(err) {
+					// The object is gone, or another one: its own
+					// reconciliation writes its status.
+					tr.Record("framework", StepWriteStatus, tr.Now(), trace.OutcomeSkipped, nil)
+					return o
+				}
+				return s.combine(o, fmt.Errorf("write status of %s: read the latest object: %w", s.describe(), err))
 			}
-			mode = listModeOf(s.managed)
+			s.stale = false
+			if !final {
+				observed = s.observed
+			} else if s.observed != nil && *s.observed > s.generation {
+				return o // a newer generation's outcome is there already
+			}
 		}
-	}
-	s.f.rememberListMode(mode)
-	ours, result, applied := s.plan(decidedConds, decided, mode, now, assumeOwned)
-	if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
-		return o
-	}
-
-	gvk := s.gvk()
-	if gvk.Kind == "" {
-		var err error
-		if gvk, err = s.learnKind(wctx); err != nil {
-			return s.combine(o, err)
+		mode := listModeOf(s.managed)
+		assumeOwned := false
+		if mode == listUnknown && len(s.current) > 0 {
+			// The cache dropped managedFields (informer.Config.DropManagedFields).
+			// The list mode is the CRD's: once learnt, it holds. Which
+			// conditions the Framework owns matters only for those it does not
+			// decide now; when there are none, its own types are taken as its.
+			if known := s.f.knownListMode(); known != listUnknown && !s.undecided(decided) {
+				mode, assumeOwned = known, true
+			} else {
+				// Read them from the API server, once per write.
+				if err := s.refresh(wctx); err != nil {
+					if errors.Is(err, errRecreated) || apierrors.IsNotFound(err) {
+						tr.Record("framework", StepWriteStatus, tr.Now(), trace.OutcomeSkipped, nil)
+						return o
+					}
+					return s.combine(o, fmt.Errorf("write status of %s: read managedFields: %w", s.describe(), err))
+				}
+				mode = listModeOf(s.managed)
+			}
 		}
-	}
-	status := map[string]any{"conditions": conditionsToUnstructured(applied)}
-	if observed != nil {
-		status["observedGeneration"] = *observed
-	}
-	metadata := map[string]any{"name": s.objName()}
-	if s.namespace() != "" {
-		metadata["namespace"] = s.namespace()
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": gvk.GroupVersion().String(),
-		"kind":       gvk.Kind,
-		"metadata":   metadata,
-		"status":     status,
-	}}
-	start := tr.Now()
-	res, err := s.applyStatus(wctx, u)
-	if err != nil {
-		gone, err := s.writeError(wctx, "write status", err)
-		if gone {
-			tr.Record("framework", StepWriteStatus, start, trace.OutcomeSkipped, nil)
+		s.f.rememberListMode(mode)
+		ours, result, applied := s.plan(decidedConds, decided, mode, now, assumeOwned)
+		if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
 			return o
 		}
-		tr.Record("framework", StepWriteStatus, start, trace.OutcomeError, err)
-		return s.combine(o, err)
+
+		gvk := s.gvk()
+		if gvk.Kind == "" {
+			var err error
+			if gvk, err = s.learnKind(wctx); err != nil {
+				return s.combine(o, err)
+			}
+		}
+		status := map[string]any{"conditions": conditionsToUnstructured(applied)}
+		if observed != nil {
+			status["observedGeneration"] = *observed
+		}
+		metadata := map[string]any{"name": s.objName()}
+		if s.namespace() != "" {
+			metadata["namespace"] = s.namespace()
+		}
+		if rv := s.lastResourceVersion(ctx); rv != "" {
+			metadata["resourceVersion"] = rv
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": gvk.GroupVersion().String(),
+			"kind":       gvk.Kind,
+			"metadata":   metadata,
+			"status":     status,
+		}}
+		start := tr.Now()
+		res, err := s.applyStatus(wctx, u)
+		if err != nil {
+			if apierrors.IsConflict(err) && attempt < maxStatusConflicts {
+				tr.Record("framework", StepWriteStatus, start, trace.OutcomeError, err)
+				s.stale = true
+				continue
+			}
+			gone, err := s.writeError(wctx, "write status", err)
+			if gone {
+				tr.Record("framework", StepWriteStatus, start, trace.OutcomeSkipped, nil)
+				return o
+			}
+			tr.Record("framework", StepWriteStatus, start, trace.OutcomeError, err)
+			return s.combine(o, err)
+		}
+		tr.Record("framework", StepWriteStatus, start, trace.OutcomeDone, nil)
+		s.rv = res.GetResourceVersion()
+		s.current, s.observed = result, observed
+		s.managed = res.GetManagedFields()
+		s.f.rememberListMode(listModeOf(s.managed))
+		resourceversioncontext.SetResourceVersion(ctx, s.rv)
+		s.events(ctx, ours, decided)
+		return o
 	}
-	tr.Record("framework", StepWriteStatus, start, trace.OutcomeDone, nil)
-	s.rv = res.GetResourceVersion()
-	s.current, s.observed = result, observed
-	s.managed = res.GetManagedFields()
-	s.f.rememberListMode(listModeOf(s.managed))
-	resourceversioncontext.SetResourceVersion(ctx, s.rv)
-	s.events(ctx, ours, decided)
-	return o
+}
+
+// lastResourceVersion returns the resourceVersion of the object as the
+// reconciliation last knew it: the one finish read, else the one the
+// chain's last write of the object left (resourceversioncontext: the
+// finalizer's patch, a Guard's lock, a resource's write), else the one it
+// read.
+func (s *statusRun) lastResourceVersion(ctx context.Context) string {
+	if s.refreshed {
+		return s.rv
+	}
+	if rv, ok := resourceversioncontext.ResourceVersion(ctx); ok && rv != "" {
+		return rv
+	}
+	return s.rv
 }
 
 // applyStatus sends u, the status apply, and returns the object's metadata
@@ -779,17 +833,28 @@ func (s *statusRun) combine(o outcome, err error) outcome {
 	return o
 }
 
-// refresh reads the object from the API server, for its managedFields.
+// errRecreated tells that the object under the reconciled object's name is
+// another one (another UID): the reconciled one was deleted and the name
+// created again since it was read.
+var errRecreated = errors.New("the object was deleted and created again")
+
+// refresh reads the object from the API server, for its managedFields and
+// resourceVersion. It fails with errRecreated when the object there is
+// another one than the reconciliation read.
 func (s *statusRun) refresh(ctx context.Context) error {
 	u, err := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Get(ctx, s.objName(), metav1.GetOptions{})
 	if err != nil {
 		return err
+	}
+	if s.uid != "" && u.GetUID() != s.uid {
+		return errRecreated
 	}
 	conds, observed, err := readStatus(u)
 	if err != nil {
 		return retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidCondition, s.describe(), err))
 	}
 	s.current, s.observed, s.managed = conds, observed, u.GetManagedFields()
+	s.rv, s.refreshed = u.GetResourceVersion(), true
 	if kind := u.GetKind(); kind != "" && s.f.kind.Load() == nil {
 		s.f.kind.Store(&kind) // spares learnKind its read
 	}

@@ -42,9 +42,10 @@ import (
 var thingsGVR = schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}
 
 // statusServer is an in-memory API server for one object of thingsGVR,
-// behind client-go's fake dynamic client: get, JSON merge patches (with the
-// metadata.resourceVersion precondition) and server-side apply of the
-// status subresource, with a resourceVersion that grows with each write.
+// behind client-go's fake dynamic client: get, JSON merge patches and
+// server-side apply of the status subresource (both with the
+// metadata.resourceVersion precondition, when given), with a
+// resourceVersion that grows with each write.
 // Apply merges status.conditions whole (an atomic list) or, with mapList,
 // per type, and then records the manager's entries in managedFields as the
 // API server does.
@@ -87,11 +88,11 @@ func (s *statusServer) react(action clienttesting.Action) (bool, runtime.Object,
 		if err := json.Unmarshal(a.GetPatch(), &patch); err != nil {
 			return true, nil, apierrors.NewBadRequest(err.Error())
 		}
+		if rv, _, _ := unstructured.NestedString(patch, "metadata", "resourceVersion"); rv != "" && rv != s.obj.GetResourceVersion() {
+			return true, nil, apierrors.NewConflict(gr, name, errors.New("the object has been modified"))
+		}
 		switch a.GetPatchType() {
 		case types.MergePatchType:
-			if rv, _, _ := unstructured.NestedString(patch, "metadata", "resourceVersion"); rv != "" && rv != s.obj.GetResourceVersion() {
-				return true, nil, apierrors.NewConflict(gr, name, errors.New("the object has been modified"))
-			}
 			if a.GetSubresource() == "status" {
 				patch = map[string]any{"status": patch["status"]}
 			}
@@ -703,6 +704,51 @@ func TestGuardLocksBeforeTheTask(t *testing.T) {
 	}
 }
 
+// TestStatusWriteConflict: the end-of-chain apply carries the
+// resourceVersion the reconciliation read. Another writer's change since
+// (a label) fails it with a conflict: the Framework reads the object and
+// applies again on it. An object created again under the name (another
+// UID) gets nothing: its own reconciliation writes its status.
+func TestStatusWriteConflict(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(u *unstructured.Unstructured)
+		writes []string
+	}{
+		{name: "another writer", change: func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"x": "y"}) }, writes: []string{"apply status"}},
+		{name: "created again", change: func(u *unstructured.Unstructured) { u.SetUID("new") }, writes: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var server *statusServer
+			r := &funcResource{name: "r", create: func(context.Context, any) error {
+				server.bump(tt.change)
+				return nil
+			}}
+			obj := object("a", 1, nil)
+			obj.SetUID("old")
+			server = newStatusServer(obj)
+			st := newStatusTest(t, obj, server, testRouter(t, nil, r))
+			tr := st.traces(t, 1)[0]
+			if tr.Result != ResultSuccess {
+				t.Fatalf("result = %s %q, want success", tr.Result, tr.Error)
+			}
+			if w := server.writeLog(); !slices.Equal(w, tt.writes) {
+				t.Errorf("writes = %q, want %q", w, tt.writes)
+			}
+			server.mu.Lock()
+			gets := server.gets
+			server.mu.Unlock()
+			if gets != 1 {
+				t.Errorf("reads = %d, want 1 (after the conflict)", gets)
+			}
+			ready := meta.FindStatusCondition(conditionsOf(t, server.get()), conditioncontext.Ready)
+			if got := ready != nil; got != (tt.writes != nil) {
+				t.Errorf("Ready = %+v on the server, want it written: %v", ready, tt.writes != nil)
+			}
+		})
+	}
+}
+
 // TestGuardConflictSkipsTheTask: when the object changed since it was read,
 // the lock fails with a conflict before the task runs; the reconciliation
 // is a conflict, retried with the latest object.
@@ -1073,7 +1119,7 @@ func TestConditionsOfTypedObjectWithoutKind(t *testing.T) {
 		return len(server.kinds) == 1
 	})
 	next := typed.DeepCopyObject().(*typedWithStatus)
-	next.Generation, next.ResourceVersion = 2, "5"
+	next.Generation, next.ResourceVersion = 2, server.get().GetResourceVersion()
 	if err := inf.Update(next); err != nil {
 		t.Fatal(err)
 	}
