@@ -289,6 +289,10 @@
 //     Unknown, message conditioncontext.LockMessage) for less than
 //     Config.ReconcileTimeout plus 10 s stops the Guard the same way; an
 //     older lock belongs to a reconciliation that died, and is taken over.
+//     lastTransitionTime holds whole seconds, so a lock is taken over once
+//     it is Config.ReconcileTimeout plus 11 s ago, never early by the
+//     clock of the replica that reads it (a skew between the replicas'
+//     clocks moves the take-over by as much).
 //
 // # Errors
 //

@@ -60,6 +60,10 @@ const (
 	StepRemoveFinalizer = "remove finalizer"
 )
 
+// lockTimeResolution is the resolution of a lock's lastTransitionTime
+// (metav1.Time is written in whole seconds).
+const lockTimeResolution = time.Second
+
 // statusWriteTimeout bounds the end-of-chain status write when the
 // reconciliation's own context has ended (a timed-out chain): its failure
 // is still recorded.
@@ -385,9 +389,13 @@ func (s *statusRun) lock(ctx context.Context, c metav1.Condition) error {
 	if s.parseErr != nil {
 		return s.parseErr
 	}
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	clock := s.f.state.now()
+	now := metav1.NewTime(clock.Truncate(time.Second))
 	if i := find(s.current, c.Type); i >= 0 && !s.locks[c.Type] && isLock(s.current[i]) {
-		if age := now.Sub(s.current[i].LastTransitionTime.Time); age < s.f.lockTTL() {
+		// lastTransitionTime holds whole seconds: the lock was taken up to
+		// a second after it. Compared with the exact time, it is taken
+		// over only once it is older than its lifetime for sure.
+		if age := clock.Sub(s.current[i].LastTransitionTime.Time); age < s.f.lockTTL()+lockTimeResolution {
 			// Another reconciliation (another replica) runs the task now.
 			err := fmt.Errorf("%w: condition %s of %s is locked (%s) since %s by another reconciliation",
 				conditioncontext.ErrLocked, c.Type, s.describe(), s.current[i].Reason, s.current[i].LastTransitionTime.UTC().Format(time.RFC3339))
@@ -453,6 +461,8 @@ func isLock(c metav1.Condition) bool {
 // lockTTL is how long a Guard's lock holds: a lock older than that cannot
 // belong to a running reconciliation (ReconcileTimeout bounds it), so its
 // owner stopped, or failed to record the outcome, and the lock is taken over.
+// Its lastTransitionTime holds whole seconds (lockTimeResolution): a lock is
+// taken over when that is lockTTL plus lockTimeResolution ago.
 func (f *Framework) lockTTL() time.Duration {
 	return f.reconcileTimeout + statusWriteTimeout
 }

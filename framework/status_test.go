@@ -240,6 +240,13 @@ type statusTest struct {
 
 func newStatusTest(t *testing.T, obj *unstructured.Unstructured, server *statusServer, rt *router.Router, configure ...func(*Config)) *statusTest {
 	t.Helper()
+	return newStatusTestClock(t, obj, server, rt, nil, configure...)
+}
+
+// newStatusTestClock is newStatusTest with the Framework's clock now, when
+// not nil.
+func newStatusTestClock(t *testing.T, obj *unstructured.Unstructured, server *statusServer, rt *router.Router, now func() time.Time, configure ...func(*Config)) *statusTest {
+	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	if server == nil {
 		server = newStatusServer(obj)
@@ -256,6 +263,9 @@ func newStatusTest(t *testing.T, obj *unstructured.Unstructured, server *statusS
 	f, err := New(config)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if now != nil {
+		f.state.now = now
 	}
 	st.f = f
 	boot(t, f)
@@ -806,6 +816,44 @@ func TestGuardLockedByAnother(t *testing.T) {
 			}
 			if tt.result == ResultConflict && !strings.Contains(tr.Error, conditioncontext.ErrLocked.Error()) {
 				t.Errorf("error = %q, want it to say the condition is locked", tr.Error)
+			}
+		})
+	}
+}
+
+// TestGuardLockAtItsLifetimeEdge: lastTransitionTime holds whole seconds,
+// so a lock recorded at second S was taken at S or up to a second after.
+// A lock recorded ReconcileTimeout plus 10 s (its lifetime) before a now of
+// half a second past a whole second may be younger than its lifetime (taken
+// at S+0.9 s, it is 0.4 s short of it): it stops the Guard, as a fresh one
+// does; a second later it is old enough for sure, and is taken over.
+func TestGuardLockAtItsLifetimeEdge(t *testing.T) {
+	const timeout = time.Minute
+	lifetime := timeout + statusWriteTimeout
+	now := time.Date(2030, 1, 2, 3, 4, 5, 500_000_000, time.UTC)
+	recorded := now.Truncate(time.Second).Add(-lifetime)
+	for _, tt := range []struct {
+		name    string
+		now     time.Time
+		creates int64
+		result  string
+	}{
+		{name: "maybe younger than its lifetime", now: now, creates: 0, result: ResultConflict},
+		{name: "older than its lifetime", now: now.Add(time.Second), creates: 1, result: ResultSuccess},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := object("a", 1, nil)
+			obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+				"type": "DatabaseReady", "status": "Unknown", "reason": "Creating", "message": conditioncontext.LockMessage,
+				"lastTransitionTime": recorded.Format(time.RFC3339),
+			}}}
+			var creates atomic.Int64
+			st := newStatusTestClock(t, obj, nil, testRouter(t, nil, guarded(&creates, nil)), func() time.Time { return tt.now },
+				func(c *Config) { c.ReconcileTimeout = timeout })
+			tr := st.traces(t, 1)[0]
+			if tr.Result != tt.result || creates.Load() != tt.creates {
+				t.Fatalf("lock recorded at %s, now %s: result = %s %q, creates = %d; want %s, %d",
+					recorded.Format(time.RFC3339), tt.now.Format(time.RFC3339Nano), tr.Result, tr.Error, creates.Load(), tt.result, tt.creates)
 			}
 		})
 	}
