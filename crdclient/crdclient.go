@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -98,7 +100,9 @@ func New(config Config) (*CRDClient, error) {
 // where the server reports it, observed for the current generation), the
 // accepted names are the requested ones, and API discovery lists the
 // resource under every served version, so that every served version answers
-// requests when EnsureCreated returns.
+// requests when EnsureCreated returns. Once the accepted names are the
+// requested ones, a NamesAccepted left False by an earlier spec does not
+// count (see "Establishment" in the package documentation).
 //
 // b paces the polls and the retries of transient failures (timeouts, 429,
 // 5xx, refused or reset connections); it is Reset first and advanced by
@@ -109,7 +113,9 @@ func New(config Config) (*CRDClient, error) {
 //   - an error wrapping ErrInvalidCRD (and the server's StatusError) when the
 //     server rejects the CRD as invalid, at once;
 //   - an error wrapping ErrCRDNotAccepted, with the condition's reason and
-//     message, when NamesAccepted is False, at once;
+//     message and the CRDs that hold the requested names, when
+//     NamesAccepted is False for names other than the accepted ones, at
+//     once (see "Establishment" in the package documentation);
 //   - an error wrapping ErrTimeout when b gives up, or context.Cause(ctx)
 //     when ctx ends, with the last state seen; the CRD is left as it is,
 //     never deleted;
@@ -122,12 +128,16 @@ func (c *CRDClient) EnsureCreated(ctx context.Context, crd *apiextensionsv1.Cust
 	}
 	logger := log.With(c.logger, "crd", crd.Name)
 	applied := false
+	// updated is set when this call changed the spec of an existing CRD:
+	// its conditions may then describe the spec before.
+	updated := false
 	return poll(ctx, initBackOff(b), "establish CRD "+crd.Name, func(ctx context.Context) error {
 		if !applied {
-			if err := c.apply(ctx, logger, crd); err != nil {
+			u, err := c.apply(ctx, logger, crd)
+			if err != nil {
 				return err
 			}
-			applied = true
+			applied, updated = true, updated || u
 		}
 		current, err := c.crds.Get(ctx, crd.Name, metav1.GetOptions{})
 		switch {
@@ -141,10 +151,94 @@ func (c *CRDClient) EnsureCreated(ctx context.Context, crd *apiextensionsv1.Cust
 			return pending("being deleted")
 		}
 		if err := established(current); err != nil {
+			if errors.Is(err, ErrCRDNotAccepted) {
+				return c.notAccepted(ctx, current, updated, err)
+			}
 			return err
 		}
 		return c.discovered(ctx, current)
 	})
+}
+
+// notAccepted returns the error of crd, whose NamesAccepted condition is
+// False (err): the names the CRDs of its group use, read as the API
+// server's naming controller reads them, tell which CRD holds a requested
+// name, and the error says so. When none does and the condition may be
+// from before this call's update (updated, and the server does not report
+// the condition's observedGeneration), the condition is stale: the names
+// controller has not looked at the new names yet, and the wait goes on.
+// When the CRDs cannot be listed (no RBAC for it), err is returned as it
+// is.
+func (c *CRDClient) notAccepted(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, updated bool, err error) error {
+	list, lerr := c.crds.List(ctx, metav1.ListOptions{})
+	if lerr != nil {
+		return err
+	}
+	conflicts := namesConflicts(crd, list.Items)
+	if len(conflicts) > 0 {
+		return fmt.Errorf("%w: %s", err, strings.Join(conflicts, "; "))
+	}
+	names := condition(crd, apiextensionsv1.NamesAccepted)
+	if updated && names.ObservedGeneration == 0 {
+		return pending(fmt.Sprintf("NamesAccepted is False (reason %s: %s), but no CRD of group %s uses the names of the updated spec: waiting for the API server to check them again",
+			names.Reason, names.Message, crd.Spec.Group))
+	}
+	return err
+}
+
+// namesConflicts returns, as the API server's naming controller decides
+// them, the requested names of crd (spec.names, defaulted) that are not its
+// accepted ones and that a CRD of its group (crd itself included) already
+// uses as an accepted name, each with the CRD that uses it. all holds the
+// CRDs of the cluster.
+func namesConflicts(crd *apiextensionsv1.CustomResourceDefinition, all []apiextensionsv1.CustomResourceDefinition) []string {
+	resources := map[string]string{} // plural, singular or short name -> "<what> of CRD <name>"
+	kinds := map[string]string{}     // kind or list kind -> "<what> of CRD <name>"
+	for i := range all {
+		other := &all[i]
+		if other.Spec.Group != crd.Spec.Group {
+			continue
+		}
+		if other.Name == crd.Name {
+			other = crd
+		}
+		a := other.Status.AcceptedNames
+		use := func(m map[string]string, name, what string) {
+			if name != "" {
+				if _, ok := m[name]; !ok {
+					m[name] = what + " of CRD " + other.Name
+				}
+			}
+		}
+		use(resources, a.Plural, "the plural")
+		use(resources, a.Singular, "the singular")
+		for _, n := range a.ShortNames {
+			use(resources, n, "a short name")
+		}
+		use(kinds, a.Kind, "the kind")
+		use(kinds, a.ListKind, "the list kind")
+	}
+	requested := defaultedSpec(&crd.Spec).Names
+	accepted := crd.Status.AcceptedNames
+	var out []string
+	check := func(what, name, acceptedName string, used map[string]string) {
+		if name == acceptedName {
+			return
+		}
+		if by, ok := used[name]; ok {
+			out = append(out, fmt.Sprintf("%s %q is %s", what, name, by))
+		}
+	}
+	check("plural", requested.Plural, accepted.Plural, resources)
+	check("singular", requested.Singular, accepted.Singular, resources)
+	for _, n := range requested.ShortNames {
+		if !slices.Contains(accepted.ShortNames, n) {
+			check("short name", n, "", resources)
+		}
+	}
+	check("kind", requested.Kind, accepted.Kind, kinds)
+	check("list kind", requested.ListKind, accepted.ListKind, kinds)
+	return out
 }
 
 // discovered returns nil when every served version of crd lists its
@@ -181,8 +275,9 @@ func (c *CRDClient) discovered(ctx context.Context, crd *apiextensionsv1.CustomR
 	return nil
 }
 
-// apply creates crd or updates the spec of the existing CRD.
-func (c *CRDClient) apply(ctx context.Context, logger log.Logger, crd *apiextensionsv1.CustomResourceDefinition) error {
+// apply creates crd or updates the spec of the existing CRD; updated
+// reports an update.
+func (c *CRDClient) apply(ctx context.Context, logger log.Logger, crd *apiextensionsv1.CustomResourceDefinition) (updated bool, _ error) {
 	desired := crd.DeepCopy()
 	desired.ResourceVersion = ""
 	desired.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
@@ -190,16 +285,18 @@ func (c *CRDClient) apply(ctx context.Context, logger log.Logger, crd *apiextens
 	switch {
 	case err == nil:
 		level.Debug(logger).Log("msg", "created CRD")
-		return nil
+		return false, nil
 	case apierrors.IsAlreadyExists(err):
 		return c.updateSpec(ctx, logger, desired)
 	case apierrors.IsInvalid(err):
-		return rejected("create", crd.Name, err)
+		return false, rejected("create", crd.Name, err)
 	}
-	return classify("create CRD "+crd.Name, err)
+	return false, classify("create CRD "+crd.Name, err)
 }
 
-func (c *CRDClient) updateSpec(ctx context.Context, logger log.Logger, desired *apiextensionsv1.CustomResourceDefinition) error {
+// updateSpec replaces the spec of the existing CRD by desired's; updated
+// reports that it did (it was not equal).
+func (c *CRDClient) updateSpec(ctx context.Context, logger log.Logger, desired *apiextensionsv1.CustomResourceDefinition) (updated bool, _ error) {
 	want := defaultedSpec(&desired.Spec)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := ctx.Err(); err != nil {
@@ -216,35 +313,47 @@ func (c *CRDClient) updateSpec(ctx context.Context, logger log.Logger, desired *
 			level.Debug(logger).Log("msg", "CRD exists with the same spec")
 			return nil
 		}
-		updated := current.DeepCopy()
-		updated.Spec = *desired.Spec.DeepCopy()
-		if _, err := c.crds.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		next := current.DeepCopy()
+		next.Spec = *desired.Spec.DeepCopy()
+		if _, err := c.crds.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
+		updated = true
 		level.Debug(logger).Log("msg", "updated CRD spec")
 		return nil
 	})
 	var p *pendingError
 	switch {
 	case err == nil || errors.As(err, &p):
-		return err
+		return updated, err
 	case apierrors.IsNotFound(err):
-		return pending("deleted by someone else while updating it")
+		return false, pending("deleted by someone else while updating it")
 	case apierrors.IsInvalid(err):
-		return rejected("update", desired.Name, err)
+		return false, rejected("update", desired.Name, err)
 	}
-	return classify("update CRD "+desired.Name, err)
+	return false, classify("update CRD "+desired.Name, err)
 }
 
 // established returns nil when crd is served, an error wrapping
 // ErrCRDNotAccepted when its names are refused, and a pending error
 // otherwise.
+//
+// A CRD whose requested names (spec.names, defaulted) are its accepted
+// ones is served under them, whatever NamesAccepted says: the API server's
+// naming controller does not look at such a CRD again, so a False left
+// from an earlier spec (a short name that another CRD held, then taken
+// out) stays False for good.
 func established(crd *apiextensionsv1.CustomResourceDefinition) error {
+	requested := defaultedSpec(&crd.Spec)
+	served := equality.Semantic.DeepEqual(crd.Status.AcceptedNames, requested.Names)
 	names := condition(crd, apiextensionsv1.NamesAccepted)
-	if names != nil && names.Status == apiextensionsv1.ConditionFalse && current(crd, names) {
+	if !served && names != nil && names.Status == apiextensionsv1.ConditionFalse && current(crd, names) {
 		return fmt.Errorf("%w: CRD %s: NamesAccepted is False, reason %s: %s", ErrCRDNotAccepted, crd.Name, names.Reason, names.Message)
 	}
 	for _, t := range []apiextensionsv1.CustomResourceDefinitionConditionType{apiextensionsv1.NamesAccepted, apiextensionsv1.Established} {
+		if t == apiextensionsv1.NamesAccepted && served {
+			continue
+		}
 		c := condition(crd, t)
 		switch {
 		case c == nil:
@@ -255,8 +364,7 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) error {
 			return pending(fmt.Sprintf("%s observed generation %d, not %d yet", t, c.ObservedGeneration, crd.Generation))
 		}
 	}
-	requested := defaultedSpec(&crd.Spec)
-	if !equality.Semantic.DeepEqual(crd.Status.AcceptedNames, requested.Names) {
+	if !served {
 		return pending(fmt.Sprintf("accepted names %+v are not the requested %+v yet", crd.Status.AcceptedNames, requested.Names))
 	}
 	return nil

@@ -464,3 +464,35 @@ func TestNewDefaultBackOffIsBounded(t *testing.T) {
 		t.Errorf("NewDefaultBackOff() = %+v", b)
 	}
 }
+
+// TestNamesConflicts: the requested names that are not a CRD's accepted
+// ones and that a CRD of its group (itself included) uses, with that CRD;
+// other groups do not count.
+func TestNamesConflicts(t *testing.T) {
+	widgets := newCRD("Widget")
+	accept(widgets)
+	gadgets := newCRD("Gadget")
+	gadgets.Spec.Names.ShortNames = []string{"gd"}
+	accept(gadgets)
+	elsewhere := newCRD("Thing")
+	elsewhere.Spec.Group = "other.example.com"
+	elsewhere.Name = "things.other.example.com"
+	elsewhere.Spec.Names.ShortNames = []string{"th"}
+	accept(elsewhere)
+	all := []apiextensionsv1.CustomResourceDefinition{*widgets, *gadgets, *elsewhere}
+
+	if got := namesConflicts(widgets, all); len(got) != 0 {
+		t.Errorf("accepted names: conflicts %q, want none", got)
+	}
+	w := widgets.DeepCopy()
+	w.Spec.Names.ShortNames = []string{"gd", "th", "widgets", "wd"}
+	w.Spec.Names.ListKind = "GadgetList"
+	want := []string{
+		`short name "gd" is a short name of CRD gadgets.example.com`,
+		`short name "widgets" is the plural of CRD widgets.example.com`,
+		`list kind "GadgetList" is the list kind of CRD gadgets.example.com`,
+	}
+	if got := namesConflicts(w, all); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("conflicts = %q, want %q", got, want)
+	}
+}

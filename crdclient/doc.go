@@ -14,7 +14,8 @@
 //     with an error that wraps [ErrInvalidCRD] (a schema or field error; the
 //     server's StatusError with every field error is wrapped too) or
 //     [ErrCRDNotAccepted] (a names conflict; the NamesAccepted condition's
-//     reason and message are in the error).
+//     reason and message are in the error, and the CRD of the group that
+//     holds each requested name, when the caller may list CRDs).
 //   - Bounded: waiting and retrying follow the backoff.BackOff given, and
 //     stop when the context ends. A nil backoff means [NewDefaultBackOff]:
 //     exponential from 50ms to at most 2s between attempts, giving up after
@@ -31,6 +32,13 @@
 //     created anew.
 //
 // Establishment is read from the conditions NamesAccepted and Established.
+// A CRD whose requested names are its accepted names (status.acceptedNames)
+// is served under them whatever NamesAccepted says: the API server does not
+// look at the names of such a CRD again, so a False left by an earlier spec
+// (a short name another CRD held, since taken out) stays. After an update
+// of the names, a False that no CRD of the group explains any more (read as
+// the API server's naming controller reads them) is taken for one from
+// before the update, and waited on.
 // On API servers that report the conditions' observedGeneration (the
 // CRDObservedGenerationTracking feature, on by default since Kubernetes
 // 1.36), EnsureCreated also waits until they describe the current

@@ -27,7 +27,8 @@ var ErrInvalidCRD = errors.New("CRD rejected as invalid")
 // the object but not its names: the NamesAccepted condition is False, for
 // instance because another CRD of the same group already uses the plural,
 // kind or a short name. The message carries the condition's reason (such as
-// KindConflict) and message. It is never retried.
+// KindConflict) and message, and names the CRD that holds each requested
+// name (when the CRDs can be listed). It is never retried.
 var ErrCRDNotAccepted = errors.New("CRD names not accepted")
 
 // ErrTimeout is returned when the backoff gave up before the CRD reached the

@@ -252,3 +252,53 @@ func TestCRDClientNamesConflict(t *testing.T) {
 		t.Errorf("error = %q, want the condition's reason KindConflict and its message", msg)
 	}
 }
+
+// TestCRDClientNamesConflictOnUpdate: an update of an established CRD that
+// takes a short name another CRD of its group uses fails at once with
+// ErrCRDNotAccepted naming that CRD. The update that follows succeeds,
+// although NamesAccepted is still False from the conflict when
+// EnsureCreated reads the CRD after it (this API server does not report
+// the conditions' observedGeneration): when it takes the name back out, the
+// API server never sets NamesAccepted again (its names controller skips a
+// CRD whose names are its accepted ones); when it takes a free short name
+// instead, NamesAccepted turns True a moment later.
+func TestCRDClientNamesConflictOnUpdate(t *testing.T) {
+	t.Parallel()
+	c := newCRDClient(t)
+	group := uniqueCRDGroup(t)
+	widgets := namespacedCRD(group, "Widget")
+	gadgets := namespacedCRD(group, "Gadget")
+	deleteCRDOnCleanup(t, c, widgets)
+	deleteCRDOnCleanup(t, c, gadgets)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*crdTimeout)
+	defer cancel()
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{widgets, gadgets} {
+		if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+			t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
+		}
+	}
+
+	for i := range 4 {
+		taken := widgets.DeepCopy()
+		taken.Spec.Names.ShortNames = []string{"gadgets"}
+		start := time.Now()
+		err := c.EnsureCreated(ctx, taken, nil)
+		if !errors.Is(err, crdclient.ErrCRDNotAccepted) {
+			t.Fatalf("%d: EnsureCreated with the short name gadgets = %v, want ErrCRDNotAccepted", i, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "ShortNamesConflict") || !strings.Contains(msg, gadgets.Name) {
+			t.Errorf("%d: error = %q, want the reason ShortNamesConflict and the CRD that uses the name, %s", i, msg, gadgets.Name)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%d: EnsureCreated took %v: a names conflict must fail at once", i, d)
+		}
+
+		fixed := widgets.DeepCopy()
+		if i%2 == 1 {
+			fixed.Spec.Names.ShortNames = []string{fmt.Sprintf("wd%d", i)}
+		}
+		if err := c.EnsureCreated(ctx, fixed, nil); err != nil {
+			t.Fatalf("%d: EnsureCreated with short names %v = %v, want nil", i, fixed.Spec.Names.ShortNames, err)
+		}
+	}
+}
