@@ -93,8 +93,9 @@ func New(config Config) (*CRDClient, error) {
 //
 // If no CRD of that name exists it is created. If one exists, its spec is
 // replaced by crd.Spec (an update with the resourceVersion just read,
-// retried on conflict; skipped when the spec is already equal after
-// defaulting); its labels, annotations and status are left alone. A CRD that
+// retried on conflict at once a few times, then at b's pace; skipped when
+// the spec is already equal after defaulting); its labels, annotations and
+// status are left alone. A CRD that
 // is being deleted is waited for and then created anew. Then EnsureCreated
 // polls until the conditions NamesAccepted and Established are True (and,
 // where the server reports it, observed for the current generation), the
@@ -328,6 +329,10 @@ func (c *CRDClient) updateSpec(ctx context.Context, logger log.Logger, desired *
 		return updated, err
 	case apierrors.IsNotFound(err):
 		return false, pending("deleted by someone else while updating it")
+	case apierrors.IsConflict(err):
+		// Others keep writing the CRD: try again after the backoff's
+		// next interval, with the CRD as it is then.
+		return false, pending(fmt.Sprintf("update CRD %s: still conflicting after %d tries: %v", desired.Name, retry.DefaultRetry.Steps, err))
 	case apierrors.IsInvalid(err):
 		return false, rejected("update", desired.Name, err)
 	}

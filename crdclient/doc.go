@@ -20,7 +20,8 @@
 //     stop when the context ends. A nil backoff means [NewDefaultBackOff]:
 //     exponential from 50ms to at most 2s between attempts, giving up after
 //     one minute. Only transient failures are retried (timeouts, 429, 5xx,
-//     refused or reset connections); other API errors are returned at once.
+//     refused or reset connections, conflicts of the spec's update); other
+//     API errors are returned at once.
 //   - Never destructive by accident: EnsureCreated never deletes anything,
 //     also not when its wait times out; EnsureDeleted deletes with a UID
 //     precondition, so it never deletes a CRD that someone else re-created
@@ -28,7 +29,8 @@
 //   - Only the spec is managed: an existing CRD keeps its labels,
 //     annotations and status; its spec is replaced (not merged) by the one
 //     given, with an update carrying the resourceVersion just read and
-//     retried on conflict. A CRD being deleted is waited for and then
+//     retried on conflict (a few times at once, then at the backoff's pace,
+//     with the CRD read again). A CRD being deleted is waited for and then
 //     created anew.
 //
 // Establishment is read from the conditions NamesAccepted and Established.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/operatorkit/operatorkit/crdclient"
@@ -300,5 +302,53 @@ func TestCRDClientNamesConflictOnUpdate(t *testing.T) {
 		if err := c.EnsureCreated(ctx, fixed, nil); err != nil {
 			t.Fatalf("%d: EnsureCreated with short names %v = %v, want nil", i, fixed.Spec.Names.ShortNames, err)
 		}
+	}
+}
+
+// TestCRDClientUpdateOutlastsConflicts: other writers change the CRD (its
+// annotations) without pause while EnsureCreated updates its spec, so that
+// the update's resourceVersion is stale again and again for a second and a
+// half: EnsureCreated keeps trying at its backoff's pace, and succeeds once
+// they stop, instead of failing with the conflict after a few quick tries.
+func TestCRDClientUpdateOutlastsConflicts(t *testing.T) {
+	t.Parallel()
+	c := newCRDClient(t)
+	crds := apiextensionsClientset(t).ApiextensionsV1().CustomResourceDefinitions()
+	crd := namespacedCRD(uniqueCRDGroup(t), "Widget")
+	deleteCRDOnCleanup(t, c, crd)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*crdTimeout)
+	defer cancel()
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated: %v", err)
+	}
+
+	busy, stop := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer stop()
+	var writers sync.WaitGroup
+	var writes atomic.Int64
+	for w := range 8 {
+		writers.Go(func() {
+			for i := 0; busy.Err() == nil; i++ {
+				patch := fmt.Sprintf(`{"metadata":{"annotations":{"writer-%d":"%d"}}}`, w, i)
+				if _, err := crds.Patch(busy, crd.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err == nil {
+					writes.Add(1)
+				}
+			}
+		})
+	}
+	updated := crd.DeepCopy()
+	updated.Spec.Versions[0].AdditionalPrinterColumns = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Size", Type: "string", JSONPath: ".spec.size"}}
+	err := c.EnsureCreated(ctx, updated, nil)
+	stop()
+	writers.Wait()
+	if err != nil {
+		t.Fatalf("EnsureCreated while others write the CRD (%d writes) = %v, want nil", writes.Load(), err)
+	}
+	got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols := got.Spec.Versions[0].AdditionalPrinterColumns; len(cols) != 1 || cols[0].Name != "Size" {
+		t.Errorf("printer columns = %+v, want the updated spec's", cols)
 	}
 }
