@@ -470,11 +470,17 @@ func (f *Framework) lockTTL() time.Duration {
 // writeError turns the API server's answer to a status write into the
 // Framework's error: a 404 for an object that exists means the CRD has no
 // status subresource, and that, like an invalid write, is permanent. gone
-// reports a 404 for an object that no longer exists.
+// reports a 404 for an object that no longer exists (none of its name, or
+// another one, with another UID, created since).
 func (s *statusRun) writeError(ctx context.Context, what string, err error) (gone bool, _ error) {
 	switch {
 	case apierrors.IsNotFound(err):
-		_, gerr := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Get(ctx, s.objName(), metav1.GetOptions{})
+		u, gerr := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Get(ctx, s.objName(), metav1.GetOptions{})
+		if gerr == nil && s.uid != "" && u.GetUID() != s.uid {
+			// Another object of that name, created since the write found
+			// none: the reconciled one is gone.
+			return true, fmt.Errorf("%s of %s: %w", what, s.describe(), err)
+		}
 		if gerr == nil {
 			return false, retry.Permanent(fmt.Errorf("%w: %s of %s: %s has no status subresource (set spec.versions[].subresources.status in its CRD) to write status.conditions and status.observedGeneration to: %w",
 				ErrNoStatusSubresource, what, s.describe(), s.f.resource.GroupResource(), err))

@@ -759,6 +759,33 @@ func TestStatusWriteConflict(t *testing.T) {
 	}
 }
 
+// TestStatusWriteNotFoundThenCreatedAgain: the status apply finds no
+// object (it was deleted), and the read that tells a missing status
+// subresource from a missing object finds one of that name created again
+// since (another UID): the object is gone, no write is due, and the CRD is
+// not reported as having no status subresource.
+func TestStatusWriteNotFoundThenCreatedAgain(t *testing.T) {
+	var server *statusServer
+	r := &funcResource{name: "r", create: func(context.Context, any) error {
+		server.mu.Lock()
+		server.noStatus = true // the apply answers 404, as for a deleted object
+		server.mu.Unlock()
+		server.bump(func(u *unstructured.Unstructured) { u.SetUID("new") })
+		return nil
+	}}
+	obj := object("a", 1, nil)
+	obj.SetUID("old")
+	server = newStatusServer(obj)
+	st := newStatusTest(t, obj, server, testRouter(t, nil, r))
+	tr := st.traces(t, 1)[0]
+	if tr.Result != ResultSuccess || strings.Contains(tr.Error, ErrNoStatusSubresource.Error()) {
+		t.Fatalf("result = %s %q, want success (the object is gone)", tr.Result, tr.Error)
+	}
+	if !hasFrameworkStep(tr, StepWriteStatus, trace.OutcomeSkipped) {
+		t.Errorf("steps = %+v, want the status write skipped", tr.Steps)
+	}
+}
+
 // TestGuardConflictSkipsTheTask: when the object changed since it was read,
 // the lock fails with a conflict before the task runs; the reconciliation
 // is a conflict, retried with the latest object.
