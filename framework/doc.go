@@ -240,17 +240,20 @@
 //     so that the answer is the object's metadata only), with force: the
 //     Framework owns only the fields it applies, the conditions it sets and
 //     status.observedGeneration, so the write cannot undo another
-//     controller's status field. The apply carries the resourceVersion of
+//     controller's status field. An object that carries the Framework's
+//     finalizer is the one read until the Framework removes it, so its
+//     apply has no resourceVersion precondition: a concurrent spec change
+//     cannot make the write fail. An object that does not (DisableFinalizers,
+//     or a finalizer removed by another writer) may be deleted and created
+//     again under its name while the chain runs, and the new one must not
+//     get the first one's outcome: its apply carries the resourceVersion of
 //     the object as the reconciliation last knew it, the one precondition
 //     the API server honours on the status subresource (it ignores
-//     metadata.uid there): an object deleted and created again under its
-//     name while the chain ran does not get the first one's outcome. A
-//     concurrent change (a spec edit, another controller's write) answers
-//     409; the Framework then reads the latest object and, when it is still
-//     the one reconciled (same UID), applies again on it (up to two times;
-//     then the reconciliation ends as a conflict and is retried), so that
-//     the change does not make the write fail, at the price of a read and
-//     a second apply. When
+//     metadata.uid there). A concurrent change then answers 409; the
+//     Framework reads the latest object and, when it is still the one
+//     reconciled (same UID), applies again on it (up to two times; then the
+//     reconciliation ends as a conflict and is retried), at the price of a
+//     read and a second apply. When
 //     status.conditions is a map list keyed by type
 //     (x-kubernetes-list-type: map, as kubebuilder generates for
 //     []metav1.Condition) the apply holds only the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,12 @@ type statusRun struct {
 	// refreshed is set once finish read the object from the API server:
 	// rv is then the latest the reconciliation knows of.
 	refreshed bool
+	// held is set when the object carries the Framework's finalizer (as
+	// read, or after the chain's patch added it): it cannot then be
+	// deleted, and another created under its name, before this
+	// Framework's delete chain removed it, so the status apply needs no
+	// precondition (see finish).
+	held bool
 
 	// conds is the reconciliation's conditioncontext store, with current
 	// and lock: the reconciliation's context answers for it.
@@ -135,6 +142,7 @@ func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *status
 		deleting:   acc.GetDeletionTimestamp() != nil,
 		rv:         acc.GetResourceVersion(),
 		managed:    acc.GetManagedFields(),
+		held:       f.holds(acc),
 	}
 	s.current, s.observed, s.parseErr = readStatus(obj)
 	if s.parseErr != nil {
@@ -177,6 +185,12 @@ func (s *statusRun) setObject(obj any, acc metav1.Object) {
 	defer s.mu.Unlock()
 	s.obj = obj
 	s.rv = acc.GetResourceVersion()
+	s.held = s.f.holds(acc)
+}
+
+// holds tells whether acc carries the Framework's finalizer.
+func (f *Framework) holds(acc metav1.Object) bool {
+	return f.finalizers && slices.Contains(acc.GetFinalizers(), f.finalizer)
 }
 
 func (s *statusRun) setGone() {
@@ -573,15 +587,19 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		// may own the object now, and this one must stop writing.
 		return o
 	}
-	// The apply carries the resourceVersion of the object as the
-	// reconciliation last knew it, the one precondition the API server
-	// honours on the status subresource (it ignores metadata.uid there):
-	// the object may have been deleted and created again under its name
-	// since it was read, and must not get this one's outcome. A conflict
-	// is most often another writer's change: the write reads the latest
-	// object, and applies again on it when it is still the same one (up to
-	// maxStatusConflicts times; then the conflict is the reconciliation's,
-	// retried with the latest object).
+	// An object that does not carry the Framework's finalizer (finalizers
+	// disabled, or removed by another writer) may have been deleted and
+	// created again under its name since it was read, and the new one must
+	// not get this one's outcome: the apply then carries the
+	// resourceVersion of the object as the reconciliation last knew it, the
+	// one precondition the API server honours on the status subresource (it
+	// ignores metadata.uid there). A conflict is most often another
+	// writer's change: the write reads the latest object, and applies again
+	// on it when it is still the same one (up to maxStatusConflicts times;
+	// then the conflict is the reconciliation's, retried with the latest
+	// object). An object that carries the finalizer is the one read until
+	// this Framework removes it, so its apply has no precondition and a
+	// concurrent spec change costs nothing.
 	for attempt := 0; ; attempt++ {
 		if s.stale {
 			// A lock's (or the apply's) conflict told that the object
@@ -646,8 +664,10 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		if s.namespace() != "" {
 			metadata["namespace"] = s.namespace()
 		}
-		if rv := s.lastResourceVersion(ctx); rv != "" {
-			metadata["resourceVersion"] = rv
+		if !s.held {
+			if rv := s.lastResourceVersion(ctx); rv != "" {
+				metadata["resourceVersion"] = rv
+			}
 		}
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": gvk.GroupVersion().String(),
