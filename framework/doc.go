@@ -191,7 +191,9 @@
 //     child is not ready yet.
 //   - Stalled (abnormal-true, present only while True): the give-up state:
 //     a permanent error (retry.Permanent), no resource set, an invalid
-//     condition; not retried until the object changes.
+//     condition; not retried with backoff: the next reconciliation is the
+//     object's next change (or the informer's periodic resync, which runs
+//     every object again).
 //   - status.observedGeneration, and each condition's observedGeneration,
 //     is the generation the outcome is about. lastTransitionTime changes
 //     only when a condition's status does (and when a Guard locks it).

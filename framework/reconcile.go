@@ -35,7 +35,7 @@ const (
 	ResultRequeue       = "requeue"        // success, and a resource asked for another run later
 	ResultFinalizerKept = "finalizer_kept" // delete chain ran, a resource kept the finalizer
 	ResultError         = "error"
-	ResultPermanent     = "permanent_error" // not retried until the object changes
+	ResultPermanent     = "permanent_error" // not retried with backoff: run again when the object changes, or at the informer's resync
 	ResultPanic         = "panic"
 	ResultNoResourceSet = "no_resource_set"
 	ResultSkipped       = "skipped" // nothing to do (gone, left the informer's selection, deleting without our finalizer, already finalized, or released)

@@ -32,7 +32,8 @@ type Interface interface {
 	// again on the next event or resync, and after any error in the chain.
 	// Returning an error stops the chain for this reconciliation and makes
 	// the framework retry the object with backoff (an error marked with
-	// retry.Permanent is not retried until the object changes); returning
+	// retry.Permanent is not retried until the object changes or the
+	// informer's periodic resync runs it again); returning
 	// nil lets the next resource run.
 	EnsureCreated(ctx context.Context, obj any) error
 
