@@ -587,8 +587,19 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	// that the Lease is released after the last write.
 	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElector()
+	// Whether this replica leads is decided once, under termMu: either the
+	// elector's OnStartedLeading comes first, and the Frameworks run (Run
+	// waits for them), or ctx ends, or the elector returns, first, and they
+	// never boot. The elector calls OnStartedLeading in a goroutine of its
+	// own, which can come after ctx ended, after the elector stopped
+	// campaigning for it, and even after elector.Run returned.
+	var termMu sync.Mutex
+	led, over := false, false
 	stopWaiting := context.AfterFunc(ctx, func() {
-		if !st.leading.Load() {
+		termMu.Lock()
+		defer termMu.Unlock()
+		if !led {
+			over = true
 			stopElector() // never led: nothing to wait for
 		}
 	})
@@ -609,7 +620,17 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 		Name:            o.config.LeaderElectionID,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leading context.Context) {
+				termMu.Lock()
+				if over || ctx.Err() != nil {
+					over = true
+					termMu.Unlock()
+					stopElector() // releases the Lease: nothing ran
+					level.Info(logger).Log("msg", "acquired the Lease while stopping: not starting the operator")
+					return
+				}
+				led = true
 				st.leading.Store(true)
+				termMu.Unlock()
 				level.Info(logger).Log("msg", "leading: starting the operator")
 				// leading ends when the Lease is lost (or leCtx ends, which
 				// happens only after the Frameworks stopped).
@@ -634,7 +655,11 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	st.electing.Store(true)
 	level.Info(logger).Log("msg", "waiting to lead")
 	elector.Run(leCtx)
-	if !st.leading.Load() {
+	termMu.Lock()
+	over = true
+	leads := led
+	termMu.Unlock()
+	if !leads {
 		return nil // ctx ended before this replica led
 	}
 	return <-result
