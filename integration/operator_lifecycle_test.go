@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,9 +13,14 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
 	operatorpkg "github.com/operatorkit/operatorkit/operator"
+	"github.com/operatorkit/operatorkit/router"
 )
 
 // TestOperatorStopsAsTheLeaseIsAcquired: Run's context ends while the
@@ -106,5 +112,128 @@ func TestOperatorStopsAsTheLeaseIsAcquired(t *testing.T) {
 	}
 	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
 		t.Errorf("the Lease is still held by %q after Run returned: not released", *h)
+	}
+}
+
+// TestOperatorShutdownPastTimeoutKeepsTheLease: Run's context ends while a
+// resource that ignores it is mid-reconciliation. Run returns at
+// ShutdownTimeout with an error (it waited for that reconciliation for
+// ever with leader election or sharding, past the timeout meant to end it
+// before the pod's SIGKILL), and the Lease (or the member Lease) stays this
+// replica's, renewed, until the reconciliation ends: its write still lands,
+// and only then is the Lease released (the member Lease deleted).
+func TestOperatorShutdownPastTimeoutKeepsTheLease(t *testing.T) {
+	t.Parallel()
+	ensureWidgetCRD(t)
+	for _, sharded := range []bool{false, true} {
+		name := "leader election"
+		if sharded {
+			name = "sharding"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t)
+			config := operatorpkg.Config{
+				RESTConfig:              env.Config(),
+				Name:                    "op-past",
+				Logger:                  log.NewNopLogger(),
+				Registry:                prometheus.NewRegistry(),
+				LeaderElection:          !sharded,
+				LeaderElectionNamespace: ns,
+				LeaseDuration:           shardLease,
+				RenewDeadline:           shardRenew,
+				RetryPeriod:             shardRetry,
+				ShutdownTimeout:         500 * time.Millisecond,
+			}
+			lease := "op-past"
+			if sharded {
+				config.Sharding = &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: "a"}
+				lease = "op-past-a" // the member Lease: <ring>-<identity>
+			}
+			op, err := operatorpkg.New(config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := &stubbornResource{kube: op.Kubernetes(), started: make(chan struct{}), release: make(chan struct{}), result: make(chan error, 1)}
+			inf, err := op.Informer(informer.Config{GVR: widgetGVR, Namespace: ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{resourceSet(t, "", res)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := framework.New(framework.Config{Name: "past", Informer: inf, ResourceRouter: rt, Client: op.Dynamic(), Resource: widgetGVR, Registerer: config.Registry, DisableFinalizers: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := op.Add(f); err != nil {
+				t.Fatal(err)
+			}
+			createWidget(t, newWidget(ns, "w", "", nil))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- op.Run(ctx) }()
+			released := false
+			t.Cleanup(func() {
+				if !released {
+					close(res.release)
+				}
+				cancel()
+				<-done
+			})
+			select {
+			case <-res.started:
+			case err := <-done:
+				t.Fatalf("Run returned before reconciling w: %v", err)
+			case <-time.After(60 * time.Second):
+				t.Fatal("w was not reconciled within 60 s")
+			}
+
+			cancel()
+			select {
+			case err := <-done:
+				done <- err // for the cleanup
+				if err == nil || !strings.Contains(err.Error(), "ShutdownTimeout") {
+					t.Fatalf("Run() = %v, want the error of a shutdown past ShutdownTimeout", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("Run did not return within 30 s of its context ending (ShutdownTimeout %s)", config.ShutdownTimeout)
+			}
+			returned := time.Now()
+			leases := kubeClient(t).CoordinationV1().Leases(ns)
+			poll(t, "the Lease renewed after Run returned", func(ctx context.Context) (bool, error) {
+				l, err := leases.Get(ctx, lease, metav1.GetOptions{})
+				if err != nil {
+					return false, nil
+				}
+				if h := l.Spec.HolderIdentity; h == nil || *h == "" {
+					return false, fmt.Errorf("the Lease was released while a reconciliation still ran")
+				}
+				return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(returned), nil
+			})
+
+			close(res.release)
+			released = true
+			select {
+			case err := <-res.result:
+				if err != nil {
+					t.Fatalf("the write of the reconciliation still holding the Lease: %v", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatal("the resource did not write within 60 s of its release")
+			}
+			poll(t, "the Lease released once the reconciliation ended", func(ctx context.Context) (bool, error) {
+				l, err := leases.Get(ctx, lease, metav1.GetOptions{})
+				switch {
+				case apierrors.IsNotFound(err):
+					return sharded, nil
+				case err != nil:
+					return false, nil
+				}
+				return !sharded && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == ""), nil
+			})
+		})
 	}
 }

@@ -101,8 +101,9 @@
 // and their reconciliations in flight finish (bounded by
 // Config.ShutdownTimeout); then the Lease is released, so that another
 // replica takes over at once but never while this one may still write (a
-// shutdown past ShutdownTimeout returns an error and keeps the Lease until
-// the last reconciliation ended); then the informers stop; then the HTTP
+// shutdown past ShutdownTimeout returns an error at ShutdownTimeout and
+// keeps renewing the Lease until the last reconciliation ended: a process
+// that exits then leaves it to expire); then the informers stop; then the HTTP
 // server. Run returns nil after a clean stop, and no goroutine it started is
 // left. An HTTP server that stops serving while Run runs stops the
 // operator in the same order, and Run returns its error: a replica without

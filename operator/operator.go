@@ -462,9 +462,12 @@ func (o *Operator) MetricsURL() string {
 // CacheSyncTimeout (matching informer.ErrNotSynced), ErrLeaseLost
 // when the Lease (or the member Lease) is lost (reconciling stops at
 // once, and the writes of the Operator's clients are refused from then
-// on: RESTConfig), or a shutdown that exceeded ShutdownTimeout (the Lease
-// is then released only when the last reconciliation ends; after a lost
-// Lease the error matches ErrLeaseLost as well), or the HTTP server's
+// on: RESTConfig), or a shutdown that exceeded ShutdownTimeout (Run
+// returns then, but the Lease, or with Sharding the member Lease, is
+// renewed until the last reconciliation ends and only then released, by
+// goroutines of Run's that end with it: a process that exits at once
+// leaves the Lease to expire; after a lost Lease the error matches
+// ErrLeaseLost as well), or the HTTP server's
 // error when it stops serving while Run runs (the operator then shuts down
 // in order, as when ctx ends). Run is called once.
 func (o *Operator) Run(ctx context.Context) (err error) {
@@ -586,7 +589,12 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	// The elector's context ends only after the Frameworks have stopped, so
 	// that the Lease is released after the last write.
 	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElector()
+	keepLease := false // Run returned past ShutdownTimeout: the elector goes on
+	defer func() {
+		if !keepLease {
+			stopElector()
+		}
+	}()
 	// Whether this replica leads is decided once, under termMu: either the
 	// elector's OnStartedLeading comes first, and the Frameworks run (Run
 	// waits for them), or ctx ends, or the elector returns, first, and they
@@ -604,7 +612,11 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 		}
 	})
 	defer stopWaiting()
-	result := make(chan error, 1)
+	type stopped struct {
+		err      error
+		finished <-chan struct{}
+	}
+	result := make(chan stopped, 1)
 	logger := log.With(o.logger, "lease", o.config.LeaderElectionNamespace+"/"+o.config.LeaderElectionID, "identity", identity)
 	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
@@ -635,9 +647,9 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 				// leading ends when the Lease is lost (or leCtx ends, which
 				// happens only after the Frameworks stopped).
 				err, finished := o.runFrameworks(ctx, frameworks, leading, "the leader election Lease "+o.config.LeaderElectionNamespace+"/"+o.config.LeaderElectionID)
-				result <- err
+				result <- stopped{err, finished}
 				// Keep the Lease until the last reconciliation ended, even
-				// past ShutdownTimeout.
+				// past ShutdownTimeout (Run has returned then).
 				<-finished
 				stopElector()
 			},
@@ -654,15 +666,34 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	}
 	st.electing.Store(true)
 	level.Info(logger).Log("msg", "waiting to lead")
-	elector.Run(leCtx)
-	termMu.Lock()
-	over = true
-	leads := led
-	termMu.Unlock()
-	if !leads {
-		return nil // ctx ended before this replica led
+	elected := make(chan struct{})
+	go func() { defer close(elected); elector.Run(leCtx) }()
+	var r stopped
+	select {
+	case <-elected:
+		termMu.Lock()
+		over = true
+		leads := led
+		termMu.Unlock()
+		if !leads {
+			return nil // ctx ended before this replica led
+		}
+		r = <-result
+	case r = <-result:
+		select {
+		case <-r.finished:
+			<-elected // stopped by OnStartedLeading: the Lease is released
+		default:
+			// Past ShutdownTimeout: the elector goes on renewing the Lease
+			// until the last reconciliation ended, and then releases it
+			// (OnStartedLeading stops it); Run returns now.
+			keepLease = true
+			if !errors.Is(r.err, ErrLeaseLost) {
+				level.Warn(logger).Log("msg", "holding the Lease until the reconciliations still running end", "err", r.err)
+			}
+		}
 	}
-	return <-result
+	return r.err
 }
 
 // runFrameworks boots every Framework and runs them until ctx ends (a clean

@@ -859,14 +859,24 @@ func (o *Operator) runSharded(ctx context.Context, frameworks []*framework.Frame
 		return fmt.Errorf("%w: Config.Sharding: no informer of Sharding.Resources %v: create the Frameworks' informers with Operator.Informer", ErrInvalidConfig, s.cfg.Resources)
 	}
 	lostCtx, lost := context.WithCancel(context.Background())
-	defer lost()
 	if err := s.join(ctx); err != nil {
+		lost()
 		return nil // ctx ended before this replica could join
 	}
-	defer s.leave()
 	memberCtx, stopMember := context.WithCancel(context.WithoutCancel(ctx))
 	var memberWG sync.WaitGroup
-	defer func() { stopMember(); memberWG.Wait() }() // before leave
+	// leaveRing stops renewing the member Lease and deletes it; when Run
+	// returns past ShutdownTimeout, only once the last reconciliation
+	// ended.
+	leaveRing := func() { stopMember(); memberWG.Wait(); s.leave(); lost() }
+	var leaveAfter <-chan struct{}
+	defer func() {
+		if leaveAfter == nil {
+			leaveRing()
+			return
+		}
+		go func() { <-leaveAfter; leaveRing() }()
+	}()
 	memberWG.Go(func() { s.heartbeat(memberCtx, lost) })
 
 	drainCtx, stopDrains := context.WithCancel(context.WithoutCancel(ctx))
@@ -897,9 +907,14 @@ func (o *Operator) runSharded(ctx context.Context, frameworks []*framework.Frame
 		return err
 	}
 	// The member Lease is renewed, and deleted, only after the last
-	// reconciliation ended, even past ShutdownTimeout: until then no
-	// other replica may take this one's objects.
-	<-finished
+	// reconciliation ended, even past ShutdownTimeout (Run has returned
+	// then): until then no other replica may take this one's objects.
+	select {
+	case <-finished:
+	default:
+		leaveAfter = finished
+		level.Warn(s.logger).Log("msg", "holding the member Lease until the reconciliations still running end", "lease", s.namespace+"/"+s.leaseName, "err", err)
+	}
 	return err
 }
 
