@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -235,5 +237,95 @@ func TestOperatorShutdownPastTimeoutKeepsTheLease(t *testing.T) {
 				return !sharded && (l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == ""), nil
 			})
 		})
+	}
+}
+
+// TestOperatorLeaseRenewalsHangFencesBeforeTakeover: the leader's Lease
+// renewals hang (an API server that takes the requests but does not
+// answer), and another replica takes the Lease once it expired. By then
+// the leader must have stopped, its writes refused: it counted the Lease
+// as held until client-go's elector had also given up releasing it, up to
+// RenewDeadline after its renewal failed, past LeaseDuration with
+// client-go's usual timings, so that both replicas wrote at once.
+func TestOperatorLeaseRenewalsHangFencesBeforeTakeover(t *testing.T) {
+	// Not parallel: it races the leader's loss against the takeover, as
+	// TestOperatorLeaderElection measures its failover.
+	ns := newNamespace(t)
+	ensureWidgetCRD(t)
+	const (
+		lease  = 4 * time.Second
+		renew  = 3 * time.Second
+		period = 500 * time.Millisecond
+	)
+	var blackhole atomic.Bool
+	replica := func(hang bool) (*operatorpkg.Operator, *framework.Framework) {
+		cfg := env.Config()
+		if hang {
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+					if blackhole.Load() && req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/namespaces/"+ns+"/leases/op-hang") {
+						<-req.Context().Done()
+						return nil, req.Context().Err()
+					}
+					return rt.RoundTrip(req)
+				})
+			})
+		}
+		op, err := operatorpkg.New(operatorpkg.Config{
+			RESTConfig:              cfg,
+			Name:                    "op-hang",
+			Logger:                  log.NewNopLogger(),
+			Registry:                prometheus.NewRegistry(),
+			LeaderElection:          true,
+			LeaderElectionNamespace: ns,
+			LeaseDuration:           lease,
+			RenewDeadline:           renew,
+			RetryPeriod:             period,
+			ShutdownTimeout:         time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := operatorFramework(t, op, ns, "widgets-hang", newOwnedConfigMapOps("hang", op.OwnWrites()))
+		if err := op.Add(f); err != nil {
+			t.Fatal(err)
+		}
+		return op, f
+	}
+	opA, fA := replica(true)
+	stopA, doneA := runOperator(opA)
+	t.Cleanup(func() { _ = stopA() })
+	select {
+	case <-fA.Booted():
+	case err := <-doneA:
+		t.Fatalf("replica A returned before leading: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("replica A did not lead within 60 s")
+	}
+	opB, fB := replica(false)
+	stopB, doneB := runOperator(opB)
+	t.Cleanup(func() { _ = stopB() })
+
+	blackhole.Store(true)
+	select {
+	case <-fB.Booted():
+	case err := <-doneB:
+		t.Fatalf("replica B returned before leading: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("replica B did not take the Lease within 60 s of A's renewals hanging")
+	}
+	// B leads: A's writes must be refused by now.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-after-takeover", Namespace: ns}}
+	_, err := opA.Kubernetes().CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
+	if !errors.Is(err, operatorpkg.ErrLeaseLost) {
+		t.Errorf("replica A's write once B leads: %v, want an error matching ErrLeaseLost (both replicas wrote at once)", err)
+	}
+	select {
+	case err := <-doneA:
+		if !errors.Is(err, operatorpkg.ErrLeaseLost) {
+			t.Errorf("replica A: Run() = %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("replica A still runs 60 s after its Lease was taken")
 	}
 }

@@ -109,11 +109,14 @@
 // operator in the same order, and Run returns its error: a replica without
 // probes or metrics is not one to keep running.
 //
-// Losing the Lease (the API server unreachable for longer than the renew
-// deadline, or another holder), or with sharding the member Lease, stops
-// reconciling at once: the Frameworks' context ends and so does the context
-// of every reconciliation in flight (framework.Framework.Abort), since
-// another replica may take over before they would have finished; Run waits
+// Losing the Lease (no renewal succeeded within the renew deadline: the
+// API server unreachable, or another holder), or with sharding the member
+// Lease, stops reconciling at once, before the Lease can expire for the
+// other replicas (not only once client-go's elector gave up releasing it,
+// which an API server that does not answer holds up): the Frameworks'
+// context ends and so does the context of every reconciliation in flight
+// (framework.Framework.Abort), since another replica may take over before
+// they would have finished; Run waits
 // for them to return, or for ShutdownTimeout (one still running then can
 // write nothing through the Operator's clients), and returns an error
 // matching ErrLeaseLost. The process should exit; a restart campaigns

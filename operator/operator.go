@@ -68,7 +68,8 @@ const (
 var ErrInvalidConfig = okerr.ErrInvalidConfig
 
 // ErrLeaseLost is returned by Run when this replica lost the leader
-// election Lease, or with Config.Sharding could not renew its member Lease
+// election Lease (another holder took it, or no renewal succeeded within
+// RenewDeadline), or with Config.Sharding could not renew its member Lease
 // within RenewDeadline, while its context was still running: it stopped
 // reconciling at once, and the process should exit (a restart campaigns,
 // or joins the ring, again). The writes of the Operator's clients (see
@@ -618,12 +619,14 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	}
 	result := make(chan stopped, 1)
 	logger := log.With(o.logger, "lease", o.config.LeaderElectionNamespace+"/"+o.config.LeaderElectionID, "identity", identity)
+	lock := &renewedLock{Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: o.config.LeaderElectionID, Namespace: o.config.LeaderElectionNamespace},
+		Client:     o.leases.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}}
+	lease := "the leader election Lease " + o.config.LeaderElectionNamespace + "/" + o.config.LeaderElectionID
 	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: o.config.LeaderElectionID, Namespace: o.config.LeaderElectionNamespace},
-			Client:     o.leases.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-		},
+		Lock:            lock,
 		LeaseDuration:   o.config.LeaseDuration,
 		RenewDeadline:   o.config.RenewDeadline,
 		RetryPeriod:     o.config.RetryPeriod,
@@ -644,9 +647,23 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 				st.leading.Store(true)
 				termMu.Unlock()
 				level.Info(logger).Log("msg", "leading: starting the operator")
-				// leading ends when the Lease is lost (or leCtx ends, which
-				// happens only after the Frameworks stopped).
-				err, finished := o.runFrameworks(ctx, frameworks, leading, "the leader election Lease "+o.config.LeaderElectionNamespace+"/"+o.config.LeaderElectionID)
+				// lost ends when the Lease is lost (or leCtx ends, which
+				// happens only after the Frameworks stopped). The elector
+				// ends leading only after it also tried to release the
+				// Lease, which an API server that does not answer holds up
+				// for RenewDeadline more: past LeaseDuration, when another
+				// replica may lead. So the Lease counts as lost as soon as
+				// no renewal succeeded for RenewDeadline, and the elector
+				// stops then, after the fence closed.
+				lost, loseLease := context.WithCancel(leading)
+				defer loseLease()
+				defer lock.watch(o.config.RenewDeadline, func() {
+					level.Error(logger).Log("msg", "Lease not renewed within RenewDeadline: stopping")
+					o.fence.close(errFenced(o.config.Name, lease))
+					loseLease()
+					stopElector()
+				})()
+				err, finished := o.runFrameworks(ctx, frameworks, lost, lease)
 				result <- stopped{err, finished}
 				// Keep the Lease until the last reconciliation ended, even
 				// past ShutdownTimeout (Run has returned then).
@@ -758,6 +775,73 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 	}
 	level.Info(o.logger).Log("msg", "frameworks stopped")
 	return nil, fin
+}
+
+// renewedLock is the leader election Lease's lock, noting when this
+// replica last wrote the Lease as its holder (acquired or renewed it).
+type renewedLock struct {
+	resourcelock.Interface
+	renewed atomic.Pointer[time.Time] // start of the last such write
+}
+
+// Create creates the Lease, noting the time when it succeeds.
+func (l *renewedLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.note(ler, func() error { return l.Interface.Create(ctx, ler) })
+}
+
+// Update updates the Lease, noting the time when it succeeds and this
+// replica holds it (not when it releases it).
+func (l *renewedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	return l.note(ler, func() error { return l.Interface.Update(ctx, ler) })
+}
+
+// note runs write and notes the time it started when it succeeded with
+// this replica as the holder: the other replicas count the Lease from a
+// later time (when they see it), never an earlier one.
+func (l *renewedLock) note(ler resourcelock.LeaderElectionRecord, write func() error) error {
+	start := time.Now()
+	err := write()
+	if err == nil && ler.HolderIdentity == l.Identity() {
+		l.renewed.Store(&start)
+	}
+	return err
+}
+
+// watch calls lost, once, when deadline passed since the start of the last
+// write that renewed the Lease, until the returned stop is called.
+func (l *renewedLock) watch(deadline time.Duration, lost func()) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	var check func()
+	check = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if last := l.renewed.Load(); last != nil {
+			if d := time.Until(last.Add(deadline)); d > 0 {
+				t = time.AfterFunc(d, check)
+				return
+			}
+		}
+		stopped = true
+		lost()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	d := deadline
+	if last := l.renewed.Load(); last != nil {
+		d = time.Until(last.Add(deadline))
+	}
+	t = time.AfterFunc(d, check)
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }
 
 // state is what the probes read while Run runs.
