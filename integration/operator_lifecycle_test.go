@@ -329,3 +329,50 @@ func TestOperatorLeaseRenewalsHangFencesBeforeTakeover(t *testing.T) {
 		t.Fatal("replica A still runs 60 s after its Lease was taken")
 	}
 }
+
+// TestShardingLeavesOnlyItsOwnMemberLease: another instance takes a
+// replica's member Lease (a second process given its identity, once the
+// Lease looked expired to it); the replica, unable to renew, stops with
+// ErrLeaseLost and leaves the ring, but the Lease is not its own any more:
+// it must stay, held by the other instance, whose objects would otherwise
+// move away while it reconciles them (the replica deleted the Lease
+// whoever held it).
+func TestShardingLeavesOnlyItsOwnMemberLease(t *testing.T) {
+	t.Parallel() // a namespace and Leases of its own
+	ns := newNamespace(t)
+	ensureWidgetCRD(t)
+	op, err := operatorpkg.New(shardConfig(env.Config(), ns, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := operatorFramework(t, op, ns, "widgets-own", newOwnedConfigMapOps("own", op.OwnWrites()))
+	if err := op.Add(f); err != nil {
+		t.Fatal(err)
+	}
+	stop, done := runOperator(op)
+	t.Cleanup(func() { _ = stop() })
+	select {
+	case <-f.Booted():
+	case err := <-done:
+		t.Fatalf("Run returned before the replica joined: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the replica did not join within 60 s")
+	}
+	lease := shardRing + "-a"
+	stealLease(t, ns, lease)
+	select {
+	case err := <-done:
+		if !errors.Is(err, operatorpkg.ErrLeaseLost) {
+			t.Fatalf("Run() = %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the replica still runs 60 s after its member Lease was taken")
+	}
+	l, err := kubeClient(t).CoordinationV1().Leases(ns).Get(t.Context(), lease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the member Lease held by another instance, after the replica stopped: %v", err)
+	}
+	if h := l.Spec.HolderIdentity; h == nil || *h != "an-intruder" {
+		t.Fatalf("the member Lease's holder = %v, want an-intruder's still", h)
+	}
+}

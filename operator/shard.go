@@ -61,7 +61,8 @@ const (
 
 // InstanceAnnotation, on a member Lease, holds a random token of the
 // process that holds it: a second process with the same Sharding.Identity
-// finds the Lease held by another instance and does not join.
+// finds the Lease held by another instance and does not join, and a
+// replica that stops deletes the Lease only while it carries its own token.
 const InstanceAnnotation = "shard.operatorkit.io/instance"
 
 // OwnedObjectsAnnotation, on a member Lease, holds the number of objects
@@ -431,14 +432,27 @@ func (s *sharder) heartbeat(ctx context.Context, lost func()) {
 
 // leave deletes the member Lease, so that the assigner moves this
 // replica's objects at once. Called after the last reconciliation ended.
+// A Lease that another instance holds now (it took the Lease over once it
+// looked expired: this replica's is lost) is left alone, with its objects.
 func (s *sharder) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var pre *metav1.Preconditions
-	if s.lease != nil {
-		pre = &metav1.Preconditions{UID: &s.lease.UID}
+	leases := s.kube.CoordinationV1().Leases(s.namespace)
+	l, err := leases.Get(ctx, s.leaseName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		level.Info(s.logger).Log("msg", "left the ring", "lease", s.namespace+"/"+s.leaseName)
+		return
+	case err != nil:
+		level.Warn(s.logger).Log("msg", "cannot delete the member Lease: its objects move when it expires", "lease", s.namespace+"/"+s.leaseName, "err", err)
+		return
+	case l.Annotations[InstanceAnnotation] != s.instance:
+		level.Info(s.logger).Log("msg", "left the ring; the member Lease is another instance's now: kept", "lease", s.namespace+"/"+s.leaseName, "instance", l.Annotations[InstanceAnnotation])
+		return
 	}
-	err := s.kube.CoordinationV1().Leases(s.namespace).Delete(ctx, s.leaseName, metav1.DeleteOptions{Preconditions: pre})
+	// Deleted only as read: not once another instance took it since.
+	pre := &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}
+	err = leases.Delete(ctx, s.leaseName, metav1.DeleteOptions{Preconditions: pre})
 	if err != nil && !apierrors.IsNotFound(err) {
 		level.Warn(s.logger).Log("msg", "cannot delete the member Lease: its objects move when it expires", "lease", s.namespace+"/"+s.leaseName, "err", err)
 		return
