@@ -214,6 +214,10 @@ type Framework struct {
 	dryRun           bool
 	runSuperseded    bool
 	finalizers       bool
+	// ownsFinalizer is !Config.DisableFinalizers: the operator, run
+	// without DryRun, adds its finalizer (Plan skips the delete chain of
+	// an object without it, as such a reconciliation does).
+	ownsFinalizer bool
 	// conditions is Config.Conditions without DryRun; fieldManager is
 	// Config.FieldManager with its default.
 	conditions   bool
@@ -373,6 +377,7 @@ func New(config Config) (*Framework, error) {
 		runSuperseded:       config.RunSuperseded,
 		dryRun:              config.DryRun,
 		finalizers:          writes,
+		ownsFinalizer:       !config.DisableFinalizers,
 		conditions:          conditions,
 		fieldManager:        config.FieldManager,
 		writeExpectationTTL: DefaultWriteExpectationTTL,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -239,6 +240,13 @@ type ObjectPlan struct {
 	// Deleting is true when the object has a deletionTimestamp: the plan is
 	// the delete chain's.
 	Deleting bool `json:"deleting,omitempty"`
+	// Finalized is true when the object is being deleted without the
+	// Framework's finalizer (Framework.Finalizer) although the Framework
+	// adds it (Config.DisableFinalizers is not set, DryRun or not): its
+	// delete chain ran already and removed the finalizer, or the object
+	// was never reconciled. A reconciliation skips such an object (result
+	// skipped), so nothing is planned: Resources is empty.
+	Finalized bool `json:"finalized,omitempty"`
 	// Resources are the plans of the set's resources in chain order, up to
 	// the one whose error stopped the plan.
 	Resources []ResourcePlan `json:"resources,omitempty"`
@@ -272,8 +280,9 @@ func (p ObjectPlan) Waits() (resource, what string, ok bool) {
 
 // Format writes p to b: a header line with the object and its resource set
 // ("demo/web (resource set release-2)", ", being deleted" added while it
-// is), its resources as FormatPlans writes them, indented by two spaces, and
-// a line "  stops: <error>" (the error on one line) when Err is set.
+// is), a line "  = skipped: ..." when the object is Finalized, its
+// resources as FormatPlans writes them, indented by two spaces, and a line
+// "  stops: <error>" (the error on one line) when Err is set.
 func (p ObjectPlan) Format(b *strings.Builder) {
 	b.WriteString(p.Object)
 	if p.ResourceSet != "" {
@@ -283,6 +292,9 @@ func (p ObjectPlan) Format(b *strings.Builder) {
 		b.WriteString(", being deleted")
 	}
 	b.WriteString("\n")
+	if p.Finalized {
+		b.WriteString("  = skipped: the operator's finalizer is gone (its delete chain ran already, or the object was never reconciled)\n")
+	}
 	var rb strings.Builder
 	FormatPlans(&rb, p.Resources)
 	for _, line := range strings.SplitAfter(rb.String(), "\n") {
@@ -301,7 +313,10 @@ func (p ObjectPlan) Format(b *strings.Builder) {
 // obj. The error, also in the result's Err, matches ErrNoResourceSet when
 // no set handles obj (or none is named set); otherwise it is the error of
 // the resource that stops the chain, whose plans before it are in the
-// result. It runs the set's InitCtx first, as a reconciliation does. Plan
+// result. It runs the set's InitCtx first, as a reconciliation does. An
+// object being deleted without the Framework's finalizer, which a
+// reconciliation skips, plans nothing and is ObjectPlan.Finalized (unless
+// Config.DisableFinalizers is set: then its delete chain is planned). Plan
 // needs no Boot and may run concurrently with reconciliations, but the
 // resources read what they read (their caches must have synced).
 // Operator.Plan runs it for a one-off plan command.
@@ -331,6 +346,15 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 	if ctx, err = initCtx(signal.WithFresh(ctx), rs, obj); err != nil {
 		p.Err = fmt.Errorf("init context of resource set %s: %w", rs.Name(), err)
 		return p, p.Err
+	}
+	if p.Deleting && f.ownsFinalizer {
+		acc, _ := meta.Accessor(obj) // Deleting: it has one
+		if !slices.Contains(acc.GetFinalizers(), f.finalizer) {
+			// A reconciliation skips it: its delete chain ran already,
+			// or the object was never ours.
+			p.Finalized = true
+			return p, nil
+		}
 	}
 	p.Resources, p.Err = Plan(ctx, obj, rs.Resources())
 	return p, p.Err

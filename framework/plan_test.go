@@ -154,8 +154,9 @@ func TestFrameworkPlan(t *testing.T) {
 
 	deleted := object("gone", 1, nil)
 	deleted.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	deleted.SetFinalizers([]string{f.Finalizer()})
 	p, err = f.Plan(ctx, deleted, "")
-	if err != nil || !p.Deleting || p.Resources[0].Delete == nil {
+	if err != nil || !p.Deleting || p.Finalized || len(p.Resources) == 0 || p.Resources[0].Delete == nil {
 		t.Fatalf("Plan(deleted) = %+v, %v; want the delete chain", p, err)
 	}
 	b.Reset()
@@ -165,6 +166,53 @@ func TestFrameworkPlan(t *testing.T) {
 	}
 	if f.Informer() == nil {
 		t.Fatal("Informer() = nil")
+	}
+}
+
+// TestFrameworkPlanOfAFinalizedDeletion: an object being deleted whose
+// finalizer is gone is skipped by a reconciliation (its delete chain ran
+// already), so its plan says so and plans no delete chain; with
+// DisableFinalizers the delete chain runs, and is planned.
+func TestFrameworkPlanOfAFinalizedDeletion(t *testing.T) {
+	r, err := crud.New(crud.Config{Ops: planOps{name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", true), Resources: []resource.Interface{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := object("gone", 1, nil)
+	deleted.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+	deleted.SetFinalizers([]string{"example.com/someone-else"})
+	ctx := context.Background()
+
+	f, err := New(Config{Name: "plan", Informer: informertest.New(), ResourceRouter: rt, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Plan(ctx, deleted, "")
+	if err != nil || !p.Deleting || !p.Finalized || len(p.Resources) != 0 || p.Changes() || p.ResourceSet != "v1" {
+		t.Fatalf("Plan(deleted without our finalizer) = %+v, %v; want Finalized and no resources planned", p, err)
+	}
+	var b strings.Builder
+	p.Format(&b)
+	want := "ns/gone (resource set v1), being deleted\n  = skipped: the operator's finalizer is gone (its delete chain ran already, or the object was never reconciled)\n"
+	if b.String() != want {
+		t.Fatalf("Format() =\n%s\nwant\n%s", b.String(), want)
+	}
+
+	f, err = New(Config{Name: "plan2", Informer: informertest.New(), ResourceRouter: rt, DryRun: true, DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = f.Plan(ctx, deleted, "")
+	if err != nil || p.Finalized || len(p.Resources) != 1 || p.Resources[0].Delete == nil {
+		t.Fatalf("Plan(deleted, DisableFinalizers) = %+v, %v; want the delete chain", p, err)
 	}
 }
 

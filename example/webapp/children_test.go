@@ -278,6 +278,7 @@ func TestDesiredOfInvalidAndDeletedObjects(t *testing.T) {
 	deleted := bad.DeepCopy()
 	now := metav1.Now()
 	deleted.DeletionTimestamp = &now
+	deleted.Finalizers = append(deleted.Finalizers, o.Framework().Finalizer()) // else its delete chain ran already
 	p, err := o.Framework().Plan(context.Background(), deleted, "")
 	if err != nil || len(p.Resources) != 3 || p.Resources[0].Delete == nil {
 		t.Fatalf("plan of a deleted object with an invalid spec = %+v, %v; want the ConfigMap's delete", p, err)
