@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
@@ -533,5 +534,79 @@ func TestPlanOfAReconciliationCanceledBeforeItsChain(t *testing.T) {
 	p, err := f.Plan(context.Background(), object("web", 1, nil), "")
 	if err != nil || len(p.Resources) != 0 || len(planned) != 0 {
 		t.Fatalf("Plan() = %+v, %v, planned %v; want no resource planned", p, err, planned)
+	}
+}
+
+// failingPlanOps is planOps whose desired state fails while fail is set.
+type failingPlanOps struct {
+	planOps
+	fail *atomic.Bool
+}
+
+func (o failingPlanOps) GetDesiredState(ctx context.Context, obj any) (any, error) {
+	if o.fail.Load() {
+		return nil, errors.New("spec.image is not valid")
+	}
+	return o.planOps.GetDesiredState(ctx, obj)
+}
+
+// TestDryRunPlansOfTheLastReconciliation: Plans (and the debug endpoint)
+// hold the plans of the last dry-run reconciliation: those before the
+// resource whose error stopped it, and none when no resource set handles
+// the object; they kept the last successful reconciliation's plan, which
+// showed "no changes" for the resource that now fails.
+func TestDryRunPlansOfTheLastReconciliation(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var fail atomic.Bool
+	a, err := crud.New(crud.Config{Ops: planOps{name: "a", want: described{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := crud.New(crud.Config{Ops: failingPlanOps{planOps{name: "b"}, &fail}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handles := func(obj any) bool { return obj.(*unstructured.Unstructured).GetLabels()["gone"] == "" }
+	inf := informertest.New(object("web", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, handles, a, b), DryRun: true, BackOffFactory: fastBackOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	lastResult := func(result string) func() bool {
+		return func() bool {
+			tr := f.Traces("ns/web")
+			return len(tr) > 0 && tr[len(tr)-1].Result == result
+		}
+	}
+	pollUntil(t, "the dry-run plan", func() bool { return len(f.Plans("ns/web")) == 2 })
+
+	fail.Store(true)
+	if err := inf.Update(object("web", 2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the failed dry run", lastResult(ResultError))
+	if p := f.Plans("ns/web"); len(p) != 1 || p[0].Resource != "a" || p[0].Update == nil {
+		t.Fatalf("Plans() after a dry run that b stopped = %+v, want only a's update", p)
+	}
+	srv := httptest.NewServer(f.DebugHandler())
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	resp, err := srv.Client().Get(srv.URL + DebugPath + "/ns/web?format=text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if _, plan, _ := strings.Cut(string(body), "last dry-run plan:\n"); strings.Contains(plan, "resource b") {
+		t.Fatalf("debug page after a dry run that b stopped shows a plan of b:\n%s", body)
+	}
+
+	if err := inf.Update(object("web", 3, map[string]string{"gone": "yes"})); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the unrouted dry run", lastResult(ResultNoResourceSet))
+	if p := f.Plans("ns/web"); p != nil {
+		t.Fatalf("Plans() after a dry run that no set handles = %+v, want nil", p)
 	}
 }

@@ -333,6 +333,9 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		}
 	}
 	if err != nil {
+		if f.dryRun {
+			f.traces.addPlans(key, nil) // planned nothing: no older plan stays
+		}
 		return routeOutcome(err)
 	}
 	tr.ResourceSet = set.Name()
@@ -342,15 +345,20 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 	}
 
 	if ctx, err = initCtx(ctx, set, obj); err != nil {
+		if f.dryRun {
+			f.traces.addPlans(key, nil)
+		}
 		return errorOutcome(fmt.Errorf("init context of resource set %s: %w", set.Name(), err))
 	}
 
 	if f.dryRun {
 		plans, err := Plan(ctx, obj, set.Resources())
+		// Also when a resource's error stopped the plan: the plans before
+		// it, never an older plan that no longer holds.
+		f.traces.addPlans(key, plans)
 		if err != nil {
 			return errorOutcome(err) // a panic in a resource is one
 		}
-		f.traces.addPlans(key, plans)
 		return outcome{result: ResultDryRun}
 	}
 

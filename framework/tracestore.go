@@ -226,12 +226,20 @@ func changedNothing(steps []trace.Step) bool {
 	return true
 }
 
+// addPlans keeps plans as key's last dry-run plan; nil plans drop the one
+// kept, without taking a place for key.
 func (s *traceStore) addPlans(key string, plans []ResourcePlan) {
 	if s.maxObjects <= 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if plans == nil {
+		if e, ok := s.byKey[key]; ok {
+			e.Value.(*objectTraces).plans = nil
+		}
+		return
+	}
 	ot, _ := s.entry(key, false)
 	ot.plans = plans
 }
@@ -299,7 +307,11 @@ func (f *Framework) Traces(key string) []trace.Trace {
 }
 
 // Plans returns the plans computed by the last dry-run reconciliation of the
-// object with key (Config.DryRun), or nil.
+// object with key (Config.DryRun): when a resource's error stopped it (the
+// error is in the object's last trace), the plans of the resources before
+// that one. It returns nil when that reconciliation planned nothing (no
+// resource set handles the object, or its set's InitCtx failed), and when
+// none is kept (as for Traces).
 func (f *Framework) Plans(key string) []ResourcePlan {
 	_, p := f.traces.get(key)
 	return p
