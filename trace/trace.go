@@ -157,22 +157,34 @@ func (t *Trace) Release() {
 // keeps the traces of more objects than it has room for, and so drops one
 // object's trace for each it keeps, then allocates no steps at all. A nil
 // dropped, dropped == t, or a dropped whose steps are still in a NewSized
-// buffer is not used: CompactReusing is then Compact. It is safe for
-// concurrent use.
+// buffer is not used: CompactReusing is then Compact. Nor is dropped used,
+// nor changed, when t's steps are not in a NewSized buffer (Compact does
+// nothing then). It is safe for concurrent use.
 func (t *Trace) CompactReusing(dropped *Trace) {
 	if t == nil {
 		return
 	}
-	var spare []Step
-	if n := t.Len(); dropped != nil && dropped != t {
+	t.lock()
+	n, pooled := len(t.Steps), t.buf != nil
+	t.unlock()
+	var taken []Step
+	if pooled && dropped != nil && dropped != t {
 		dropped.lock()
 		if c := cap(dropped.Steps); dropped.buf == nil && fits(n, c) {
-			spare = dropped.Steps[:0]
+			taken = dropped.Steps
 			dropped.Steps = nil
 		}
 		dropped.unlock()
 	}
-	t.detach(true, spare)
+	if !t.detach(true, taken[:0]) && taken != nil {
+		// Not used after all (t was compacted meanwhile, or grew): dropped
+		// gets its steps back, unless it recorded a step since.
+		dropped.lock()
+		if dropped.Steps == nil {
+			dropped.Steps = taken
+		}
+		dropped.unlock()
+	}
 }
 
 // fits reports whether a slice with room for c steps is used for n: it
@@ -183,16 +195,16 @@ func fits(n, c int) bool {
 
 // detach gives t's NewSized buffer back to the pool; with keep, t's steps
 // move to spare when it fits them (at most twice their number), else to a
-// new slice of exactly their length.
-func (t *Trace) detach(keep bool, spare []Step) {
+// new slice of exactly their length. It reports whether it used spare.
+func (t *Trace) detach(keep bool, spare []Step) (usedSpare bool) {
 	if t == nil {
-		return
+		return false
 	}
 	t.lock()
 	buf := t.buf
 	if buf == nil {
 		t.unlock()
-		return
+		return false
 	}
 	t.buf = nil
 	// The buffer's first used steps hold this trace's strings; the rest
@@ -207,6 +219,7 @@ func (t *Trace) detach(keep bool, spare []Step) {
 		copy(full, t.Steps)
 		clear(full[n:])
 		t.Steps = full[:n]
+		usedSpare = true
 	default:
 		t.Steps = append([]Step(nil), t.Steps...)
 	}
@@ -215,6 +228,7 @@ func (t *Trace) detach(keep bool, spare []Step) {
 	clear((*buf)[:used])
 	*buf = (*buf)[:0]
 	stepBuffers.Put(buf)
+	return usedSpare
 }
 
 // traceBlock holds a Trace, its lock and its first steps in one allocation.

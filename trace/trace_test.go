@@ -286,6 +286,36 @@ func TestCompactReusing(t *testing.T) {
 	}
 }
 
+// TestCompactReusingWithoutABuffer: a kept trace whose steps are in no
+// NewSized buffer (made with New, or compacted already) is left as it is
+// (Compact does nothing on it), and the dropped trace keeps its steps; they
+// were taken from it, for nothing.
+func TestCompactReusingWithoutABuffer(t *testing.T) {
+	record := func(tr *trace.Trace, steps ...string) {
+		for _, s := range steps {
+			tr.Record("r", s, tr.Now(), trace.OutcomeDone, nil)
+		}
+	}
+	compacted := trace.NewSized("ns/compacted", time.Now(), 8)
+	record(compacted, "x", "y")
+	compacted.Compact()
+	plain := trace.New("ns/plain", time.Now())
+	record(plain, "x", "y")
+	for _, kept := range []*trace.Trace{plain, compacted} {
+		dropped := trace.NewSized("ns/dropped", time.Now(), 8)
+		record(dropped, "a", "b", "c")
+		dropped.Compact()
+		room := &dropped.Steps[:1][0]
+		kept.CompactReusing(dropped)
+		if got := dropped.Snapshot().Steps; len(got) != 3 || got[2].Step != "c" || &dropped.Steps[:1][0] != room {
+			t.Errorf("%s.CompactReusing(dropped): dropped has steps %v, want its 3 steps in its own slice", kept.Object, got)
+		}
+		if got := kept.Snapshot().Steps; len(got) != 2 || got[1].Step != "y" {
+			t.Errorf("%s.CompactReusing(dropped): kept has steps %v, want x and y", kept.Object, got)
+		}
+	}
+}
+
 // TestReleaseReusesBuffer: a caller that releases each trace allocates
 // about only the Trace itself per NewSized (the race detector's pool drops
 // some buffers, hence the margin).
