@@ -310,12 +310,15 @@ func (p ObjectPlan) Format(b *strings.Builder) {
 // Plan computes what a reconciliation of obj would change now, writing
 // nothing: the package-level Plan over the resources of the resource set
 // named set or, when set is empty, of the set the ResourceRouter picks for
-// obj. The error, also in the result's Err, matches ErrNoResourceSet when
-// no set handles obj (or none is named set); otherwise it is the error of
+// obj. It runs the set's InitCtx first, as a reconciliation does. The
+// error, also in the result's Err, matches ErrNoResourceSet when no set
+// handles obj (or none is named set); it is the router's error when more
+// than one set does, InitCtx's when that fails, and otherwise the error of
 // the resource that stops the chain, whose plans before it are in the
-// result. It runs the set's InitCtx first, as a reconciliation does. An
-// object being deleted without the Framework's finalizer, which a
-// reconciliation skips, plans nothing and is ObjectPlan.Finalized (unless
+// result. A panic in a set's Handles or InitCtx is the error (a
+// *PanicError, matching ErrPanic), as in a reconciliation. An object being
+// deleted without the Framework's finalizer, which a reconciliation skips,
+// plans nothing and is ObjectPlan.Finalized (unless
 // Config.DisableFinalizers is set: then its delete chain is planned). Plan
 // needs no Boot and may run concurrently with reconciliations, but the
 // resources read what they read (their caches must have synced).
@@ -331,7 +334,7 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 	var rs *router.ResourceSet
 	var err error
 	if set == "" {
-		rs, err = f.router.ResourceSet(obj)
+		rs, err = f.route(obj) // a panic in Handles as a *PanicError
 	} else if rs = f.setNamed(set); rs == nil {
 		err = fmt.Errorf("%w: no resource set is named %q", ErrNoResourceSet, set)
 	}

@@ -610,3 +610,27 @@ func TestDryRunPlansOfTheLastReconciliation(t *testing.T) {
 		t.Fatalf("Plans() after a dry run that no set handles = %+v, want nil", p)
 	}
 }
+
+// TestFrameworkPlanRecoversAPanicInHandles: a panic in a resource set's
+// Handles is the plan's error (a *PanicError of the router), as it is a
+// reconciliation's; it went through Plan and crashed the plan command.
+func TestFrameworkPlanRecoversAPanicInHandles(t *testing.T) {
+	rt := testRouter(t, func(any) bool { panic("nil label map") }, &funcResource{name: "r"})
+	f, err := New(Config{Name: "plan", Informer: informertest.New(), ResourceRouter: rt, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p ObjectPlan
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Plan panicked: %v", r)
+			}
+		}()
+		p, err = f.Plan(context.Background(), object("web", 1, nil), "")
+	}()
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Resource != "router" || !errors.Is(p.Err, ErrPanic) || p.Object != "ns/web" || p.ResourceSet != "" {
+		t.Fatalf("Plan() = %+v, %v; want the panic of Handles as a *PanicError of the router", p, err)
+	}
+}
