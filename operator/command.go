@@ -195,7 +195,7 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 			return fail(stderr, name, 2, fmt.Errorf("invalid argument %q: want namespace/name", k))
 		}
 	}
-	switch err := opts.Validate(); {
+	switch err := errors.Join(opts.Validate(), fopts.validateNamespace()); {
 	case err != nil:
 		return fail(stderr, name, 2, err)
 	case set != "" && c.Sets[set] == "":

@@ -71,12 +71,19 @@ func (o FrameworkOptions) Validate() error {
 	if o.ReconcileTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %s for flag --reconcile-timeout: must be positive", o.ReconcileTimeout))
 	}
-	if o.Namespace != "" {
-		if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("invalid value %q for flag --namespace: %s", o.Namespace, strings.Join(msgs, "; ")))
-		}
+	return errors.Join(append(errs, o.validateNamespace())...)
+}
+
+// validateNamespace is Validate's check of Namespace, which the plan
+// command, with no other Framework flag, makes alone.
+func (o FrameworkOptions) validateNamespace() error {
+	if o.Namespace == "" {
+		return nil
 	}
-	return errors.Join(errs...)
+	if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+		return fmt.Errorf("invalid value %q for flag --namespace: %s", o.Namespace, strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 func orDefaultInt(n, def int) int {

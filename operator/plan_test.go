@@ -263,6 +263,7 @@ func TestCommand(t *testing.T) {
 		{name: "check fails", args: []string{"--kubeconfig", kubeconfig, "--namespace", "forbidden", "--metrics-bind-address", "0", "--leader-elect=false"}, wantCode: 1, stderr: "thing-operator: missing permissions: list things"},
 		{name: "plan without objects", args: []string{"plan"}, wantCode: 2, stderr: "name the things to plan"},
 		{name: "plan bad key", args: []string{"plan", "a"}, wantCode: 2, stderr: "want namespace/name"},
+		{name: "plan bad namespace", args: []string{"plan", "--kubeconfig", kubeconfig, "--namespace", "Bad_NS", "--all"}, wantCode: 2, stderr: `thing-operator plan: invalid value "Bad_NS" for flag --namespace: a lowercase RFC 1123 label`},
 		{name: "plan bad set", args: []string{"plan", "--release", "3", "--all"}, wantCode: 2, stderr: `invalid value "3" for flag -release: want 1 or 2`},
 		{name: "plan all", args: []string{"plan", "--kubeconfig", kubeconfig, "--all"}, stdout: "ns/b (resource set v1)\n  resource thing\n    ~ update\n        \"desired\"\n\nns/waiting (resource set v1)\n  resource thing\n    … waits: thing ns/waiting is not ready\n\n3 things planned, 2 to change, 1 waiting; nothing was changed\n"},
 		{name: "plan under a set", args: []string{"plan", "--kubeconfig", kubeconfig, "--release", "2", "ns/a"}, stdout: "ns/a\n  stops: no resource set"},
