@@ -53,8 +53,8 @@ const (
 	// ends, for the reconciliations in flight (a pod gets 30 s by default
 	// between SIGTERM and SIGKILL).
 	DefaultShutdownTimeout = 25 * time.Second
-	// DefaultCacheSyncTimeout bounds how long Run waits for the informers'
-	// first lists (controller-runtime's default too).
+	// DefaultCacheSyncTimeout bounds how long Run and Plan wait for the
+	// informers' first lists (controller-runtime's default too).
 	DefaultCacheSyncTimeout = 2 * time.Minute
 	// DefaultResyncPeriod is the resync period of the informers that
 	// Informer creates when their config has none.
@@ -142,12 +142,12 @@ type Config struct {
 	// for the reconciliations in flight. Defaults to
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
-	// CacheSyncTimeout bounds how long Run waits for every informer's
-	// first list: a resource the API server does not serve (its CRD not
-	// installed) or that this identity may not list and watch never syncs,
-	// and Run then returns an error naming the informer instead of waiting
-	// for ever (the pod restarts, with the reason in its log). Defaults to
-	// DefaultCacheSyncTimeout.
+	// CacheSyncTimeout bounds how long Run (and Plan) waits for every
+	// informer's first list: a resource the API server does not serve (its
+	// CRD not installed) or that this identity may not list and watch never
+	// syncs, and Run then returns an error naming the informer instead of
+	// waiting for ever (the pod restarts, with the reason in its log).
+	// Defaults to DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
 	// ResyncPeriod is the resync period of informers created by Informer
 	// without one. Defaults to DefaultResyncPeriod.

@@ -43,7 +43,9 @@ type PlanConfig struct {
 // An object's own error (a spec the resources cannot use, no resource set)
 // is in its ObjectPlan.Err. The error returned is what prevents planning:
 // a key the cache does not hold (ErrNotFound), a cache that does not sync
-// before ctx ends, a config without Framework (ErrInvalidConfig). Plan
+// within Config.CacheSyncTimeout or before ctx ends (matching
+// informer.ErrNotSynced, as in Run), a config without Framework
+// (ErrInvalidConfig). Plan
 // leaves no goroutine behind. Like Run it is called once: afterwards Run
 // and Plan return ErrAlreadyStarted.
 func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.ObjectPlan, error) {
@@ -74,14 +76,20 @@ func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.Obj
 		run(si.key.String(), si.inf.Run)
 	}
 	run("framework", own.Run)
+	// Bounded as in Run: a cache that never syncs (the CRD not installed,
+	// no permission to list) is an error, not a wait for ever.
+	syncCtx, stopSync := context.WithTimeoutCause(ctx, o.config.CacheSyncTimeout,
+		fmt.Errorf("not synced within CacheSyncTimeout (%s): is the resource served (its CRD installed), and may this identity list and watch it? The informer's list errors are in the log", o.config.CacheSyncTimeout))
+	defer stopSync()
 	for _, si := range informers {
-		if err := si.inf.WaitForCacheSync(ctx); err != nil {
+		if err := si.inf.WaitForCacheSync(syncCtx); err != nil {
 			return nil, fmt.Errorf("operator %s: cache of %s: %w", o.config.Name, si.key, err)
 		}
 	}
-	if err := own.WaitForCacheSync(ctx); err != nil {
+	if err := own.WaitForCacheSync(syncCtx); err != nil {
 		return nil, fmt.Errorf("operator %s: cache of the Framework's informer: %w", o.config.Name, err)
 	}
+	stopSync()
 
 	keys := config.Keys
 	if len(keys) == 0 {

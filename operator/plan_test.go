@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-kit/log"
 	"go.uber.org/goleak"
@@ -328,5 +329,26 @@ func TestCommandShard(t *testing.T) {
 	opts.Shard = false
 	if op, _, err := cmd.operator(t.Context(), opts, FrameworkOptions{}, cmd.Name, log.NewNopLogger()); err != nil || op.shard != nil {
 		t.Errorf("without --shard: sharding = %+v (err %v), want none", op.shard, err)
+	}
+}
+
+// TestPlanBoundsTheCacheSync: a cache that never syncs (the resource is not
+// served) ends Plan after Config.CacheSyncTimeout with an error naming the
+// informer, as it ends Run; Plan waited until its context ended, so that
+// the plan command of a cluster without the CRD waited for ever.
+func TestPlanBoundsTheCacheSync(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`, http.StatusNotFound)
+	}))
+	defer srv.Close()
+	o, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL}, Name: "plan", CacheSyncTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	_, err = o.Plan(ctx, PlanConfig{Framework: planFramework(t, o)})
+	if ctx.Err() != nil || !errors.Is(err, informer.ErrNotSynced) || !strings.Contains(err.Error(), "CacheSyncTimeout") {
+		t.Fatalf("Plan() over a resource not served = %v (context: %v); want informer.ErrNotSynced after CacheSyncTimeout, before the context ends", err, ctx.Err())
 	}
 }
