@@ -172,7 +172,9 @@ type Config struct {
 	// reconciled objects are dropped first). Objects whose last
 	// reconciliation ended without an error take at most half of the
 	// places, and give theirs up first: a resync over many healthy objects
-	// does not push the traces of failing ones out. A successful
+	// leaves the failing ones at least half of the places (a healthy
+	// object takes the place of the least recent failing one only when
+	// failing objects hold more than half). A successful
 	// reconciliation that changed nothing (crud resources whose apply
 	// steps were all skipped, no status write) of an object without kept
 	// traces takes a place only when one is free, so that a resync does not
