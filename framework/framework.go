@@ -176,7 +176,8 @@ type Config struct {
 	// object takes the place of the least recent failing one only when
 	// failing objects hold more than half). A successful
 	// reconciliation that changed nothing (crud resources whose apply
-	// steps were all skipped, no status write) of an object without kept
+	// steps were all skipped, no status write; a chain of more than eight
+	// crud resources counts as a change) of an object without kept
 	// traces takes a place only when one is free, so that a resync does not
 	// push out the traces of the last changes either. Defaults to
 	// DefaultTraceObjects; negative disables tracing.
