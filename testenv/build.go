@@ -57,16 +57,17 @@ var sourceFiles = map[string]string{
 // Build returns the path of the server program that Start runs, building it
 // first when the cache has none for this source and Go version: it writes
 // the program's module into the cache directory (see EnvCacheDir) and runs
-// `go build` there, which takes several minutes the first time (about 8 on
-// 2 cores with empty module and build caches, 3 GB of memory in the link
-// step) and says so on progress (nil: os.Stderr). Processes that call Build
-// at the same time build once: the cache entry is locked while it is built,
-// and the others wait for it. ctx's cancellation stops the build; its
-// deadline does not, DefaultBuildTimeout does. Of the caller's GOFLAGS the
-// build keeps only -trimpath and -gcflags, so that the packages the server
-// shares with the caller's own builds compile once. Start calls Build;
-// call it yourself to build ahead of tests (make does, before running
-// packages in parallel).
+// `go build` there, which takes several minutes the first time (about 8 on 2
+// cores with empty module and build caches, 3 GB of memory in the link step)
+// and says so on progress (nil: os.Stderr). Processes that call Build at the
+// same time build once: the cache entry is locked while it is built, and the
+// others wait for it; what a build killed with its process left in the entry
+// (where the platform locks it) the next build removes. ctx's cancellation
+// stops the build; its deadline does not, DefaultBuildTimeout does. Of the
+// caller's GOFLAGS the build keeps only -trimpath and -gcflags, so that the
+// packages the server shares with the caller's own builds compile once.
+// Start calls Build; call it yourself to build ahead of tests (make does,
+// before running packages in parallel).
 func Build(ctx context.Context, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = os.Stderr
@@ -115,6 +116,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	if executable(bin) { // built by the process we waited for
 		return bin, nil
 	}
+	removeStale(entry)
 	if err := writeSource(filepath.Join(entry, "src")); err != nil {
 		return "", err
 	}
@@ -296,6 +298,26 @@ func writeSource(dir string) error {
 		}
 	}
 	return nil
+}
+
+// removeStale removes what builds of entry that were killed (a SIGKILLed
+// or interrupted test process) left: the go command's work directories
+// and half-written programs, a few MB to a few hundred MB each, which no
+// later build used or removed. It runs only where lockFile excludes other
+// builds, under the lock: the temporaries there are then no live build's.
+func removeStale(entry string) {
+	if !lockExcludes {
+		return
+	}
+	own := fmt.Sprintf(".tmp-%d", os.Getpid()) // another Build of this process
+	for _, pattern := range []string{"work.tmp-*", "apiserver.tmp-*"} {
+		stale, _ := filepath.Glob(filepath.Join(entry, pattern))
+		for _, p := range stale {
+			if !strings.HasSuffix(p, own) {
+				_ = os.RemoveAll(p)
+			}
+		}
+	}
 }
 
 func executable(path string) bool {

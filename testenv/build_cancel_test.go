@@ -4,7 +4,9 @@ package testenv
 
 import (
 	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -108,5 +110,66 @@ func TestCanceledBuildCleansUp(t *testing.T) {
 	}
 	if left := workDirs("work.tmp-*"); len(left) > 0 {
 		t.Errorf("after a canceled Build its work directories remain: %v", left)
+	}
+}
+
+// TestKilledBuildLeftoversRemoved: what a build killed with its test
+// process (SIGKILL, an interrupt) leaves in the cache entry (the go
+// command's work directory, a half-written program) is removed by the
+// next build of the entry; it stayed there for ever, up to hundreds of MB
+// per killed build of the server.
+func TestKilledBuildLeftoversRemoved(t *testing.T) {
+	t.Setenv(EnvAPIServer, "") // this test is about building; not parallel: Setenv
+	realGo, err := goCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A go command whose build writes part of the program and then runs
+	// until it is killed: the test process is killed mid-build, every time.
+	bin := t.TempDir()
+	script := "#!/bin/sh\nif [ \"$1\" = build ]; then\n" +
+		"  while [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then echo partial > \"$2\"; fi; shift; done\n" +
+		"  exec sleep 3600\nfi\nexec " + realGo + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	leftovers := func() []string {
+		var all []string
+		for _, pattern := range []string{"work.tmp-*", "apiserver.tmp-*"} {
+			m, _ := filepath.Glob(filepath.Join(cache, "*", pattern))
+			all = append(all, m...)
+		}
+		return all
+	}
+	cmd := helperCmd(t, "build", EnvCacheDir+"="+cache, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(leftovers()) == 2, nil
+	}); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the build did not start: %v", leftovers())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	t.Setenv(EnvCacheDir, cache)
+	old := source
+	source = tinySource
+	t.Cleanup(func() { source = old })
+	built, err := Build(t.Context(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(t.Context(), built).Output(); err != nil || string(out) != "tiny test API server\n" {
+		t.Errorf("program %s printed %q, %v; want the built source's line", built, out, err)
+	}
+	if left := leftovers(); len(left) > 0 {
+		t.Errorf("after the next build, the killed build's temporaries remain: %v", left)
 	}
 }

@@ -48,7 +48,10 @@
 //     elsewhere instead.
 //   - Concurrent first builds (parallel test packages) do not collide: the
 //     cache entry is locked with flock while it is built, the others wait and
-//     use the result, and the finished program is renamed into place.
+//     use the result, and the finished program is renamed into place. The
+//     temporaries of a build killed with its process (the go command's
+//     work directory, a half-written program) are removed by the next
+//     build of the entry.
 //   - The child process prints its address when /readyz answers and takes
 //     "restart" and "stop" on stdin. It never outlives the test process: on
 //     Linux the kernel sends it SIGTERM when its parent dies

@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// lockExcludes: lockFile keeps other processes out of the cache entry
+// while one builds it.
+const lockExcludes = true
+
 // lockFile takes an exclusive flock on path, calling onWait once if another
 // process holds it, and polls until it gets it or ctx is canceled. The lock
 // goes with the process: one that dies mid-build frees it.
