@@ -58,7 +58,10 @@
 //     (PR_SET_PDEATHSIG), and on every platform it shuts down when its stdin
 //     closes, which happens when the parent exits however it exits (a crash,
 //     a `go test -timeout` panic, SIGKILL). It then removes its directory
-//     and exits within 10 seconds.
+//     and exits within 10 seconds. On Linux it runs in a process group of
+//     its own, so that a terminal's Ctrl-C reaches the test process (or
+//     program) only: one that handles the interrupt keeps its server
+//     until it stops it.
 //
 // Choices:
 //

@@ -8,14 +8,17 @@ import (
 // sysProcAttr makes the kernel send SIGTERM to the child when this process
 // dies, however it dies (SIGKILL, a `go test -timeout` panic): the server
 // program shuts down and never outlives its test. The closed stdin pipe
-// tells it the same on every platform.
+// tells it the same on every platform. The child runs in a process group
+// of its own, so that a terminal's Ctrl-C (SIGINT to the foreground
+// group) reaches this process only: one that handles it keeps its server
+// until it stops it, and one that does not dies, and its server with it.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 }
 
 // buildProcAttr is sysProcAttr for the go command that builds the server
-// program, in a process group of its own, so that killBuild reaches its
-// compilers and linker too.
+// program: in a process group of its own, also so that killBuild reaches
+// its compilers and linker.
 func buildProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
 }

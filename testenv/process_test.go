@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,7 +44,8 @@ func TestMain(m *testing.M) {
 // program, a tiny program instead (tinySource) and prints its path; helper
 // "start" starts a server, asks it for its version and stops it; helper
 // "hold" starts one, prints its process ID, address and directory and
-// waits to be killed.
+// waits to be killed; helper "interrupt" starts one, prints its process
+// ID, and asks it for its version again after an interrupt (SIGINT).
 func helper(mode string) error {
 	ctx := context.Background()
 	if mode == "echo" {
@@ -61,7 +63,14 @@ func helper(mode string) error {
 		fmt.Printf("bin=%s\n", bin)
 		return err
 	}
-	env, err := Start(ctx, Options{})
+	if mode == "interrupt" {
+		// A program that handles Ctrl-C itself, to clean up against its
+		// server before it stops it.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+	}
+	env, err := Start(context.WithoutCancel(ctx), Options{})
 	if err != nil {
 		return err
 	}
@@ -77,6 +86,12 @@ func helper(mode string) error {
 	case "start":
 		bin, err := build(ctx, io.Discard)
 		fmt.Printf("bin=%s\n", bin)
+		return err
+	case "interrupt":
+		fmt.Printf("%d\n", env.PID())
+		<-ctx.Done()
+		_, err := c.Discovery().ServerVersion()
+		fmt.Printf("after the interrupt: %v\n", err)
 		return err
 	case "hold":
 		fmt.Printf("%d %s %s\n", env.PID(), env.Config().Host, env.dir)
