@@ -101,6 +101,9 @@ func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	opts.BindFlags(fs)
 	fopts.BindFlags(fs)
+	// The Lease defaults to the objects' namespace here (below), not to
+	// the pod's as Options.BindFlags says.
+	fs.Lookup(flagLeaderElectionNamespace).Usage = `namespace of the leader election Lease (default: --namespace if set, else the pod's namespace, else "default")`
 	if c.BindFlags != nil {
 		c.BindFlags(fs)
 	}

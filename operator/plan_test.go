@@ -256,6 +256,7 @@ func TestCommand(t *testing.T) {
 		stderr   string // substring of the one line on stderr; "" for none
 	}{
 		{name: "help", args: []string{"-h"}, stdout: "usage: thing-operator [flags]"},
+		{name: "help on the Lease's namespace", args: []string{"-h"}, stdout: "namespace of the leader election Lease (default: --namespace if set, else the pod's namespace"},
 		{name: "plan help", args: []string{"plan", "--help"}, stdout: "usage: thing-operator plan [flags]"},
 		{name: "bad flag", args: []string{"--workers", "0"}, wantCode: 2, stderr: "thing-operator: invalid value 0 for flag --workers: must be at least 1"},
 		{name: "unknown flag", args: []string{"--frobnicate"}, wantCode: 2, stderr: "flag provided but not defined: -frobnicate"},
