@@ -259,8 +259,9 @@ func orDefault(s, def string) string {
 // It checks that the addresses are "0", empty or host:port with a port
 // number, that --kube-api-qps and --kube-api-burst are positive, that the
 // log level and format are known (so an empty one is invalid here: BindFlags
-// defaults them), and, with --leader-elect, that --leader-election-id is a
-// valid Lease name. A non-empty --leader-election-namespace must be a valid
+// defaults them), and, with --leader-elect or --shard, that
+// --leader-election-id is a valid Lease name (with --leader-elect also
+// that it is set). A non-empty --leader-election-namespace must be a valid
 // namespace name, and a non-empty --shard-identity a DNS label. The leader
 // election timings must not be negative and, with --leader-elect or
 // --shard, must fit together as Config's do: a lease duration of 1 s to
@@ -279,9 +280,11 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("invalid value %q for flag --%s: %s", a.value, a.flag, err))
 		}
 	}
-	if o.LeaderElect {
+	if o.LeaderElect || o.Shard { // --shard elects its assigner with the Lease
 		if o.LeaderElectionID == "" {
-			errs = append(errs, fmt.Errorf("flag --%s must not be empty with --%s", flagLeaderElectionID, flagLeaderElect))
+			if o.LeaderElect {
+				errs = append(errs, fmt.Errorf("flag --%s must not be empty with --%s", flagLeaderElectionID, flagLeaderElect))
+			}
 		} else if msgs := validation.IsDNS1123Subdomain(o.LeaderElectionID); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("invalid value %q for flag --%s: %s", o.LeaderElectionID, flagLeaderElectionID, strings.Join(msgs, "; ")))
 		}

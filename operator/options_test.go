@@ -244,6 +244,12 @@ func TestValidate(t *testing.T) {
 			want:   []string{`invalid value "Web_App" for flag --leader-election-id: a lowercase RFC 1123 subdomain`},
 		},
 		{
+			name:   "leader election id not a Lease name when sharding",
+			modify: func(o *Options) { o.LeaderElect, o.Shard, o.LeaderElectionID = false, true, "Web_App" },
+			want:   []string{`invalid value "Web_App" for flag --leader-election-id: a lowercase RFC 1123 subdomain`},
+		},
+		{name: "empty leader election id when sharding (Config defaults it)", modify: func(o *Options) { o.LeaderElect, o.Shard, o.LeaderElectionID = false, true, "" }},
+		{
 			name:   "leader election namespace not a namespace name",
 			modify: func(o *Options) { o.LeaderElectionNamespace = "My_NS" },
 			want:   []string{`invalid value "My_NS" for flag --leader-election-namespace: a lowercase RFC 1123 label`},
