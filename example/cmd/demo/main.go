@@ -27,13 +27,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/operatorkit/operatorkit/example/internal/cli"
+	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/operator"
 )
 
@@ -61,6 +66,30 @@ type options struct {
 	image          string
 }
 
+// validate returns nil or an error naming the first flag with a bad value.
+func (o options) validate() error {
+	switch {
+	case o.objects < 4:
+		return fmt.Errorf("invalid value %d for flag -objects: must be at least 4", o.objects)
+	case o.workers < 1 || o.workers > framework.MaxWorkers:
+		return fmt.Errorf("invalid value %d for flag -workers: must be 1 to %d", o.workers, framework.MaxWorkers)
+	case o.timeout <= 0:
+		return fmt.Errorf("invalid value %s for flag -timeout: must be positive", o.timeout)
+	case o.image == "":
+		return errors.New("flag -image must not be empty")
+	}
+	if msgs := validation.IsDNS1123Label(o.namespace); len(msgs) > 0 {
+		return fmt.Errorf("invalid value %q for flag -namespace: %s", o.namespace, strings.Join(msgs, "; "))
+	}
+	if _, _, err := net.SplitHostPort(o.metricsAddress); err != nil {
+		return fmt.Errorf("invalid value %q for flag -metrics-address: %s", o.metricsAddress, oneLine(err))
+	}
+	if _, err := operator.NewLogger(io.Discard, o.logLevel, "logfmt"); err != nil {
+		return fmt.Errorf("invalid value %q for flag -log-level: want debug, info, warn or error", o.logLevel)
+	}
+	return nil
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o options
 	fs := flag.NewFlagSet(cmdName, flag.ContinueOnError)
@@ -85,17 +114,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return cli.Fail(stderr, cmdName, 2, err)
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
-	case o.objects < 4:
-		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("invalid value %d for flag -objects: must be at least 4", o.objects))
-	case o.workers < 1:
-		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("invalid value %d for flag -workers: must be at least 1", o.workers))
-	case o.timeout <= 0:
-		return cli.Fail(stderr, cmdName, 2, fmt.Errorf("invalid value %s for flag -timeout: must be positive", o.timeout))
 	}
-	if _, err := operator.NewLogger(io.Discard, o.logLevel, "logfmt"); err != nil {
+	// Every bad value is found here, before the API server is built or
+	// started: not minutes later, from the server or the operator.
+	if err := o.validate(); err != nil {
 		return cli.Fail(stderr, cmdName, 2, err)
 	}
 

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/operatorkit/operatorkit/testenv"
+)
+
+// TestFlagErrors: a bad flag value ends the demo with exit code 2 and one
+// line on stderr naming the flag, before it builds or starts the API
+// server (some were found minutes later, by the server or the operator,
+// with exit code 1).
+func TestFlagErrors(t *testing.T) {
+	// Were the demo to go on, it would fail at once, not start a server.
+	t.Setenv(testenv.EnvAPIServer, filepath.Join(t.TempDir(), "no-server"))
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--objects", "3"}, "invalid value 3 for flag -objects: must be at least 4"},
+		{[]string{"--workers", "0"}, "invalid value 0 for flag -workers: must be 1 to 10000"},
+		{[]string{"--workers", "20000"}, "invalid value 20000 for flag -workers: must be 1 to 10000"},
+		{[]string{"--timeout", "-1s"}, "invalid value -1s for flag -timeout: must be positive"},
+		{[]string{"--namespace", "Bad_NS"}, `invalid value "Bad_NS" for flag -namespace: a lowercase RFC 1123 label`},
+		{[]string{"--namespace="}, `invalid value "" for flag -namespace: a lowercase RFC 1123 label`},
+		{[]string{"--image="}, "flag -image must not be empty"},
+		{[]string{"--metrics-address", "8080"}, `invalid value "8080" for flag -metrics-address: address 8080: missing port in address`},
+		{[]string{"--log-level", "loud"}, `invalid value "loud" for flag -log-level: want debug, info, warn or error`},
+		{[]string{"--frobnicate"}, "flag provided but not defined: -frobnicate"},
+		{[]string{"now"}, `unexpected argument "now"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit code = %d, want 2", code)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout = %q, want nothing (the demo must not start)", stdout.String())
+			}
+			if got, want := stderr.String(), "demo: "+tt.want; !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
+				t.Errorf("stderr = %q, want one line starting %q", got, want)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "usage: demo [flags]") || stderr.Len() > 0 {
+		t.Fatalf("-h: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}
