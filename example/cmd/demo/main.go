@@ -137,9 +137,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err = d.run(ctx)
 	if err != nil {
 		fmt.Fprintf(stdout, "\nresult: FAILED: %s\n", oneLine(err))
-		fmt.Fprintf(stdout, "logs kept in %s\n", o.logFile)
+		// A run that failed before it logged anything (the API server's
+		// build failed or was interrupted, a bad --cluster) has no logs
+		// to keep, nor a directory.
+		logged := hasData(o.logFile)
+		if logged {
+			fmt.Fprintf(stdout, "logs kept in %s\n", o.logFile)
+		}
+		if !logged || filepath.Dir(o.logFile) != dir {
+			os.RemoveAll(dir)
+		}
 		return cli.Fail(stderr, cmdName, 1, err)
 	}
 	os.RemoveAll(dir)
 	return 0
+}
+
+// hasData reports whether path is a file with something in it.
+func hasData(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() > 0
 }

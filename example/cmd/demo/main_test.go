@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,5 +54,29 @@ func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "usage: demo [flags]") || stderr.Len() > 0 {
 		t.Fatalf("-h: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestFailureBeforeLogs: a demo that fails before it logs anything (here
+// the API server cannot be had; an interrupted first build is another)
+// leaves no directory behind and points at no log file: it said "logs
+// kept in" a file that did not exist, and left an empty directory in
+// $TMPDIR per run.
+func TestFailureBeforeLogs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv(testenv.EnvAPIServer, filepath.Join(t.TempDir(), "no-server"))
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code = %d, want 1 (stderr %q)", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), testenv.EnvAPIServer) {
+		t.Errorf("stderr = %q, want the reason", stderr.String())
+	}
+	if strings.Contains(stdout.String(), "logs kept in") {
+		t.Errorf("stdout = %q, want no log file named: nothing was logged", stdout.String())
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("left in $TMPDIR: %v", left)
 	}
 }
