@@ -194,8 +194,13 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 	}
 	keys := fs.Args()
 	for _, k := range keys {
-		if ns, n, ok := strings.Cut(k, "/"); !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+		ns, n, ok := strings.Cut(k, "/")
+		if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
 			return fail(stderr, name, 2, fmt.Errorf("invalid argument %q: want namespace/name", k))
+		}
+		if fopts.Namespace != "" && ns != fopts.Namespace {
+			// The caches hold --namespace only: it would be "not found".
+			return fail(stderr, name, 2, fmt.Errorf("invalid argument %q: not in --namespace %s", k, fopts.Namespace))
 		}
 	}
 	switch err := errors.Join(opts.Validate(), fopts.validateNamespace()); {

@@ -233,6 +233,7 @@ func TestCommand(t *testing.T) {
 	if err := writeKubeconfig(kubeconfig, cfg.Host); err != nil {
 		t.Fatal(err)
 	}
+	missing := t.TempDir() + "/missing.kubeconfig"
 	checked := 0
 	cmd := Command{
 		Name: "thing-operator", Summary: "Runs the thing operator.", Objects: "things",
@@ -263,6 +264,8 @@ func TestCommand(t *testing.T) {
 		{name: "stray argument", args: []string{"serve"}, wantCode: 2, stderr: `unexpected argument "serve"`},
 		{name: "shard without ShardResources", args: []string{"--shard"}, wantCode: 2, stderr: "thing-operator: flag --shard: thing-operator does not shard (its Command has no ShardResources)"},
 		{name: "check fails", args: []string{"--kubeconfig", kubeconfig, "--namespace", "forbidden", "--metrics-bind-address", "0", "--leader-elect=false"}, wantCode: 1, stderr: "thing-operator: missing permissions: list things"},
+		{name: "bad namespace", args: []string{"--namespace", "Apps_1", "--kubeconfig", missing}, wantCode: 2, stderr: `thing-operator: invalid value "Apps_1" for flag --namespace: a lowercase RFC 1123 label`},
+		{name: "plan outside --namespace", args: []string{"plan", "--kubeconfig", kubeconfig, "--namespace", "other", "ns/a"}, wantCode: 2, stderr: `thing-operator plan: invalid argument "ns/a": not in --namespace other`},
 		{name: "plan without objects", args: []string{"plan"}, wantCode: 2, stderr: "name the things to plan"},
 		{name: "plan bad key", args: []string{"plan", "a"}, wantCode: 2, stderr: "want namespace/name"},
 		{name: "plan bad namespace", args: []string{"plan", "--kubeconfig", kubeconfig, "--namespace", "Bad_NS", "--all"}, wantCode: 2, stderr: `thing-operator plan: invalid value "Bad_NS" for flag --namespace: a lowercase RFC 1123 label`},
