@@ -113,6 +113,8 @@ func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Write
 		return 0
 	case err != nil:
 		return fail(stderr, c.Name, 2, err)
+	case fs.NArg() > 0 && fs.Arg(0) == "plan":
+		return fail(stderr, c.Name, 2, fmt.Errorf("plan comes first, before its flags: %s plan [flags] (namespace/name... | --all)", c.Name))
 	case fs.NArg() > 0:
 		return fail(stderr, c.Name, 2, fmt.Errorf("unexpected argument %q (the only subcommand is plan)", fs.Arg(0)))
 	}

@@ -262,6 +262,7 @@ func TestCommand(t *testing.T) {
 		{name: "bad flag", args: []string{"--workers", "0"}, wantCode: 2, stderr: "thing-operator: invalid value 0 for flag --workers: must be at least 1"},
 		{name: "unknown flag", args: []string{"--frobnicate"}, wantCode: 2, stderr: "flag provided but not defined: -frobnicate"},
 		{name: "stray argument", args: []string{"serve"}, wantCode: 2, stderr: `unexpected argument "serve"`},
+		{name: "plan after flags", args: []string{"--kubeconfig", kubeconfig, "plan", "--all"}, wantCode: 2, stderr: "thing-operator: plan comes first, before its flags: thing-operator plan [flags] (namespace/name... | --all)"},
 		{name: "shard without ShardResources", args: []string{"--shard"}, wantCode: 2, stderr: "thing-operator: flag --shard: thing-operator does not shard (its Command has no ShardResources)"},
 		{name: "check fails", args: []string{"--kubeconfig", kubeconfig, "--namespace", "forbidden", "--metrics-bind-address", "0", "--leader-elect=false"}, wantCode: 1, stderr: "thing-operator: missing permissions: list things"},
 		{name: "bad namespace", args: []string{"--namespace", "Apps_1", "--kubeconfig", missing}, wantCode: 2, stderr: `thing-operator: invalid value "Apps_1" for flag --namespace: a lowercase RFC 1123 label`},
