@@ -56,12 +56,15 @@
 //     "restart" and "stop" on stdin. It never outlives the test process: on
 //     Linux the kernel sends it SIGTERM when its parent dies
 //     (PR_SET_PDEATHSIG), and on every platform it shuts down when its stdin
-//     closes, which happens when the parent exits however it exits (a crash,
-//     a `go test -timeout` panic, SIGKILL). It then removes its directory
-//     and exits within 10 seconds. On Linux it runs in a process group of
-//     its own, so that a terminal's Ctrl-C reaches the test process (or
-//     program) only: one that handles the interrupt keeps its server
-//     until it stops it.
+//     closes, which happens when the parent exits however it exits (a crash, a
+//     `go test -timeout` panic, SIGKILL). It then removes its directory and
+//     exits within 10 seconds. Only a kill of both at once (the whole process
+//     tree, the OOM killer) leaves the directory, with etcd's data, behind:
+//     the next Start in the same parent directory removes it (its process
+//     holds an flock on the directory's .lock while it runs; where flock is
+//     missing nothing is removed). On Linux it runs in a process group of its
+//     own, so that a terminal's Ctrl-C reaches the test process (or program)
+//     only: one that handles the interrupt keeps its server until it stops it.
 //
 // Choices:
 //

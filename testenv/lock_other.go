@@ -10,3 +10,10 @@ const lockExcludes = false
 // lockFile does not lock where flock is missing: parallel first builds then
 // each build, and the rename of the finished program keeps the cache whole.
 func lockFile(context.Context, string, func()) (func(), error) { return func() {}, nil }
+
+// lockDir does nothing where flock is missing.
+func lockDir(string) (func(), error) { return func() {}, nil }
+
+// removeStaleDirs removes nothing where flock is missing: whether a
+// directory's process lives is not known.
+func removeStaleDirs(string) {}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -46,5 +48,58 @@ func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), e
 			return nil, fmt.Errorf("testenv: wait for lock %s: %w", path, context.Cause(ctx))
 		case <-time.After(250 * time.Millisecond):
 		}
+	}
+}
+
+// lockDir marks dir, an Env's directory, as in use by this process until
+// unlock: an flock on dir/.lock. The file is locked under another name and
+// then renamed, so that removeStaleDirs never finds a .lock that its live
+// process has not locked yet.
+func lockDir(dir string) (unlock func(), err error) {
+	tmp := filepath.Join(dir, ".lock.tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: lock %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("testenv: lock %s: %w", dir, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ".lock")); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("testenv: lock %s: %w", dir, err)
+	}
+	ownDirs.Store(dir, true)
+	return func() { ownDirs.Delete(dir); f.Close() }, nil
+}
+
+// ownDirs holds the directories this process locked, which
+// removeStaleDirs does not even open: where flock is emulated with POSIX
+// locks (NFS), a process's own locks do not exclude it, and closing any
+// descriptor of the file drops them.
+var ownDirs sync.Map
+
+// removeStaleDirs removes the directories of Envs in parent whose process
+// died without removing them and took its server along (both killed at
+// once: a kill of the whole process tree, the OOM killer): etcd's data,
+// about 120 MB each. Such a directory's .lock is not locked any more;
+// directories without one (not lockDir's) are left alone.
+func removeStaleDirs(parent string) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	locks, _ := filepath.Glob(filepath.Join(parent, "testenv-*", ".lock"))
+	for _, lock := range locks {
+		if _, own := ownDirs.Load(filepath.Dir(lock)); own {
+			continue
+		}
+		f, err := os.Open(lock)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(filepath.Dir(lock))
+		}
+		f.Close()
 	}
 }

@@ -3,12 +3,19 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestInterruptLeavesTheServerToItsProgram: Ctrl-C in a terminal (SIGINT
@@ -66,4 +73,64 @@ func processGroup(pid int) (int, error) {
 		return 0, io.ErrUnexpectedEOF
 	}
 	return strconv.Atoi(fields[2])
+}
+
+// TestStaleDirsRemoved: a test process killed together with its server
+// (the whole process tree, the OOM killer) leaves the server's directory,
+// etcd's data (about 120 MB), in the temporary directory; the next Start
+// there removes it, and never the directory of a server that runs, in
+// another process or in this one.
+func TestStaleDirsRemoved(t *testing.T) {
+	t.Parallel() // its own processes and temporary directory
+	parent := t.TempDir()
+	// hold starts a test process that holds a server in parent.
+	hold := func() (cmd *exec.Cmd, pid int, dir string) {
+		cmd = helperCmd(t, "hold", "TMPDIR="+parent)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatalf("helper printed no line: %v\nstderr:\n%s", err, &stderr)
+		}
+		var host string
+		if _, err := fmt.Sscan(line, &pid, &host, &dir); err != nil {
+			t.Fatalf("parse %q: %v", line, err)
+		}
+		return cmd, pid, dir
+	}
+	_, _, running := hold()
+	killed, pid, stale := hold()
+	// Both killed at once: neither can clean up.
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = killed.Process.Kill()
+	_ = killed.Wait()
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return !alive(pid), nil
+	}); err != nil {
+		t.Fatalf("server process %d still running after SIGKILL", pid)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Fatalf("the killed server's directory is not there to be removed: %v", err)
+	}
+
+	live := New(t, Options{Dir: parent})
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("directory %s of a killed test process and server left after the next Start: stat error = %v", stale, err)
+	}
+	if _, err := os.Stat(running); err != nil {
+		t.Errorf("the directory %s of another process's running server was removed by Start: %v", running, err)
+	}
+	other := New(t, Options{Dir: parent})
+	other.Stop()
+	if _, err := os.Stat(live.dir); err != nil {
+		t.Errorf("the directory %s of this process's running server was removed by another Start: %v", live.dir, err)
+	}
 }

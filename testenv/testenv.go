@@ -48,7 +48,9 @@ type Options struct {
 	// everything.
 	RBAC bool
 	// Dir is the parent of the temporary directory that holds etcd's data,
-	// certificates and keys. Empty means os.TempDir.
+	// certificates and keys. Empty means os.TempDir. Start removes the
+	// directories there that a killed process and its server left behind
+	// (where flock is available; see the package doc).
 	Dir string
 	// StartTimeout bounds each start of etcd and of the API server, and each
 	// RestartAPIServer. Defaults to DefaultStartTimeout. It does not bound the
@@ -77,9 +79,10 @@ type Env struct {
 	clientCA *authority
 	admin    *rest.Config
 
-	mu      sync.Mutex // serialises Restart and Stop
-	stopped bool
-	proc    *process
+	mu        sync.Mutex // serialises Restart and Stop
+	stopped   bool
+	proc      *process
+	unlockDir func() // lets other processes' Start remove dir (see lockDir)
 }
 
 // Start builds the server program if it is not in the cache yet (see
@@ -118,11 +121,17 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		// the start does not.
 		return nil, fmt.Errorf("testenv: start apiserver: the context ended before the start (a deadline that also covers a first build of the server program is too short): %w", context.Cause(ctx))
 	}
+	removeStaleDirs(opts.Dir)
 	dir, err := os.MkdirTemp(opts.Dir, "testenv-")
 	if err != nil {
 		return nil, fmt.Errorf("testenv: create temp dir: %w", err)
 	}
-	e := &Env{opts: opts, dir: dir}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	e := &Env{opts: opts, dir: dir, unlockDir: unlock}
 	if err := e.start(ctx, bin); err != nil {
 		e.Stop()
 		return nil, err
@@ -297,6 +306,7 @@ func (e *Env) Stop() {
 		e.proc.stop(DefaultStopTimeout)
 	}
 	os.RemoveAll(e.dir)
+	e.unlockDir()
 }
 
 // TB is the part of testing.TB that New uses.
