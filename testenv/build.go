@@ -100,7 +100,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 		return bin, nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("testenv: create cache directory: %w", err)
+		return "", cacheError(root, err)
 	}
 	// Waiting for another process's build is part of the build: bounded
 	// by ctx's cancellation and DefaultBuildTimeout, not ctx's deadline.
@@ -109,7 +109,11 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 		fmt.Fprintf(progress, "testenv: waiting for another process that is building the test API server into %s\n", entry)
 	})
 	stopLock()
-	if err != nil {
+	var pathErr *fs.PathError
+	switch {
+	case errors.As(err, &pathErr): // the lock file cannot be created
+		return "", cacheError(root, err)
+	case err != nil:
 		return "", err
 	}
 	defer unlock()
@@ -118,7 +122,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	removeStale(entry)
 	if err := writeSource(filepath.Join(entry, "src")); err != nil {
-		return "", err
+		return "", cacheError(root, err)
 	}
 	fmt.Fprintf(progress, "testenv: building the test API server (kube-apiserver and etcd from Go modules) into %s.\n"+
 		"testenv: this happens once per Kubernetes and Go version: about 8 minutes on 2 cores with empty Go caches\n"+
@@ -140,7 +144,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	cmd.Dir = filepath.Join(entry, "src")
 	work := filepath.Join(entry, fmt.Sprintf("work.tmp-%d", os.Getpid()))
 	if err := os.MkdirAll(work, 0o755); err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
+		return "", cacheError(root, err)
 	}
 	defer os.RemoveAll(work)
 	cmd.Env = append(buildEnv(os.Environ()), "GOTMPDIR="+work)
@@ -154,7 +158,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 		return "", fmt.Errorf("testenv: build the test API server in %s: %w\n%s", cmd.Dir, err, out.Bytes())
 	}
 	if err := os.Rename(tmp, bin); err != nil {
-		return "", fmt.Errorf("testenv: %w", err)
+		return "", cacheError(root, err)
 	}
 	fmt.Fprintf(progress, "testenv: built the test API server in %s\n", time.Since(start).Round(time.Second))
 	return bin, nil
@@ -268,6 +272,17 @@ func cacheKey(ctx context.Context, goBin string) (string, error) {
 	return ver[0] + "-" + hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
+// cacheError is err, a failed write into the cache directory root, with
+// what to do about it: HOME (os.UserCacheDir) is read-only in some
+// sandboxes and CI containers, and EnvCacheDir then chooses another.
+func cacheError(root string, err error) error {
+	how := "set " + EnvCacheDir + " to a writable directory"
+	if os.Getenv(EnvCacheDir) != "" {
+		how = "the directory of " + EnvCacheDir
+	}
+	return fmt.Errorf("testenv: cannot write the cache directory %s (%s): %w", root, how, err)
+}
+
 func cacheRoot() (string, error) {
 	if dir := os.Getenv(EnvCacheDir); dir != "" {
 		return filepath.Abs(dir)
@@ -282,19 +297,19 @@ func cacheRoot() (string, error) {
 // writeSource writes the server program's module into dir.
 func writeSource(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("testenv: %w", err)
+		return err
 	}
 	for from, to := range sourceFiles {
 		data, err := fs.ReadFile(source, from)
 		if err != nil {
-			return fmt.Errorf("testenv: %w", err)
+			return err
 		}
 		if to == "main.go" {
 			// In its own module the program is built, not ignored.
 			data = bytes.Replace(data, []byte("//go:build ignore\n"), nil, 1)
 		}
 		if err := os.WriteFile(filepath.Join(dir, to), data, 0o644); err != nil {
-			return fmt.Errorf("testenv: %w", err)
+			return err
 		}
 	}
 	return nil

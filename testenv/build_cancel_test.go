@@ -173,3 +173,52 @@ func TestKilledBuildLeftoversRemoved(t *testing.T) {
 		t.Errorf("after the next build, the killed build's temporaries remain: %v", left)
 	}
 }
+
+// TestUnwritableCache: a cache directory that cannot be written (a
+// read-only HOME in a sandbox or CI container) fails the build with an
+// error that names the directory and says how to choose another; some
+// stages named neither (the lock file, the source), none said how.
+func TestUnwritableCache(t *testing.T) {
+	t.Setenv(EnvAPIServer, "") // this test is about building; not parallel: Setenv
+	old := source
+	source = tinySource
+	t.Cleanup(func() { source = old })
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goBin, err := goCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := cacheKey(t.Context(), goBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The user's cache directory (XDG_CACHE_HOME on Linux) below a file.
+	t.Setenv(EnvCacheDir, "")
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(file, "cache"))
+	root := filepath.Join(file, "cache", "operatorkit-testenv")
+	_, err = Build(t.Context(), io.Discard)
+	if want := "testenv: cannot write the cache directory " + root + " (set " + EnvCacheDir + " to a writable directory)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Build with the user's cache directory below a file: %v, want %q", err, want)
+	}
+
+	// EnvCacheDir's entry (where the source goes) is a file, its lock a
+	// directory.
+	for _, block := range []string{key, key + ".lock/x"} {
+		root := t.TempDir()
+		t.Setenv(EnvCacheDir, root)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, block)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, block), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Build(t.Context(), io.Discard)
+		if want := "testenv: cannot write the cache directory " + root + " (the directory of " + EnvCacheDir + ")"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Build with %s in the way: %v, want %q", block, err, want)
+		}
+	}
+}

@@ -19,11 +19,12 @@ const lockExcludes = true
 
 // lockFile takes an exclusive flock on path, calling onWait once if another
 // process holds it, and polls until it gets it or ctx is canceled. The lock
-// goes with the process: one that dies mid-build frees it.
+// goes with the process: one that dies mid-build frees it. A path that
+// cannot be opened (or created) is os.OpenFile's *fs.PathError.
 func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("testenv: open lock %s: %w", path, err)
+		return nil, err // an *fs.PathError naming path
 	}
 	waited := false
 	for {
