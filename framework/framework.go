@@ -92,6 +92,7 @@ type Config struct {
 	// CRD, when set, is created or updated by EnsureCRD, which Boot calls
 	// before it runs the informer (and operator.Operator.Run before it
 	// starts the shared informers, which would never sync without it).
+	// Not with DryRun, which writes nothing: the CRD must be installed.
 	CRD *apiextensionsv1.CustomResourceDefinition
 	// CRDClient ensures CRD. Required when CRD is set.
 	CRDClient *crdclient.CRDClient
@@ -134,7 +135,8 @@ type Config struct {
 	UpdatePredicate func(oldObj, newObj any) bool
 	// DryRun makes the Framework reconcile without writing: each crud
 	// resource computes its plan (see Plan), which is traced and logged;
-	// no finalizer is written and nothing is applied.
+	// no finalizer is written, nothing is applied, and CRD is neither
+	// created nor updated.
 	DryRun bool
 	// RunSuperseded makes every reconciliation run its whole chain. By
 	// default a reconciliation stops before its next resource, with result
@@ -440,8 +442,9 @@ func (f *Framework) Booted() <-chan struct{} { return f.booted }
 // it is established; it does nothing when none is set or after it
 // succeeded once. Boot calls it; call it before starting an informer of
 // the CRD's resource yourself, which cannot sync before the CRD exists (the
-// operator package's Run does). An error names the Framework and the CRD.
-// Safe for concurrent use.
+// operator package's Run does). With Config.DryRun it writes nothing and
+// returns nil: the CRD must be installed. An error names the Framework and
+// the CRD. Safe for concurrent use.
 func (f *Framework) EnsureCRD(ctx context.Context) error {
 	if f.crd == nil {
 		return nil
@@ -449,6 +452,11 @@ func (f *Framework) EnsureCRD(ctx context.Context) error {
 	f.crdMu.Lock()
 	defer f.crdMu.Unlock()
 	if f.crdEnsured {
+		return nil
+	}
+	if f.dryRun {
+		level.Info(f.logger).Log("msg", "dry run: not ensuring CRD", "crd", f.crd.Name)
+		f.crdEnsured = true
 		return nil
 	}
 	level.Info(f.logger).Log("msg", "ensuring CRD", "crd", f.crd.Name)

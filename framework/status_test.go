@@ -17,6 +17,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/goleak"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1354,5 +1355,36 @@ func TestStatusStateOnlyWhenNeeded(t *testing.T) {
 				t.Errorf("observedGeneration after the write = %d, want 3", observedOf(server.get()))
 			}
 		})
+	}
+}
+
+// TestDryRunWritesNoCRD: a dry run writes nothing, the CRD neither:
+// EnsureCRD (Boot and operator.Operator.Run call it) created or updated
+// Config.CRD all the same, so that `--dry-run --install-crd` changed the
+// cluster's CRD.
+func TestDryRunWritesNoCRD(t *testing.T) {
+	ext := apiextensionsfake.NewClientset()
+	crds, err := crdclient.New(crdclient.Config{Client: ext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "things.test.operatorkit.io"},
+		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Group: "test.operatorkit.io", Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}},
+	}
+	f, err := New(Config{Name: "op", Informer: informertest.New(), ResourceRouter: testRouter(t, nil, &funcResource{name: "r"}),
+		Resource: thingsGVR, DryRun: true, CRD: crd, CRDClient: crds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := f.EnsureCRD(ctx); err != nil {
+		t.Errorf("EnsureCRD in a dry run = %v, want nil", err)
+	}
+	for _, a := range ext.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			t.Errorf("a dry run's EnsureCRD wrote: %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
 	}
 }

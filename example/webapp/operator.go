@@ -36,8 +36,9 @@ type Config struct {
 	// library's defaults (see operator.FrameworkOptions).
 	Options operator.FrameworkOptions
 	// InstallCRD makes the operator create or update the WebApp CRD when it
-	// starts, before it waits for its caches (framework.Config.CRD). False:
-	// the CRD must be installed already.
+	// starts, before it waits for its caches (framework.Config.CRD), unless
+	// Options.DryRun, which writes nothing. False: the CRD must be installed
+	// already.
 	InstallCRD bool
 	// Logger receives the operator's logs. Optional; nil means no logs.
 	Logger log.Logger

@@ -6,15 +6,15 @@
 //	                                                print what a release would change, applying nothing
 //
 // The command line is operator.Command's: the cluster is the one of
-// --kubeconfig, else of $KUBECONFIG, else the in-cluster configuration,
-// else ~/.kube/config. At start the command checks that the API server
-// answers, that the WebApp CRD is served (unless --install-crd) and that
-// its identity has every permission of example/config/rbac/role.yaml it
-// needs; a problem ends it with one line on stderr and exit code 1 (2 for a
-// bad flag). A clean shutdown exits 0. plan --release N plans under release
-// N instead of the one each WebApp's label routes it to. --shard runs it as
-// one of several replicas that share the WebApps (operator.Sharding), each
-// reconciling its share.
+// --kubeconfig, else of $KUBECONFIG, else the in-cluster configuration, else
+// ~/.kube/config. At start the command checks that the API server answers,
+// that the WebApp CRD is served (unless --install-crd, which a --dry-run
+// ignores: it writes nothing) and that its identity has every permission of
+// example/config/rbac/role.yaml it needs; a problem ends it with one line on
+// stderr and exit code 1 (2 for a bad flag). A clean shutdown exits 0. plan
+// --release N plans under release N instead of the one each WebApp's label
+// routes it to. --shard runs it as one of several replicas that share the
+// WebApps (operator.Sharding), each reconciling its share.
 //
 // This command does not link the in-process API server (testenv); the demo
 // command does.
@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Options:          operator.Options{HealthProbeBindAddress: "0"},
 		FrameworkOptions: operator.FrameworkOptions{Workers: 2},
 		BindFlags: func(fs *flag.FlagSet) {
-			fs.BoolVar(&installCRD, "install-crd", false, "create or update the WebApp CRD at start (needs the rules of config/rbac/crd_installer_role.yaml)")
+			fs.BoolVar(&installCRD, "install-crd", false, "create or update the WebApp CRD at start (needs the rules of config/rbac/crd_installer_role.yaml; not with --dry-run, which writes nothing)")
 		},
 		Check: func(ctx context.Context, restConfig *rest.Config, opts operator.Options, fopts operator.FrameworkOptions) error {
 			preflight, err := preflightConfig(opts, fopts, installCRD)
@@ -85,15 +85,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // preflightConfig checks what the shipped ClusterRole grants that the
 // operator run with opts and fopts needs (operator.Permissions), the rules
-// of the CRD installer role with installCRD, and otherwise that the CRD is
-// installed.
+// of the CRD installer role with installCRD (unless --dry-run, which
+// installs nothing), and otherwise that the CRD is installed.
 func preflightConfig(opts operator.Options, fopts operator.FrameworkOptions, installCRD bool) (operator.PreflightConfig, error) {
 	role, err := config.ClusterRole()
 	crdRole, crdErr := config.CRDInstallerClusterRole()
 	if err := errors.Join(err, crdErr); err != nil {
 		return operator.PreflightConfig{}, err
 	}
-	if installCRD {
+	if installCRD && !fopts.DryRun {
 		return operator.PreflightConfig{Permissions: append(operator.Permissions(role.Rules, opts, fopts), operator.PermissionsOf(crdRole.Rules, "", nil)...)}, nil
 	}
 	return operator.PreflightConfig{Permissions: operator.Permissions(role.Rules, opts, fopts), Served: v1alpha1.GroupVersionResource}, nil

@@ -120,17 +120,19 @@ func TestOperatorPermissionsFollowTheRole(t *testing.T) {
 			t.Errorf("--shard: permissions lack %q:\n%s", want, got)
 		}
 	}
-	pc, err = preflightConfig(operator.Options{}, operator.FrameworkOptions{DryRun: true}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pc.Permissions {
-		if p.Verb != "list" && p.Verb != "watch" {
-			t.Errorf("dry run checks %s", p)
+	for _, installCRD := range []bool{false, true} { // a dry run installs nothing
+		pc, err = preflightConfig(operator.Options{}, operator.FrameworkOptions{DryRun: true}, installCRD)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if pc.Served.Resource != "webapps" {
-		t.Errorf("without --install-crd the CRD must be served: %v", pc.Served)
+		for _, p := range pc.Permissions {
+			if p.Verb != "list" && p.Verb != "watch" {
+				t.Errorf("dry run (--install-crd=%v) checks %s", installCRD, p)
+			}
+		}
+		if pc.Served.Resource != "webapps" {
+			t.Errorf("a dry run (--install-crd=%v) needs the CRD served: %v", installCRD, pc.Served)
+		}
 	}
 }
 
