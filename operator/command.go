@@ -33,6 +33,9 @@ import (
 // Operator.Plan, computed by the Framework New adds in dry-run mode from
 // briefly started caches; it writes nothing to the cluster.
 //
+// --shard and --dry-run do not go together: the replica that assigns the
+// objects writes their shard label.
+//
 // Exit codes: 0 after a clean stop, -h or --help (the usage goes to
 // stdout), or a printed plan; 2 for a bad flag or argument; 1 when the
 // cluster, Check, New or the Operator fail, or a plan fails for another
@@ -123,6 +126,10 @@ func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if opts.Shard && len(c.ShardResources) == 0 {
 		return fail(stderr, c.Name, 2, fmt.Errorf("flag --%s: %s does not shard (its Command has no ShardResources)", flagShard, c.Name))
+	}
+	if opts.Shard && fopts.DryRun {
+		// The assigning replica labels the objects: a dry run writes nothing.
+		return fail(stderr, c.Name, 2, fmt.Errorf("flag --%s writes the shard label onto the objects: not with --dry-run", flagShard))
 	}
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = fopts.Namespace

@@ -323,6 +323,12 @@ func TestCommandShard(t *testing.T) {
 		},
 		ShardResources: []schema.GroupVersionResource{thingsGVR},
 	}
+	var stdout, stderr bytes.Buffer
+	missing := t.TempDir() + "/missing.kubeconfig"
+	if code := cmd.Run(t.Context(), []string{"--shard", "--dry-run", "--kubeconfig", missing}, &stdout, &stderr); code != 2 ||
+		stderr.String() != "thing-operator: flag --shard writes the shard label onto the objects: not with --dry-run\n" {
+		t.Errorf("--shard --dry-run: exit %d, stderr %q; want 2 and the one line naming both flags", code, stderr.String())
+	}
 	opts := Options{Kubeconfig: kubeconfig, Shard: true, ShardIdentity: "pod-1"}
 	op, _, err := cmd.operator(t.Context(), opts, FrameworkOptions{}, cmd.Name, log.NewNopLogger())
 	if err != nil {
