@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,5 +112,32 @@ func TestStartRejectsNegativeTimeout(t *testing.T) {
 	_, err := testenv.Start(t.Context(), testenv.Options{StartTimeout: -time.Second})
 	if err == nil || !strings.Contains(err.Error(), "StartTimeout") {
 		t.Fatalf("Start() error = %v, want one naming StartTimeout", err)
+	}
+}
+
+// TestManyServices creates more ClusterIP Services than a /24 service range
+// holds (253 besides the "kubernetes" Service): each one gets a cluster IP,
+// as in a cluster, so that demos and benchmarks of hundreds of objects with
+// a Service each run on the test API server.
+func TestManyServices(t *testing.T) {
+	t.Parallel() // a server of its own
+	env := testenv.New(t, testenv.Options{})
+	cfg := env.Config()
+	cfg.QPS, cfg.Burst = -1, 0
+	c := clientset(t, cfg)
+	ctx := t.Context()
+	const n = 300
+	for i := range n {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%03d", i), Namespace: "default"},
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+		}
+		got, err := c.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create Service %d of %d: %v", i+1, n, err)
+		}
+		if got.Spec.ClusterIP == "" || got.Spec.ClusterIP == corev1.ClusterIPNone {
+			t.Fatalf("Service %s: no cluster IP", got.Name)
+		}
 	}
 }

@@ -279,7 +279,9 @@ func (s *server) startAPIServer(ctx context.Context) error {
 	o.SecureServing.ExternalAddress = net.ParseIP("127.0.0.1")
 	o.Etcd.StorageConfig = *storagebackend.NewDefaultConfig("/registry", nil)
 	o.Etcd.StorageConfig.Transport.ServerList = []string{"http://" + s.etcdURL}
-	o.ServiceClusterIPRanges = "10.0.0.0/24"
+	// A /16: 65533 Services can have a cluster IP (a /24 held 253, fewer
+	// than a demo or benchmark of hundreds of objects creates).
+	o.ServiceClusterIPRanges = "10.0.0.0/16"
 	o.EndpointReconcilerType = "none"
 	o.Authentication.ClientCert.ClientCA = filepath.Join(s.dir, "client-ca.crt")
 	saKey := filepath.Join(s.dir, "sa.key")
