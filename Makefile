@@ -111,7 +111,8 @@ test-example:
 
 ## test-guide: the operator of docs/getting-started.md (docs/getting-started/greeting, a module
 ## of its own): controller-gen runs again and any change to the generated files fails; the
-## guide's code blocks must be its files; its test runs against a real API server, race-detected.
+## guide's code blocks must be its files, and its commands of steps 0 to 4 must work in an empty
+## directory (TestGuideCommands); its test runs against a real API server, race-detected.
 GUIDE := docs/getting-started/greeting
 test-guide:
 	@old=$$(mktemp -d) && trap 'rm -rf "$$old"' EXIT && cp -r $(GUIDE)/api $(GUIDE)/config "$$old" && \

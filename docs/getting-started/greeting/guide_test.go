@@ -1,11 +1,17 @@
 package main
 
 // This file is not part of the guide: it keeps ../../getting-started.md
-// true to this module.
+// true to this module, and runs its commands as a newcomer types them.
 
 import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"io"
 	"io/fs"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -109,4 +115,241 @@ func lineAt(s string, i int) string {
 		return l[i]
 	}
 	return ""
+}
+
+// TestGuideCommands follows steps 0 to 4 of the guide in an empty
+// directory: it writes each file when the guide shows it and runs each
+// shell block when the guide does, with this checkout's library and testenv
+// as their latest version (v0.1.0, from a module proxy in a directory) and
+// with a Kubernetes release newer than the one operatorkit is built with
+// (k8s.io/api at a higher patch version), as there usually is. Every
+// command must succeed, and the module must end with the Kubernetes
+// modules at the versions operatorkit requires, as the guide says.
+func TestGuideCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module from the guide and runs its test against an API server")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git to list the checkout's files")
+	}
+	const root = "../../.."
+	modCache, origProxy := goEnv(t, "GOMODCACHE"), goEnv(t, "GOPROXY")
+
+	// The proxy: operatorkit and testenv from this checkout, and k8s.io/api
+	// at operatorkit's version and at a newer one.
+	proxy := t.TempDir()
+	zipModule(t, proxy, "github.com/operatorkit/operatorkit", root)
+	zipModule(t, proxy, "github.com/operatorkit/operatorkit/testenv", root+"/testenv")
+	want := required(t, filepath.Join(root, "go.mod"))
+	newer := newerPatch(t, want["k8s.io/api"])
+	fakeRelease(t, proxy, modCache, "k8s.io/api", want["k8s.io/api"], newer)
+
+	dir := t.TempDir()
+	env := append(os.Environ(),
+		"GOWORK=off", "GOTOOLCHAIN=local", "GOSUMDB=off", "GOMODCACHE="+filepath.Join(dir, "modcache"),
+		// -trimpath: the packages compiled from this module cache are
+		// those compiled from the machine's, and found in the build cache.
+		"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -modcacherw -trimpath"),
+		// The module cache of this machine before the network: the
+		// guide's modules are there when make test runs this.
+		"GOPROXY="+fileURL(proxy)+","+fileURL(filepath.Join(modCache, "cache", "download"))+","+origProxy,
+	)
+	module := filepath.Join(dir, "greeting")
+	data, err := os.ReadFile(guide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?ms)^```(sh|go|yaml)( file=(\\S+))?\n(.*?)^```\n").FindAllStringSubmatchIndex(string(data), -1)
+	end := strings.Index(string(data), "\n## 5.")
+	ran := 0
+	for _, b := range blocks {
+		if b[0] > end {
+			break
+		}
+		lang, body := string(data[b[2]:b[3]]), string(data[b[8]:b[9]])
+		if lang != "sh" {
+			name := filepath.Join(module, filepath.FromSlash(string(data[b[6]:b[7]])))
+			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		cmd := exec.Command("bash", "-e", "-x", "-c", body)
+		cmd.Dir, cmd.Env = module, env
+		if strings.Contains(body, "mkdir greeting") {
+			cmd.Dir = dir
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the guide's commands\n%s\nfailed: %v\n%s", body, err, out)
+		}
+		ran++
+	}
+	if ran < 4 {
+		t.Fatalf("ran %d shell blocks of steps 0 to 4, want at least 4", ran)
+	}
+	got := required(t, filepath.Join(module, "go.mod"))
+	for _, m := range []string{"k8s.io/api", "k8s.io/apimachinery", "k8s.io/client-go"} {
+		if got[m] != want[m] {
+			t.Errorf("the guide's module requires %s %s, want %s (operatorkit's; %s is the latest release)", m, got[m], want[m], newer)
+		}
+	}
+}
+
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func fileURL(path string) string {
+	abs, _ := filepath.Abs(path)
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+}
+
+// required returns the versions a go.mod file requires, by module path.
+func required(t *testing.T, gomod string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^(?:require )?\s*(\S+) (v\S+)`).FindAllStringSubmatch(string(data), -1) {
+		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// newerPatch returns v with a higher patch version.
+func newerPatch(t *testing.T, v string) string {
+	t.Helper()
+	i := strings.LastIndex(v, ".")
+	if i < 0 {
+		t.Fatalf("version %q", v)
+	}
+	return v[:i] + ".999"
+}
+
+// writeVersion writes the proxy files of module path at version.
+func writeVersion(t *testing.T, proxy, path, version string, mod, zipData []byte) {
+	t.Helper()
+	d := filepath.Join(proxy, filepath.FromSlash(path), "@v")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := os.ReadFile(filepath.Join(d, "list"))
+	files := map[string][]byte{
+		"list":            append(list, version+"\n"...),
+		version + ".info": fmt.Appendf(nil, `{"Version":%q,"Time":"2026-01-01T00:00:00Z"}`, version),
+		version + ".mod":  mod,
+		version + ".zip":  zipData,
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(d, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// zipModule writes module path, from the checkout's directory dir (the
+// files git knows, without those of nested modules), into proxy as
+// v0.1.0.
+func zipModule(t *testing.T, proxy, path, dir string) {
+	t.Helper()
+	out, err := exec.Command("git", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard", ".").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	files := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	nested := map[string]bool{}
+	for _, f := range files {
+		if filepath.Base(f) == "go.mod" && filepath.Dir(f) != "." {
+			nested[filepath.Dir(f)] = true
+		}
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	const version = "v0.1.0"
+file:
+	for _, f := range files {
+		for d := filepath.Dir(f); d != "."; d = filepath.Dir(d) {
+			if nested[d] {
+				continue file
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if os.IsNotExist(err) {
+			continue // deleted, not yet committed
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create(path + "@" + version + "/" + filepath.ToSlash(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeVersion(t, proxy, path, version, mod, buf.Bytes())
+}
+
+// fakeRelease writes module path at version from the module cache into
+// proxy, and the same files again as the release newer.
+func fakeRelease(t *testing.T, proxy, modCache, path, version, newer string) {
+	t.Helper()
+	dl := filepath.Join(modCache, "cache", "download", filepath.FromSlash(path), "@v", version)
+	if _, err := os.Stat(dl + ".zip"); err != nil {
+		if out, err := exec.Command("go", "mod", "download", path+"@"+version).CombinedOutput(); err != nil {
+			t.Fatalf("go mod download %s@%s: %v\n%s", path, version, err, out)
+		}
+	}
+	mod, err := os.ReadFile(dl + ".mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zipData, err := os.ReadFile(dl + ".zip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeVersion(t, proxy, path, version, mod, zipData)
+	zr, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create(strings.Replace(f.Name, path+"@"+version+"/", path+"@"+newer+"/", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeVersion(t, proxy, path, newer, mod, buf.Bytes())
 }
