@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 )
 
 // callerKey is the key of the call site in log lines.
@@ -165,9 +168,10 @@ func (l lastCaller) Log(keyvals ...any) error {
 // one format: client-go (reflectors, leader election, event broadcasters)
 // and other Kubernetes libraries log through klog, by its functions
 // (klog.InfoS, klog.Errorf, ...) and by the contextual loggers
-// klog.FromContext and klog.Background return. It installs a logr.LogSink
-// over logger with klog.SetLoggerWithOptions, as the contextual logger too.
-// Each klog line becomes one Log call with:
+// klog.FromContext and klog.Background return. The first call in a process
+// installs a logr.LogSink with klog.SetLoggerWithOptions, as the contextual
+// logger too, once and for good; every call, that one included, then only
+// points the sink at logger. Each klog line becomes one Log call with:
 //
 //   - level info for Info at V(0), level debug with a "v" key holding the
 //     verbosity for V(1) and above, level error for Error (klog passes
@@ -184,19 +188,62 @@ func (l lastCaller) Log(keyvals ...any) error {
 // default) still decides which V(n) lines are logged at all; logger's level
 // filter then drops the debug ones unless it allows debug.
 //
-// RedirectKlog changes process-wide state and is not safe to call while
-// other goroutines log: call it at start, before any client is made. The
-// returned restore removes the redirection (klog.ClearLogger), so that klog
-// writes its own format again; it does not reinstate a logger that was set
-// before RedirectKlog.
+// The first call changes klog's process-wide state, which klog does not
+// guard: make it at start, before any client is made. Later calls, and
+// restores, are safe at any time, also while client-go's goroutines log
+// (a Command redirects klog for each run, and the watches of a plan may
+// outlive it): each line goes to the logger of the latest RedirectKlog
+// not yet restored. The returned restore removes the redirection to logger,
+// if a later RedirectKlog has not replaced it, and once it returns no klog
+// line reaches logger any more. Without a redirection klog's lines are
+// written in klog's text format (its header, the quoted message, key=value
+// pairs) to stderr; klog's own output settings (klog.SetOutput, its log file
+// flags) no longer apply after the first call, and a logger set before it
+// is not reinstated. A logger set with klog.SetLogger after the first call
+// replaces the sink for good.
 func RedirectKlog(logger log.Logger) (restore func()) {
-	klog.SetLoggerWithOptions(logr.New(&klogSink{logger: logger}), klog.ContextualLogger(true))
-	return klog.ClearLogger
+	installKlogSink()
+	d := &klogDest{logger: logger}
+	klogRedirect.mu.Lock()
+	klogRedirect.dest = d
+	klogRedirect.mu.Unlock()
+	return func() {
+		klogRedirect.mu.Lock()
+		if klogRedirect.dest == d {
+			klogRedirect.dest = nil
+		}
+		klogRedirect.mu.Unlock()
+	}
 }
 
-// klogSink is a logr.LogSink writing to a go-kit logger.
+// installKlogSink makes a klogSink klog's logger, once per process: klog
+// reads its logger without a lock, so that it must not change while client-go
+// logs; what changes is klogRedirect.
+var installKlogSink = sync.OnceFunc(func() {
+	klog.SetLoggerWithOptions(logr.New(&klogSink{}), klog.ContextualLogger(true))
+})
+
+// klogRedirect is where the klogSink writes. The sink holds mu for reading
+// while it writes a line, so that a restore, which takes it for writing,
+// returns only when no line goes to its logger any more.
+var klogRedirect struct {
+	mu   sync.RWMutex
+	dest *klogDest // of the latest RedirectKlog not restored; nil: text
+	// text writes klog's text format to stderr (tests change it); its
+	// call depth is that of a sink called by logr.Logger.
+	text logr.LogSink
+}
+
+func init() {
+	klogRedirect.text = textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(os.Stderr))).GetSink()
+}
+
+// klogDest is the logger of one RedirectKlog, by pointer, so that its
+// restore finds out whether it is still the destination.
+type klogDest struct{ logger log.Logger }
+
+// klogSink is a logr.LogSink writing to the logger of klogRedirect.
 type klogSink struct {
-	logger    log.Logger
 	name      string // WithName's names joined with "/"
 	values    []any  // WithValues's keys and values
 	callDepth int    // frames between the caller of interest and Info or Error
@@ -219,10 +266,16 @@ func (s *klogSink) Enabled(lvl int) bool {
 
 // Info logs at level info for V(0), debug above.
 func (s *klogSink) Info(lvl int, msg string, keysAndValues ...any) {
-	logger := level.Info(s.logger)
+	klogRedirect.mu.RLock()
+	defer klogRedirect.mu.RUnlock()
+	if klogRedirect.dest == nil {
+		s.text().Info(lvl, msg, keysAndValues...)
+		return
+	}
+	logger := level.Info(klogRedirect.dest.logger)
 	var v []any
 	if lvl > 0 {
-		logger = level.Debug(s.logger)
+		logger = level.Debug(klogRedirect.dest.logger)
 		v = []any{"v", lvl}
 	}
 	s.log(logger, s.caller(), msg, v, keysAndValues)
@@ -230,11 +283,35 @@ func (s *klogSink) Info(lvl int, msg string, keysAndValues ...any) {
 
 // Error logs at level error.
 func (s *klogSink) Error(err error, msg string, keysAndValues ...any) {
+	klogRedirect.mu.RLock()
+	defer klogRedirect.mu.RUnlock()
+	if klogRedirect.dest == nil {
+		s.text().Error(err, msg, keysAndValues...)
+		return
+	}
 	var e []any
 	if err != nil {
 		e = []any{"err", err}
 	}
-	s.log(level.Error(s.logger), s.caller(), msg, e, keysAndValues)
+	s.log(level.Error(klogRedirect.dest.logger), s.caller(), msg, e, keysAndValues)
+}
+
+// text returns klogRedirect.text with s's name, values and call depth, for
+// a call from Info or Error. The caller holds klogRedirect.mu.
+func (s *klogSink) text() logr.LogSink {
+	t := klogRedirect.text
+	if s.name != "" {
+		t = t.WithName(s.name)
+	}
+	if len(s.values) > 0 {
+		t = t.WithValues(s.values...)
+	}
+	// t's own depth is the one frame of the Info or Error that calls it;
+	// s.callDepth frames are above that one.
+	if cd, ok := t.(logr.CallDepthLogSink); ok {
+		t = cd.WithCallDepth(s.callDepth)
+	}
+	return t
 }
 
 // caller returns the file:line of the call s.callDepth frames above the

@@ -7,18 +7,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 	"github.com/go-logfmt/logfmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 )
 
 // line returns the line it is called on.
@@ -426,37 +431,124 @@ func TestRedirectKlog(t *testing.T) {
 	}
 }
 
-func TestRedirectKlogRestore(t *testing.T) {
-	// klog's own output goes to native instead of stderr during the test.
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	oldToStderr := fs.Lookup("logtostderr").Value.String()
-	if err := fs.Set("logtostderr", "false"); err != nil {
-		t.Fatal(err)
-	}
-	var native bytes.Buffer
-	klog.SetOutput(&native)
-	t.Cleanup(func() {
-		_ = fs.Set("logtostderr", oldToStderr)
-		klog.SetOutput(os.Stderr)
-	})
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
 
-	var buf bytes.Buffer
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// setKlogText sends the klog lines that no RedirectKlog takes, which go to
+// stderr in klog's text format, to w for the test.
+func setKlogText(t *testing.T, w io.Writer) {
+	t.Helper()
+	installKlogSink()
+	klogRedirect.mu.Lock()
+	old := klogRedirect.text
+	klogRedirect.text = textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(w))).GetSink()
+	klogRedirect.mu.Unlock()
+	t.Cleanup(func() {
+		klogRedirect.mu.Lock()
+		klogRedirect.text = old
+		klogRedirect.mu.Unlock()
+	})
+}
+
+// TestRedirectKlogRestore: restore removes the redirection, after which
+// klog's lines, by its functions and by its contextual logger, are written
+// in klog's text format with their call site; a restore of a redirection a
+// later RedirectKlog replaced leaves the later one.
+func TestRedirectKlogRestore(t *testing.T) {
+	var native syncBuffer
+	setKlogText(t, &native)
+	var buf, later bytes.Buffer
 	restore := RedirectKlog(log.NewLogfmtLogger(&buf))
-	if _, ok := klog.Background().GetSink().(*klogSink); !ok {
-		t.Fatalf("klog.Background() sink = %T, want *klogSink", klog.Background().GetSink())
-	}
 	klog.InfoS("redirected")
 	restore()
 	klog.InfoS("not redirected")
-	if _, ok := klog.Background().GetSink().(*klogSink); ok {
-		t.Errorf("klog.Background() still logs to the go-kit logger after restore")
-	}
-	if out := buf.String(); !strings.Contains(out, "msg=redirected") || strings.Contains(out, "not redirected") {
+	notRedirected := line() - 1
+	klog.Background().WithName("elector").WithValues("lease", "ns/op").Error(errors.New("gone"), "contextual")
+	contextual := line() - 1
+	if out := buf.String(); !strings.Contains(out, "msg=redirected") || strings.Contains(out, "not redirected") || strings.Contains(out, "contextual") {
 		t.Errorf("go-kit output = %q, want only the line logged before restore", out)
 	}
-	if out := native.String(); !strings.Contains(out, `"not redirected"`) || strings.Contains(out, `"redirected"`) {
-		t.Errorf("klog output = %q, want only the line logged after restore", out)
+	out := native.String()
+	for _, want := range []string{
+		`^I\d{4} [0-9:.]+ +\d+ log_test.go:` + strconv.Itoa(notRedirected) + `\] "not redirected"$`,
+		`^E\d{4} [0-9:.]+ +\d+ log_test.go:` + strconv.Itoa(contextual) + `\] "contextual" err="gone" logger="elector" lease="ns/op"$`,
+	} {
+		if !regexp.MustCompile("(?m)" + want).MatchString(out) {
+			t.Errorf("klog text output = %q, want a line matching %s", out, want)
+		}
+	}
+	if strings.Contains(out, `"redirected"`) {
+		t.Errorf("klog text output = %q, want no line logged before restore", out)
+	}
+
+	first := RedirectKlog(log.NewLogfmtLogger(&buf))
+	second := RedirectKlog(log.NewLogfmtLogger(&later))
+	first() // replaced by second: no effect
+	klog.InfoS("to the later logger")
+	second()
+	if !strings.Contains(later.String(), "msg=\"to the later logger\"") {
+		t.Errorf("later logger's output = %q, want the line logged after the restore of the earlier redirection", later.String())
+	}
+}
+
+// TestRedirectKlogConcurrent: RedirectKlog and restore may run while other
+// goroutines log through klog (as client-go's watches that outlive a plan
+// do while the next Command redirects klog), and once restore returns no
+// line reaches its logger.
+func TestRedirectKlogConcurrent(t *testing.T) {
+	setKlogText(t, io.Discard)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if i%2 == 0 {
+					klog.InfoS("watch event", "goroutine", i)
+				} else {
+					klog.Background().WithName("reflector").Info("watch event", "goroutine", i)
+				}
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+	for range 25 {
+		var restored atomic.Bool
+		var lines, late atomic.Int64
+		restore := RedirectKlog(log.LoggerFunc(func(...any) error {
+			lines.Add(1)
+			if restored.Load() {
+				late.Add(1)
+			}
+			return nil
+		}))
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return lines.Load() > 0, nil
+		}); err != nil {
+			t.Fatalf("no klog line reached the logger: %v", err)
+		}
+		restore()
+		restored.Store(true)
+		if n := late.Load(); n > 0 {
+			t.Fatalf("%d lines reached the logger after its restore returned", n)
+		}
 	}
 }
 
