@@ -31,7 +31,9 @@ import (
 // runs the Operator. plan binds only the client flags (Options.
 // BindClientFlags), --namespace, --all and SetFlag, and prints the plans of
 // Operator.Plan, computed by the Framework New adds in dry-run mode from
-// briefly started caches; it writes nothing to the cluster.
+// briefly started caches; it writes nothing to the cluster. Both log to
+// stderr with the logger of Options.NewLogger, and send client-go's logs
+// to it with RedirectKlog while they run.
 //
 // --shard and --dry-run do not go together: the replica that assigns the
 // objects writes their shard label.
@@ -221,6 +223,7 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 		return fail(stderr, name, 2, fmt.Errorf("name the %s to plan (namespace/name...) or pass --all, not both", objects))
 	}
 	logger, _ := opts.NewLogger(stderr)
+	defer RedirectKlog(logger)()
 	op, f, err := c.operator(ctx, opts, fopts, c.Name+"-plan", logger)
 	if err != nil {
 		return fail(stderr, name, 1, err)

@@ -287,13 +287,64 @@ func TestCommand(t *testing.T) {
 			if tt.stderr == "" {
 				return
 			}
-			if lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); len(lines) != 1 || !strings.Contains(lines[0], tt.stderr) {
-				t.Errorf("stderr = %q, want one line containing %q", stderr.String(), tt.stderr)
+			// Besides the failure, stderr has the log lines (logfmt, level
+			// first), such as client-go's when a plan stops its watches.
+			var lines []string
+			for _, l := range strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n") {
+				if !strings.HasPrefix(l, "level=") {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 1 || !strings.Contains(lines[0], tt.stderr) {
+				t.Errorf("stderr = %q, want one line (besides log lines) containing %q", stderr.String(), tt.stderr)
 			}
 		})
 	}
 	if checked != 4 {
 		t.Errorf("Check ran %d times, want 4 (once per command that reached the cluster)", checked)
+	}
+}
+
+// TestCommandPlanRedirectsKlog: plan sends client-go's log lines to its
+// logger, as the operator does, so that they follow --log-format and
+// --log-level: with -v=3 the reflector's V(3) "Starting reflector" is a
+// JSON debug line on the command's stderr at --log-level=debug, and is not
+// written at --log-level=info.
+func TestCommandPlanRedirectsKlog(t *testing.T) {
+	cfg, _, _ := apiServer(t, "ns/a")
+	kubeconfig := t.TempDir() + "/kubeconfig"
+	if err := writeKubeconfig(kubeconfig, cfg.Host); err != nil {
+		t.Fatal(err)
+	}
+	setKlogVerbosity(t, 0) // -v=3 below; back to 0 after the test
+	cmd := Command{
+		Name: "thing-operator",
+		New: func(op *Operator, _ FrameworkOptions, _ log.Logger) (*framework.Framework, error) {
+			return planFramework(t, op), nil
+		},
+	}
+	for _, lvl := range []string{"debug", "info"} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"plan", "--kubeconfig", kubeconfig, "--log-format=json", "--log-level=" + lvl, "-v=3", "--all"}
+		if code := cmd.Run(t.Context(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit code = %d, want 0 (stderr %q)", args, code, stderr.String())
+		}
+		var found []map[string]string
+		for _, r := range parseLines(t, "json", stderr.String()) {
+			if r.values["msg"] == "Starting reflector" {
+				found = append(found, r.values)
+			}
+		}
+		switch {
+		case lvl == "info" && len(found) > 0:
+			t.Errorf("at --log-level=info, stderr has client-go's debug lines %v", found)
+		case lvl == "debug" && len(found) == 0:
+			t.Errorf("at --log-level=debug, stderr = %q, want client-go's \"Starting reflector\" as a JSON line", stderr.String())
+		case lvl == "debug":
+			if r := found[0]; r["level"] != "debug" || r["v"] != "3" || !strings.HasPrefix(r["caller"], "reflector.go:") {
+				t.Errorf("client-go's line = %v, want level debug, v 3 and the caller in reflector.go", r)
+			}
+		}
 	}
 }
 
