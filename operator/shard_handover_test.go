@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -462,6 +463,7 @@ func TestHandOverReleasesTheFrameworksOfEveryInformerOfTheObject(t *testing.T) {
 	o, h := newHandoverOperator(t)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{things: "ThingList"}, h.thing(h.owned()))
+	copyWatchedObjects(dyn)
 	all, err := o.Informer(informer.Config{GVR: things, Client: dyn})
 	if err != nil {
 		t.Fatal(err)
@@ -507,6 +509,10 @@ func TestHandOverReleasesTheFrameworksOfEveryInformerOfTheObject(t *testing.T) {
 	if err := h.s.watchDrains(ctx, []*framework.Framework{quick, slow}); err != nil {
 		t.Fatal(err)
 	}
+	// Both reconcile the object before its drain. (A test that ended
+	// before the quick one's Boot registered its handler failed it: the
+	// informers had stopped.)
+	h.pollUntil("the Frameworks booted", func() bool { return isClosed(quick.Booted()) && isClosed(slow.Booted()) })
 	h.pollUntil("the slow Framework reconciling", func() bool { return h.running.Load() == 1 })
 
 	g := h.holdNextPatch()
@@ -540,6 +546,40 @@ func TestHandOverReleasesTheFrameworksOfEveryInformerOfTheObject(t *testing.T) {
 	if n := h.overlaps.Load(); n != 0 {
 		t.Errorf("the object was handed over while the Framework of its other informer reconciled it")
 	}
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// copyWatchedObjects makes each watch of dyn get copies of the objects it
+// holds. The fake's tracker sends its own stored object to a watch that
+// starts from a resourceVersion older than the object's (the object
+// changed between an informer's list and its watch), the same object to
+// every such watch: the informers' transforms (which drop managedFields
+// in place, as they may with the API server's fresh objects) then wrote
+// an object that other informers, their handlers and the fake read.
+func copyWatchedObjects(dyn *dynamicfake.FakeDynamicClient) {
+	dyn.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if a, ok := action.(k8stesting.WatchActionImpl); ok {
+			opts = a.ListOptions
+		}
+		w, err := dyn.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			e.Object = e.Object.DeepCopyObject()
+			return e, true
+		}), nil
+	})
 }
 
 // crudless is a resource that does nothing.
