@@ -137,10 +137,14 @@
 //
 // Readiness: /readyz answers 200 when every shared informer's cache has
 // synced and, with leader election, when the replica campaigns or leads
-// (ready to lead: a standby replica is ready). /healthz answers 200 while the
-// process runs and, with leader election, while a leader renews its Lease in
-// time (client-go's leader health adaptor): a leader stuck in renewing is
-// unhealthy and gets restarted.
+// (ready to lead: a standby replica is ready), until Run's shutdown begins:
+// from the moment Run's context ends, the Lease is lost (leader election,
+// or the member Lease with Sharding) or a Framework fails to boot, its
+// check "shutdown" fails and says why ("stopping: the context of Run
+// ended"), while Run waits for the reconciliations in flight. /healthz
+// answers 200 while the process runs and, with leader election, while a
+// leader renews its Lease in time (client-go's leader health adaptor): a
+// leader stuck in renewing is unhealthy and gets restarted.
 //
 // Shared caches: Informer returns one informer per resource, namespace and
 // selectors, whoever asks (Frameworks, Owns, Watches, resources reading

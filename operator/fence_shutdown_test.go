@@ -83,7 +83,7 @@ func TestFenceStaysArmedPastShutdownTimeout(t *testing.T) {
 	}
 	out := make(chan result, 1)
 	go func() {
-		err, fin := o.runFrameworks(ctx, []*framework.Framework{f}, lost, "test lease")
+		err, fin := o.runFrameworks(ctx, []*framework.Framework{f}, lost, "test lease", nil)
 		out <- result{err, fin}
 	}()
 	select {

@@ -500,6 +500,9 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	var st state
+	// Not ready from the moment the shutdown begins (runFrameworks names
+	// the other causes: a lost Lease, a Framework that failed to boot).
+	defer context.AfterFunc(ctx, func() { st.stop(reasonContextEnded) })()
 	srv, err := listen(serverConfig{
 		metricsAddress: o.config.MetricsAddress,
 		probeAddress:   o.config.HealthProbeAddress,
@@ -583,7 +586,7 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 		return o.runSharded(ctx, frameworks, informers, &st)
 	}
 	if !o.config.LeaderElection {
-		err, _ := o.runFrameworks(ctx, frameworks, nil, "")
+		err, _ := o.runFrameworks(ctx, frameworks, nil, "", &st)
 		return err
 	}
 
@@ -663,7 +666,7 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 					loseLease()
 					stopElector()
 				})()
-				err, finished := o.runFrameworks(ctx, frameworks, lost, lease)
+				err, finished := o.runFrameworks(ctx, frameworks, lost, lease, &st)
 				result <- stopped{err, finished}
 				// Keep the Lease until the last reconciliation ended, even
 				// past ShutdownTimeout (Run has returned then).
@@ -718,8 +721,9 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 // one of them fails to boot (its error; the others are stopped). lost may
 // be nil. It waits up to ShutdownTimeout for them to stop; finished is
 // closed when they all have, which may be later: until then, a loss of the
-// Lease still closes the write fence and aborts them.
-func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Framework, lost context.Context, lease string) (err error, finished <-chan struct{}) {
+// Lease still closes the write fence and aborts them. It records in st
+// (which may be nil) why they stop, once they do: /readyz fails from then on.
+func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Framework, lost context.Context, lease string, st *state) (err error, finished <-chan struct{}) {
 	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	stopOnCtx := context.AfterFunc(ctx, stop)
@@ -753,6 +757,14 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 	fin := make(chan struct{})
 	go func() { wg.Wait(); stopOnLost(); close(fin) }()
 	<-fctx.Done()
+	switch {
+	case lost != nil && lost.Err() != nil:
+		st.stop(fmt.Sprintf("%v: %s", ErrLeaseLost, lease))
+	case ctx.Err() != nil:
+		st.stop(reasonContextEnded)
+	default:
+		st.stop("a Framework failed to boot")
+	}
 	level.Info(o.logger).Log("msg", "stopping the frameworks: waiting for reconciliations in flight", "timeout", o.config.ShutdownTimeout)
 	timer := time.NewTimer(o.config.ShutdownTimeout)
 	defer timer.Stop()
@@ -849,6 +861,19 @@ type state struct {
 	cachesSynced atomic.Bool
 	electing     atomic.Bool
 	leading      atomic.Bool
+	// stopping is why Run's shutdown began, nil until it did.
+	stopping atomic.Pointer[string]
+}
+
+// reasonContextEnded is the shutdown's reason when Run's context ended.
+const reasonContextEnded = "the context of Run ended"
+
+// stop records that Run's shutdown began, and why; only the first reason
+// counts. A nil st (runFrameworks without Run) records nothing.
+func (st *state) stop(reason string) {
+	if st != nil {
+		st.stopping.CompareAndSwap(nil, &reason)
+	}
 }
 
 func (o *Operator) healthChecks(watchdog *leaderelection.HealthzAdaptor) []check {
@@ -862,7 +887,12 @@ func (o *Operator) healthChecks(watchdog *leaderelection.HealthzAdaptor) []check
 }
 
 func (o *Operator) readyChecks(st *state, informers []*sharedInformer) []check {
-	checks := []check{{name: "caches", fn: func(*http.Request) error {
+	checks := []check{{name: "shutdown", fn: func(*http.Request) error {
+		if reason := st.stopping.Load(); reason != nil {
+			return fmt.Errorf("stopping: %s", *reason)
+		}
+		return nil
+	}}, {name: "caches", fn: func(*http.Request) error {
 		if st.cachesSynced.Load() {
 			return nil
 		}

@@ -49,7 +49,7 @@ type serverConfig struct {
 	// healthz are the checks of /healthz: the process is alive.
 	healthz []check
 	// readyz are the checks of /readyz: the process can do its work
-	// (caches synced, leading or ready to lead).
+	// (caches synced, leading or ready to lead, not shutting down).
 	readyz []check
 	// debug is served at framework.DebugPath and below. May be nil.
 	debug http.Handler

@@ -911,7 +911,7 @@ func (o *Operator) runSharded(ctx context.Context, frameworks []*framework.Frame
 	st.electing.Store(true)
 	o.electAssigner(leCtx, &leWG, st)
 
-	err, finished := o.runFrameworks(ctx, frameworks, lostCtx, "the member Lease "+s.namespace+"/"+s.leaseName+" was not renewed within RenewDeadline")
+	err, finished := o.runFrameworks(ctx, frameworks, lostCtx, "the member Lease "+s.namespace+"/"+s.leaseName+" was not renewed within RenewDeadline", st)
 	if lostCtx.Err() != nil {
 		// The member Lease is lost: the other replicas take the objects
 		// once it expires, whatever this one does, and the fence refuses
