@@ -16,6 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/go-kit/log"
+
+	operatorpkg "github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/testenv"
 )
 
@@ -48,6 +51,10 @@ const defaultParallel = 16
 
 func run(m *testing.M) int {
 	flag.Parse()
+	// The first RedirectKlog of a process writes klog's unguarded logger;
+	// make it here, before any client-go goroutine logs (the plan tests'
+	// Commands redirect klog while other tests' watches run).
+	operatorpkg.RedirectKlog(log.NewNopLogger())()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
