@@ -74,7 +74,10 @@ func countingProxy(t *testing.T, counter *requestcount.Counter) string {
 // binary against the API server, over widgets in each state: its output
 // and exit code, and that it sends no write.
 func TestPlanCommandWritesNothing(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the Command redirects klog, which is the process's, to
+	// its stderr while it runs (RedirectKlog), so a parallel test's
+	// client-go lines (its leader elector's "Failed to renew lease") would
+	// land in the plan's stderr, which must hold the plan's own lines only.
 	ensureWidgetCRD(t)
 	ns := newNamespace(t)
 	const name = "plantest"
