@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -94,8 +95,11 @@ type Command struct {
 }
 
 // Run runs the command with args (without the program name) and returns
-// its exit code; see Command.
+// its exit code; see Command. Run serializes its writes to stderr, those of
+// its logger from any goroutine (client-go's too) and its failure line, so
+// stderr need not be safe for concurrent use (a bytes.Buffer in a test).
 func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	stderr = &lockedWriter{w: stderr}
 	if len(args) > 0 && args[0] == "plan" {
 		return c.runPlan(ctx, args[1:], stdout, stderr)
 	}
@@ -254,6 +258,18 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 		return fail(stderr, name, 1, err)
 	}
 	return 0
+}
+
+// lockedWriter serializes the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // fail writes "<name>: <err>" on one line to w and returns code.

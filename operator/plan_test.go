@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
@@ -412,5 +414,46 @@ func TestPlanBoundsTheCacheSync(t *testing.T) {
 	_, err = o.Plan(ctx, PlanConfig{Framework: planFramework(t, o)})
 	if ctx.Err() != nil || !errors.Is(err, informer.ErrNotSynced) || !strings.Contains(err.Error(), "CacheSyncTimeout") {
 		t.Fatalf("Plan() over a resource not served = %v (context: %v); want informer.ErrNotSynced after CacheSyncTimeout, before the context ends", err, ctx.Err())
+	}
+}
+
+// TestCommandFailureLineWhileClientGoLogs: a Command's failure line and the
+// lines its logger writes from other goroutines (client-go's, through
+// RedirectKlog, while the command runs) go to the same stderr, which Run
+// serializes: a stderr that is not safe for concurrent use (a buffer, in
+// a test of the binary's main) saw a data race, the failure line written
+// without the logger's lock.
+func TestCommandFailureLineWhileClientGoLogs(t *testing.T) {
+	cfg, _, _ := apiServer(t, "ns/a")
+	kubeconfig := t.TempDir() + "/kubeconfig"
+	if err := writeKubeconfig(kubeconfig, cfg.Host); err != nil {
+		t.Fatal(err)
+	}
+	cmd := Command{
+		Name: "thing-operator", Objects: "things",
+		New: func(op *Operator, _ FrameworkOptions, _ log.Logger) (*framework.Framework, error) {
+			return planFramework(t, op), nil
+		},
+	}
+	// A client-go goroutine that logs until the command has returned.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				klog.InfoS("Failed to renew lease", "lock", "ns/other")
+				runtime.Gosched()
+			}
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	code := cmd.Run(t.Context(), []string{"plan", "--kubeconfig", kubeconfig, "ns/zz"}, &stdout, &stderr)
+	close(stop)
+	<-stopped
+	if code != 1 || !strings.Contains(stderr.String(), "thing-operator plan: ns/zz: not found\n") {
+		t.Errorf("plan of a missing object: exit %d, stderr %q; want 1 and the failure line", code, stderr.String())
 	}
 }
