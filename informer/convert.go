@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // ConvertTo returns a Config.Transform for an informer with a dynamic
@@ -21,7 +23,7 @@ import (
 //
 // An object that does not convert (possible only when the API server
 // enforces no schema that fits T) stays unstructured, and a warning naming
-// its key and the error, never its content, goes to logger (nil: no log);
+// its key and the error, never its content, goes to logger (nil, or a nil pointer: no log);
 // the resources then meet an object of an unexpected type. The transform
 // never returns an error, which would make client-go list and watch again,
 // forever, and never panics. Objects that are not unstructured pass
@@ -31,7 +33,7 @@ func ConvertTo[T runtime.Object](logger log.Logger) cache.TransformFunc {
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("informer.ConvertTo: %s is not a pointer to a struct", t))
 	}
-	if logger == nil {
+	if nilptr.Is(logger) { // nor a nil pointer in the interface
 		logger = log.NewNopLogger()
 	}
 	return func(obj any) (any, error) {

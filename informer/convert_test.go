@@ -50,3 +50,27 @@ func TestConvertTo(t *testing.T) {
 		t.Fatalf("nil logger: transform(bad) = %v, %v", got, err)
 	}
 }
+
+// TestConvertToNilPointerLogger: a logger holding a nil pointer is no
+// logger, as nil is: an object that cannot be converted is left
+// unstructured, with nothing logged and no panic.
+func TestConvertToNilPointerLogger(t *testing.T) {
+	var l *nilPointerLogger
+	transform := ConvertTo[*corev1.ConfigMap](l)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "a", "namespace": "ns"},
+		"data":     "not a map",
+	}}
+	got, err := transform(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != u {
+		t.Errorf("transform = %T, want the object left unstructured", got)
+	}
+}
+
+type nilPointerLogger struct{}
+
+func (*nilPointerLogger) Log(...any) error { panic("logged through a nil pointer") }

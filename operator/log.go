@@ -15,6 +15,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // callerKey is the key of the call site in log lines.
@@ -200,8 +202,12 @@ func (l lastCaller) Log(keyvals ...any) error {
 // pairs) to stderr; klog's own output settings (klog.SetOutput, its log file
 // flags) no longer apply after the first call, and a logger set before it
 // is not reinstated. A logger set with klog.SetLogger after the first call
-// replaces the sink for good.
+// replaces the sink for good. A nil logger (or one holding a nil pointer)
+// discards klog's lines while the redirection lasts.
 func RedirectKlog(logger log.Logger) (restore func()) {
+	if nilptr.Is(logger) { // nor a nil pointer in the interface
+		logger = log.NewNopLogger()
+	}
 	installKlogSink()
 	d := &klogDest{logger: logger}
 	klogRedirect.mu.Lock()

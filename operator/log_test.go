@@ -590,3 +590,18 @@ func TestNewLoggerDebugEnabled(t *testing.T) {
 		}
 	}
 }
+
+// TestRedirectKlogNilPointerLogger: a logger holding a nil pointer is no
+// logger, as nil is: klog's lines are dropped while the redirection lasts,
+// without a panic in whichever goroutine logs.
+func TestRedirectKlogNilPointerLogger(t *testing.T) {
+	var l *panickingLogger
+	restore := RedirectKlog(l)
+	defer restore()
+	klog.InfoS("a line for a nil-pointer logger", "k", "v")
+	klog.ErrorS(errors.New("boom"), "an error line for a nil-pointer logger")
+}
+
+type panickingLogger struct{}
+
+func (*panickingLogger) Log(...any) error { panic("logged through a nil pointer") }
