@@ -3,7 +3,7 @@
 // Metrics, both labelled resource (the resource's Name) and operation:
 //
 //	operatorkit_resource_operation_duration_seconds  histogram of the duration of each operation
-//	operatorkit_resource_operation_errors_total      counter of the operations that returned an error
+//	operatorkit_resource_operation_errors_total      counter of the operations that returned an error or panicked
 //
 // The operations are resource.OperationEnsureCreated and
 // OperationEnsureDeleted and, when the wrapped resource runs a crud.Resource

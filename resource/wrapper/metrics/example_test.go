@@ -39,7 +39,7 @@ func ExampleNew() {
 	fmt.Println(r.EnsureCreated(context.Background(), nil))
 
 	err = testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP operatorkit_resource_operation_errors_total Number of resource operations and CRUD steps that returned an error.
+# HELP operatorkit_resource_operation_errors_total Number of resource operations and CRUD steps that returned an error or panicked.
 # TYPE operatorkit_resource_operation_errors_total counter
 operatorkit_resource_operation_errors_total{operation="apply create change",resource="deployment"} 0
 operatorkit_resource_operation_errors_total{operation="apply delete change",resource="deployment"} 0

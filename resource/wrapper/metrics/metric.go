@@ -29,6 +29,6 @@ func newErrorsVec() *prometheus.CounterVec {
 		Namespace: namespace,
 		Subsystem: subsystem,
 		Name:      "operation_errors_total",
-		Help:      "Number of resource operations and CRUD steps that returned an error.",
+		Help:      "Number of resource operations and CRUD steps that returned an error or panicked.",
 	}, []string{labelResource, labelOperation})
 }

@@ -124,13 +124,19 @@ func (r *Resource) WrapOps(wrap func(crud.Ops) crud.Ops) (resource.Interface, bo
 }
 
 // observe runs call and records its duration and error under operation.
-func (r *Resource) observe(ctx context.Context, operation string, call func(ctx context.Context) error) error {
+// A call that panics is measured and counted as an error too, and its
+// panic goes on (the Framework recovers it).
+func (r *Resource) observe(ctx context.Context, operation string, call func(ctx context.Context) error) (err error) {
 	s := r.series[operation]
 	start := time.Now()
-	err := call(ctx)
-	s.duration.Observe(time.Since(start).Seconds())
-	if err != nil {
-		s.errors.Inc()
-	}
+	returned := false
+	defer func() {
+		s.duration.Observe(time.Since(start).Seconds())
+		if err != nil || !returned {
+			s.errors.Inc()
+		}
+	}()
+	err = call(ctx)
+	returned = true
 	return err
 }

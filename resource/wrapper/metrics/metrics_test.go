@@ -236,3 +236,28 @@ func TestMetricsCrudAndComposition(t *testing.T) {
 		})
 	}
 }
+
+// panicking is a resource whose operations panic.
+type panicking struct{}
+
+func (panicking) Name() string                             { return "panicking" }
+func (panicking) EnsureCreated(context.Context, any) error { panic("boom") }
+func (panicking) EnsureDeleted(context.Context, any) error { panic("boom") }
+
+// TestMetricsPanic: an operation that panics is measured and counted as an
+// error, and its panic goes on to the caller (the Framework recovers it).
+func TestMetricsPanic(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newMetrics(t, panicking{}, reg)
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want the resource's panic", p)
+			}
+		}()
+		_ = m.EnsureCreated(context.Background(), nil)
+	}()
+	if got, want := gather(t, reg)["panicking/ensure created"], (sample{count: 1, errors: 1}); got != want {
+		t.Errorf("panicking/ensure created = %+v, want %+v", got, want)
+	}
+}
