@@ -23,7 +23,10 @@ type ResourceSetConfig struct {
 	// InitCtx prepares the context of one reconciliation of obj, for example
 	// by adding context/<x>context signals or values the resources share. It
 	// runs before the set's resources; an error fails the reconciliation.
-	// Optional; the identity when nil.
+	// It must not make a new conditioncontext or resourceversioncontext
+	// (their NewContext): the Framework reads the conditions and the
+	// resourceVersion that the resources set from the ones it made, and
+	// would not see theirs. Optional; the identity when nil.
 	InitCtx func(ctx context.Context, obj any) (context.Context, error)
 	// Logger receives a debug message when InitCtx fails. Optional; defaults
 	// to a nop logger. It must not hold a nil pointer.
