@@ -178,7 +178,7 @@ func (r *Resource) retry(ctx context.Context, operation string, op func(ctx cont
 			return err
 		}
 		if ctx.Err() != nil {
-			return errors.Join(err, context.Cause(ctx))
+			return withCause(ctx, err)
 		}
 		if resourcecanceledcontext.IsCanceled(ctx) || reconciliationcanceledcontext.IsCanceled(ctx) {
 			return err
@@ -192,8 +192,19 @@ func (r *Resource) retry(ctx context.Context, operation string, op func(ctx cont
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return errors.Join(err, context.Cause(ctx))
+			return withCause(ctx, err)
 		case <-timer.C:
 		}
 	}
+}
+
+// withCause returns err joined with the cause of ctx's end, so that both
+// match with errors.Is, or err alone when it already matches the cause (a
+// resource that returned ctx.Err(): the message would say it twice).
+func withCause(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if errors.Is(err, cause) {
+		return err
+	}
+	return errors.Join(err, cause)
 }

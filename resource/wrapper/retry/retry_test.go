@@ -381,3 +381,27 @@ func TestNoRetryAfterCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestContextErrorSaidOnce: a resource that returns its context's error
+// when the context ends gets that error back once, not joined with itself
+// ("context canceled\ncontext canceled"); it still matches with errors.Is.
+func TestContextErrorSaidOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &flaky{errs: []error{errBoom, context.Canceled}}
+	f.hook = func() {
+		if f.Calls() == 2 {
+			cancel()
+		}
+	}
+	r, err := retry.New(retry.Config{Resource: f, BackOffFactory: zeroRetries(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.EnsureCreated(ctx, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("EnsureCreated() = %v, want context.Canceled", err)
+	}
+	if n := strings.Count(err.Error(), context.Canceled.Error()); n != 1 {
+		t.Errorf("EnsureCreated() = %q, says %q %d times, want once", err, context.Canceled, n)
+	}
+}
