@@ -566,8 +566,7 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 			}
 		})
 	}
-	syncCtx, stopSync := context.WithTimeoutCause(ctx, o.config.CacheSyncTimeout,
-		fmt.Errorf("not synced within CacheSyncTimeout (%s): is the resource served (its CRD installed), and may this identity list and watch it? The informer's list errors are in the log", o.config.CacheSyncTimeout))
+	syncCtx, stopSync := o.cacheSyncContext(ctx)
 	defer stopSync()
 	for _, si := range informers {
 		if err := si.inf.WaitForCacheSync(syncCtx); err != nil {
@@ -714,6 +713,14 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 		}
 	}
 	return r.err
+}
+
+// cacheSyncContext returns the context that Run and Plan wait for the
+// informers' first lists with: it ends after CacheSyncTimeout, with a cause
+// that says what a cache that never syncs usually means.
+func (o *Operator) cacheSyncContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, o.config.CacheSyncTimeout,
+		fmt.Errorf("not synced within CacheSyncTimeout (%s): is the resource served (its CRD installed), and may this identity list and watch it? The informer's list errors are in the log", o.config.CacheSyncTimeout))
 }
 
 // runFrameworks boots every Framework and runs them until ctx ends (a clean

@@ -78,8 +78,7 @@ func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.Obj
 	run("framework", own.Run)
 	// Bounded as in Run: a cache that never syncs (the CRD not installed,
 	// no permission to list) is an error, not a wait for ever.
-	syncCtx, stopSync := context.WithTimeoutCause(ctx, o.config.CacheSyncTimeout,
-		fmt.Errorf("not synced within CacheSyncTimeout (%s): is the resource served (its CRD installed), and may this identity list and watch it? The informer's list errors are in the log", o.config.CacheSyncTimeout))
+	syncCtx, stopSync := o.cacheSyncContext(ctx)
 	defer stopSync()
 	for _, si := range informers {
 		if err := si.inf.WaitForCacheSync(syncCtx); err != nil {
