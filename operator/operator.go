@@ -829,32 +829,33 @@ func (l *renewedLock) note(ler resourcelock.LeaderElectionRecord, write func() e
 // watch calls lost, once, when deadline passed since the start of the last
 // write that renewed the Lease, until the returned stop is called.
 func (l *renewedLock) watch(deadline time.Duration, lost func()) (stop func()) {
+	begun := time.Now() // counts as the last renewal while there was none
+	left := func() time.Duration {
+		last := begun
+		if r := l.renewed.Load(); r != nil {
+			last = *r
+		}
+		return time.Until(last.Add(deadline))
+	}
 	var mu sync.Mutex
 	stopped := false
 	var t *time.Timer
-	var check func()
-	check = func() {
+	check := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
 			return
 		}
-		if last := l.renewed.Load(); last != nil {
-			if d := time.Until(last.Add(deadline)); d > 0 {
-				t = time.AfterFunc(d, check)
-				return
-			}
+		if d := left(); d > 0 {
+			t.Reset(d)
+			return
 		}
 		stopped = true
 		lost()
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	d := deadline
-	if last := l.renewed.Load(); last != nil {
-		d = time.Until(last.Add(deadline))
-	}
-	t = time.AfterFunc(d, check)
+	t = time.AfterFunc(left(), check)
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
