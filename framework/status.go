@@ -607,7 +607,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 			// must not be taken back from the copy as read
 			// (observedGeneration, the conditions carried over).
 			if err := s.refresh(wctx); err != nil {
-				if errors.Is(err, errRecreated) || apierrors.IsNotFound(err) {
+				if objectGone(err) {
 					// The object is gone, or another one: its own
 					// reconciliation writes its status.
 					tr.Record("framework", StepWriteStatus, tr.Now(), trace.OutcomeSkipped, nil)
@@ -634,7 +634,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 			} else {
 				// Read them from the API server, once per write.
 				if err := s.refresh(wctx); err != nil {
-					if errors.Is(err, errRecreated) || apierrors.IsNotFound(err) {
+					if objectGone(err) {
 						tr.Record("framework", StepWriteStatus, tr.Now(), trace.OutcomeSkipped, nil)
 						return o
 					}
@@ -873,6 +873,12 @@ func (s *statusRun) combine(o outcome, err error) outcome {
 // another one (another UID): the reconciled one was deleted and the name
 // created again since it was read.
 var errRecreated = errors.New("the object was deleted and created again")
+
+// objectGone tells whether refresh's error says that the reconciled object
+// is gone (not found, or another one under its name).
+func objectGone(err error) bool {
+	return errors.Is(err, errRecreated) || apierrors.IsNotFound(err)
+}
 
 // refresh reads the object from the API server, for its managedFields and
 // resourceVersion. It fails with errRecreated when the object there is
