@@ -95,10 +95,11 @@ func TestOperatorFencesWritesAfterLeaseLoss(t *testing.T) {
 	}
 }
 
-// testFence runs the operator of config with a stubbornResource over the
-// widgets of ns, lets it start reconciling widget w, takes its Lease, and
-// checks that its write after the loss is refused.
-func testFence(t *testing.T, config operatorpkg.Config, ns, lease string) {
+// newStubbornOperator returns the Operator of config with one Framework,
+// named name, whose only resource is a stubbornResource over the widgets of
+// ns (without finalizers), and creates the widget w for it to reconcile.
+func newStubbornOperator(t *testing.T, config operatorpkg.Config, ns, name string) (*operatorpkg.Operator, *stubbornResource) {
+	t.Helper()
 	op, err := operatorpkg.New(config)
 	if err != nil {
 		t.Fatal(err)
@@ -112,14 +113,22 @@ func testFence(t *testing.T, config operatorpkg.Config, ns, lease string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := framework.New(framework.Config{Name: "fence", Informer: inf, ResourceRouter: rt, Client: op.Dynamic(), Resource: widgetGVR, Registerer: config.Registry, DisableFinalizers: true})
+	f, err := framework.New(framework.Config{Name: name, Informer: inf, ResourceRouter: rt, Client: op.Dynamic(), Resource: widgetGVR, Registerer: config.Registry, DisableFinalizers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := op.Add(f); err != nil {
 		t.Fatal(err)
 	}
-	createWidget(t, newWidget(ns, "w", "", nil)) // reconciled as soon as the replica leads
+	createWidget(t, newWidget(ns, "w", "", nil))
+	return op, res
+}
+
+// testFence runs the operator of config with a stubbornResource over the
+// widgets of ns, lets it start reconciling widget w, takes its Lease, and
+// checks that its write after the loss is refused.
+func testFence(t *testing.T, config operatorpkg.Config, ns, lease string) {
+	op, res := newStubbornOperator(t, config, ns, "fence") // w is reconciled as soon as the replica leads
 	stop, done := runOperator(op)
 	released := false
 	t.Cleanup(func() {

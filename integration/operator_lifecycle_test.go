@@ -20,9 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operatorkit/operatorkit/framework"
-	"github.com/operatorkit/operatorkit/informer"
 	operatorpkg "github.com/operatorkit/operatorkit/operator"
-	"github.com/operatorkit/operatorkit/router"
 )
 
 // TestOperatorStopsAsTheLeaseIsAcquired: Run's context ends while the
@@ -152,27 +150,7 @@ func TestOperatorShutdownPastTimeoutKeepsTheLease(t *testing.T) {
 				config.Sharding = &operatorpkg.Sharding{Resources: []schema.GroupVersionResource{widgetGVR}, Identity: "a"}
 				lease = "op-past-a" // the member Lease: <ring>-<identity>
 			}
-			op, err := operatorpkg.New(config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := &stubbornResource{kube: op.Kubernetes(), started: make(chan struct{}), release: make(chan struct{}), result: make(chan error, 1)}
-			inf, err := op.Informer(informer.Config{GVR: widgetGVR, Namespace: ns})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{resourceSet(t, "", res)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := framework.New(framework.Config{Name: "past", Informer: inf, ResourceRouter: rt, Client: op.Dynamic(), Resource: widgetGVR, Registerer: config.Registry, DisableFinalizers: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := op.Add(f); err != nil {
-				t.Fatal(err)
-			}
-			createWidget(t, newWidget(ns, "w", "", nil))
+			op, res := newStubbornOperator(t, config, ns, "past")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
