@@ -50,19 +50,7 @@ func TestFenceStaysArmedPastShutdownTimeout(t *testing.T) {
 			close(ops.release)
 		}
 	}()
-	config := thingsConfig(t, o)
-	r, err := crud.New(crud.Config{Ops: ops})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", false), Resources: []resource.Interface{r}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if config.ResourceRouter, err = router.New(router.Config{ResourceSets: []*router.ResourceSet{set}}); err != nil {
-		t.Fatal(err)
-	}
-	config.DisableFinalizers = true
+	config := stuckConfig(t, o, ops)
 	f, err := o.NewFramework(config)
 	if err != nil {
 		t.Fatal(err)
@@ -113,4 +101,24 @@ func TestFenceStaysArmedPastShutdownTimeout(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("finished not closed within 30 s of the reconciliation's end")
 	}
+}
+
+// stuckConfig returns thingsConfig(t, o) without finalizers, with one
+// resource set, v1 (things labelled v=1), of a crud resource over ops.
+func stuckConfig(t *testing.T, o *Operator, ops crud.Ops) framework.Config {
+	t.Helper()
+	config := thingsConfig(t, o)
+	r, err := crud.New(crud.Config{Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", false), Resources: []resource.Interface{r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.ResourceRouter, err = router.New(router.Config{ResourceSets: []*router.ResourceSet{set}}); err != nil {
+		t.Fatal(err)
+	}
+	config.DisableFinalizers = true
+	return config
 }

@@ -15,10 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-
-	"github.com/operatorkit/operatorkit/resource"
-	"github.com/operatorkit/operatorkit/resource/crud"
-	"github.com/operatorkit/operatorkit/router"
 )
 
 // leaseServer is an API server that serves the thing ns/a (as apiServer)
@@ -116,19 +112,7 @@ func TestNotReadyWhileShuttingDown(t *testing.T) {
 					close(ops.release)
 				}
 			}()
-			config := thingsConfig(t, o)
-			r, err := crud.New(crud.Config{Ops: ops})
-			if err != nil {
-				t.Fatal(err)
-			}
-			set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: router.LabelIs("v", "1", false), Resources: []resource.Interface{r}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if config.ResourceRouter, err = router.New(router.Config{ResourceSets: []*router.ResourceSet{set}}); err != nil {
-				t.Fatal(err)
-			}
-			config.DisableFinalizers = true
+			config := stuckConfig(t, o, ops)
 			if _, err := o.NewFramework(config); err != nil {
 				t.Fatal(err)
 			}
