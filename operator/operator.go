@@ -459,7 +459,8 @@ func (o *Operator) MetricsURL() string {
 // through the Operator's clients (RESTConfig).
 //
 // It returns the first fatal error otherwise: a Framework that fails to
-// boot (the others are stopped), a cache that does not sync within
+// boot (the others are stopped; if they exceed ShutdownTimeout, the error
+// joins the Boot error and the timeout's), a cache that does not sync within
 // CacheSyncTimeout (matching informer.ErrNotSynced), ErrLeaseLost
 // when the Lease (or the member Lease) is lost (reconciling stops at
 // once, and the writes of the Operator's clients are refused from then
@@ -725,7 +726,8 @@ func (o *Operator) cacheSyncContext(ctx context.Context) (context.Context, conte
 
 // runFrameworks boots every Framework and runs them until ctx ends (a clean
 // stop: nil), lost ends (the Lease named lease was lost: ErrLeaseLost), or
-// one of them fails to boot (its error; the others are stopped). lost may
+// one of them fails to boot (its error; the others are stopped, and past
+// ShutdownTimeout the error joins it and the timeout's). lost may
 // be nil. It waits up to ShutdownTimeout for them to stop; finished is
 // closed when they all have, which may be later: until then, a loss of the
 // Lease still closes the write fence and aborts them. It records in st
@@ -753,10 +755,10 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 	for _, f := range frameworks {
 		wg.Go(func() {
 			err := f.Boot(fctx)
+			errs <- err // first, for the ShutdownTimeout path below to find it
 			if err != nil {
 				stop() // one fails: stop them all
 			}
-			errs <- err
 		})
 	}
 	// fin closes when every Framework stopped, once the Lease's loss
@@ -778,10 +780,22 @@ func (o *Operator) runFrameworks(ctx context.Context, frameworks []*framework.Fr
 	select {
 	case <-fin:
 	case <-timer.C:
+		err := fmt.Errorf("operator %s: reconciliations still running after ShutdownTimeout (%s)", o.config.Name, o.config.ShutdownTimeout)
 		if lost != nil && lost.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("operator %s: %w: %s; reconciliations still running after ShutdownTimeout (%s), their writes refused", o.config.Name, ErrLeaseLost, lease, o.config.ShutdownTimeout), fin
+			err = fmt.Errorf("operator %s: %w: %s; reconciliations still running after ShutdownTimeout (%s), their writes refused", o.config.Name, ErrLeaseLost, lease, o.config.ShutdownTimeout)
 		}
-		return fmt.Errorf("operator %s: reconciliations still running after ShutdownTimeout (%s)", o.config.Name, o.config.ShutdownTimeout), fin
+		// A Framework that failed to boot stopped the others (it sent its
+		// error before): that cause comes first.
+		var bootErrs []error
+		for len(errs) > 0 {
+			if err := <-errs; err != nil {
+				bootErrs = append(bootErrs, err)
+			}
+		}
+		if len(bootErrs) > 0 {
+			err = errors.Join(append(bootErrs, err)...)
+		}
+		return err, fin
 	}
 	close(errs)
 	for err := range errs {
