@@ -291,6 +291,9 @@ type sharder struct {
 
 	lastRenew atomic.Pointer[time.Time] // start of the last successful renewal; nil before
 	lease     *coordinationv1.Lease
+	// written is set before the first create or update of the member
+	// Lease is sent: from then on a Lease of this instance's may exist.
+	written atomic.Bool
 
 	mu sync.Mutex
 	// handing holds the hand-overs by "informer/key", from the drain's
@@ -363,6 +366,7 @@ func (s *sharder) renew(ctx context.Context) error {
 				HolderIdentity: &s.cfg.Identity, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now,
 			},
 		}
+		s.written.Store(true)
 		l, err = s.kube.CoordinationV1().Leases(s.namespace).Create(ctx, l, metav1.CreateOptions{})
 	case err == nil:
 		if other := l.Annotations[InstanceAnnotation]; other != s.instance && l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
@@ -375,6 +379,7 @@ func (s *sharder) renew(ctx context.Context) error {
 		if l.Spec.AcquireTime == nil {
 			l.Spec.AcquireTime = &now
 		}
+		s.written.Store(true)
 		l, err = s.kube.CoordinationV1().Leases(s.namespace).Update(ctx, l, metav1.UpdateOptions{})
 	}
 	if err != nil {
@@ -386,9 +391,12 @@ func (s *sharder) renew(ctx context.Context) error {
 }
 
 // join writes the member Lease, retrying every RetryPeriod until it
-// succeeds or ctx ends.
+// succeeds or ctx ends. When ctx ends first, a write of the Lease that was
+// sent may have landed all the same (its answer lost): the Lease is then
+// deleted, if it is this instance's (leave), so that the other replicas do
+// not count a member that is gone until it expires.
 func (s *sharder) join(ctx context.Context) error {
-	return wait.PollUntilContextCancel(ctx, s.retry, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, s.retry, true, func(ctx context.Context) (bool, error) {
 		if err := s.renew(ctx); err != nil {
 			level.Warn(s.logger).Log("msg", "cannot write the member Lease", "lease", s.namespace+"/"+s.leaseName, "err", err)
 			return false, nil
@@ -396,6 +404,10 @@ func (s *sharder) join(ctx context.Context) error {
 		level.Info(s.logger).Log("msg", "joined the ring", "lease", s.namespace+"/"+s.leaseName)
 		return true, nil
 	})
+	if err != nil && s.written.Load() {
+		s.leave()
+	}
+	return err
 }
 
 // heartbeat renews the member Lease every RetryPeriod until ctx ends. When
