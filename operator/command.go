@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -44,7 +47,19 @@ import (
 // cluster, Check, New or the Operator fail, or a plan fails for another
 // reason than its object (a plan stopped by a permanent error, such as an
 // invalid spec, or by no resource set is a finding, printed, not a
-// failure). Every failure is one line "<Name>: <error>" on stderr.
+// failure), or a second signal cut the shutdown short. Every failure is one
+// line "<Name>: <error>" on stderr.
+//
+// Signals: while Run runs, the first SIGINT or SIGTERM ends its context (a
+// clean stop, as the end of ctx: the reconciliations in flight finish,
+// within ShutdownTimeout, and the Lease is released); a second one ends Run
+// at once, with exit code 1 and the line "<Name>: second signal
+// (<signal>): stopped without waiting for the shutdown to end", leaving
+// what still runs to the process's exit (main must exit when Run returns,
+// as os.Exit(cmd.Run(...)) does): the Lease is then not released, and the
+// other replicas wait for it to expire. This is controller-runtime's
+// signal handler's behaviour. A main that catches the signals itself
+// (signal.NotifyContext) may go on doing so: each signal reaches both.
 type Command struct {
 	// Name names the binary: the prefix of its error lines and usage, the
 	// Operator's name, the default LeaderElectionID. Required.
@@ -95,11 +110,60 @@ type Command struct {
 }
 
 // Run runs the command with args (without the program name) and returns
-// its exit code; see Command. Run serializes its writes to stderr, those of
-// its logger from any goroutine (client-go's too) and its failure line, so
-// stderr need not be safe for concurrent use (a bytes.Buffer in a test).
+// its exit code; see Command, and its signals. Run serializes its writes to
+// stderr, those of its logger from any goroutine (client-go's too) and its
+// failure line, so stderr need not be safe for concurrent use (a
+// bytes.Buffer in a test).
 func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stderr = &lockedWriter{w: stderr}
+	ctx, forced, stopSignals := notifySignals(ctx)
+	defer stopSignals()
+	code := make(chan int, 1)
+	go func() { code <- c.run(ctx, args, stdout, stderr) }()
+	select {
+	case n := <-code:
+		return n
+	case sig := <-forced:
+		return fail(stderr, c.Name, 1, fmt.Errorf("second signal (%v): stopped without waiting for the shutdown to end", sig))
+	}
+}
+
+// notifySignals returns a copy of ctx that ends at the first SIGINT or
+// SIGTERM, and a channel that receives the second one, until stop is
+// called.
+func notifySignals(ctx context.Context) (_ context.Context, forced <-chan os.Signal, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	// Room for both: the runtime drops what a full channel cannot take.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	second := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for first := true; ; first = false {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if first {
+					cancel()
+					continue
+				}
+				second <- sig
+				return
+			}
+		}
+	})
+	return ctx, second, func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+		cancel()
+	}
+}
+
+// run is Run without the signals.
+func (c Command) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "plan" {
 		return c.runPlan(ctx, args[1:], stdout, stderr)
 	}
