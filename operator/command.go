@@ -113,18 +113,23 @@ type Command struct {
 // its exit code; see Command, and its signals. Run serializes its writes to
 // stderr, those of its logger from any goroutine (client-go's too) and its
 // failure line, so stderr need not be safe for concurrent use (a
-// bytes.Buffer in a test).
+// bytes.Buffer in a test). Nothing is written to stdout or stderr once Run
+// returned: the lines of what still runs then (reconciliations past
+// ShutdownTimeout, or after a second signal) are dropped, so that the
+// caller may read its buffers.
 func (c Command) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	stderr = &lockedWriter{w: stderr}
+	out, errw := &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
+	defer out.close()
+	defer errw.close()
 	ctx, forced, stopSignals := notifySignals(ctx)
 	defer stopSignals()
 	code := make(chan int, 1)
-	go func() { code <- c.run(ctx, args, stdout, stderr) }()
+	go func() { code <- c.run(ctx, args, out, errw) }()
 	select {
 	case n := <-code:
 		return n
 	case sig := <-forced:
-		return fail(stderr, c.Name, 1, fmt.Errorf("second signal (%v): stopped without waiting for the shutdown to end", sig))
+		return fail(errw, c.Name, 1, fmt.Errorf("second signal (%v): stopped without waiting for the shutdown to end", sig))
 	}
 }
 
@@ -324,16 +329,27 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 	return 0
 }
 
-// lockedWriter serializes the writes to w.
+// lockedWriter serializes the writes to w, and drops them once closed.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return len(p), nil // dropped: the caller has w back
+	}
 	return l.w.Write(p)
+}
+
+// close makes the writes that follow it, and none before, dropped.
+func (l *lockedWriter) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
 }
 
 // fail writes "<name>: <err>" on one line to w and returns code.

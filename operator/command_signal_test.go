@@ -6,12 +6,15 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/operatorkit/operatorkit/framework"
 )
@@ -80,5 +83,94 @@ func TestCommandSecondSignalStopsAtOnce(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Command.Run did not return within 10 s of a second SIGTERM (the shutdown waits for a stuck reconciliation)")
+	}
+}
+
+// lateWriter notes the lines written to it once returned is set.
+type lateWriter struct {
+	mu       sync.Mutex
+	returned bool
+	late     []string
+}
+
+func (w *lateWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.returned {
+		w.late = append(w.late, string(p))
+	}
+	return len(p), nil
+}
+
+func (w *lateWriter) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.late)
+}
+
+// TestCommandWritesNothingAfterItReturned: after a second signal Command.Run
+// returns while the Operator still runs (as it does past ShutdownTimeout);
+// what the Operator then logs must not reach the caller's stderr, which may
+// be a buffer the caller reads once Run returned (a data race). The
+// Operator's lines, such as "frameworks stopped", were written to it after
+// Run had returned.
+func TestCommandWritesNothingAfterItReturned(t *testing.T) {
+	ops := stuckOps{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	released := false
+	defer func() {
+		if !released {
+			close(ops.release)
+		}
+	}()
+	opc := make(chan *Operator, 1)
+	cmd, args := stuckCommand(t, ops, opc)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	var stdout, stderr lateWriter
+	code := make(chan int, 1)
+	go func() { code <- cmd.Run(ctx, args, &stdout, &stderr) }()
+	select {
+	case <-ops.entered:
+	case c := <-code:
+		t.Fatalf("Command.Run returned %d before reconciling", c)
+	case <-time.After(time.Minute):
+		t.Fatal("the reconciliation did not start within a minute")
+	}
+	op := <-opc
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The second only once the first arrived: the runtime merges a signal
+	// sent while the same one is pending.
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the first SIGTERM did not arrive within a minute")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-code:
+	case <-time.After(time.Minute):
+		t.Fatal("Command.Run did not return within a minute of a second SIGTERM")
+	}
+	for _, w := range []*lateWriter{&stdout, &stderr} {
+		w.mu.Lock()
+		w.returned = true
+		w.mu.Unlock()
+	}
+	close(ops.release) // the Operator stops now, and logs it
+	released = true
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return !op.informing.Load(), nil
+	}); err != nil {
+		t.Fatal("the Operator did not stop within a minute of the reconciliation's end")
+	}
+	if late := stderr.lines(); len(late) > 0 {
+		t.Errorf("stderr written after Command.Run returned: %q", late)
+	}
+	if late := stdout.lines(); len(late) > 0 {
+		t.Errorf("stdout written after Command.Run returned: %q", late)
 	}
 }
