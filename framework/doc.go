@@ -119,9 +119,11 @@
 //     back for.
 //   - Unroutable objects: an object no ResourceSet handles is logged,
 //     counted (result "no_resource_set"), recorded as a Warning event, and
-//     not retried until it changes: routing is a pure function of the object,
-//     so retrying could not help. If the object is being deleted and carries
-//     our finalizer, the finalizer is kept: removing it could leak whatever
+//     not retried with backoff: routing is a pure function of the object,
+//     so retrying could not help; it runs again when it changes (or at the
+//     informer's periodic resync, which runs every object again). If the
+//     object is being deleted and carries our finalizer, the finalizer is
+//     kept: removing it could leak whatever
 //     an earlier release created for it, while keeping it is visible (the
 //     object stays Terminating, with an event saying why, and counts in
 //     objects_in_deletion and oldest_deletion_age_seconds) and is fixed by
