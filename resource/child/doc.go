@@ -132,7 +132,9 @@
 // controller, existing under another controller, or rejected by the API
 // server as invalid (400, 422) or not served (404, 405) is a permanent error
 // (retry.Permanent) matching [ErrInvalidChild] that names the resource, the
-// owner and the child; it is not retried until the owner changes.
+// owner and the child; it is not retried with backoff, only when the owner
+// changes (or at the informer's periodic resync, which runs every owner
+// again).
 //
 // # Cost
 //
