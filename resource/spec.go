@@ -43,8 +43,9 @@ type Interface interface {
 	// in chain order. It must be idempotent and succeed when there is nothing
 	// left to delete: it runs again until every resource of the chain returned
 	// nil, and only then does the framework remove its finalizer. Returning an
-	// error stops the chain and makes the framework retry with backoff (not
-	// an error marked with retry.Permanent, until the object changes).
+	// error stops the chain and makes the framework retry with backoff (an
+	// error marked with retry.Permanent is not retried until the object
+	// changes or the informer's periodic resync runs it again).
 	EnsureDeleted(ctx context.Context, obj any) error
 }
 

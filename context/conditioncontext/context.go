@@ -22,7 +22,8 @@ const (
 	// will be retried, or a resource reported that a child is not ready.
 	Reconciling = "Reconciling"
 	// Stalled is True when the Framework gave up: a permanent error, which
-	// is not retried until the object changes.
+	// is not retried with backoff (it runs again when the object changes,
+	// or at the informer's periodic resync).
 	Stalled = "Stalled"
 )
 
