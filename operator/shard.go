@@ -85,9 +85,10 @@ const OwnedObjectsAnnotation = "shard.operatorkit.io/objects"
 // hold only its share.
 //
 // An object moves only with its owner's consent: the assigner sets the
-// drain label; the owner stops reconciling the object (framework.Release:
-// the reconciliation in flight ends first) and then removes both labels;
-// only then does the assigner label it for the new owner. An owner whose
+// drain label; the owner stops reconciling the object
+// (framework.Framework.Release: the reconciliation in flight ends first) and
+// then removes both labels; only then does the assigner label it for the new
+// owner. An owner whose
 // member Lease expired has stopped reconciling (a replica that cannot renew
 // its Lease within RenewDeadline stops, Run returns ErrLeaseLost), so its
 // objects are relabelled at once. A replica that stops cleanly deletes its
