@@ -31,11 +31,13 @@
 // What a main function gets without asking:
 //
 //   - Clients: [Operator.NewFramework] gives the Framework the Operator's
-//     clients, built once from Config.RESTConfig: the dynamic client
-//     (Dynamic) for status writes, and a metadata client (Metadata) for the
-//     finalizer patches, which the API server then answers with the
-//     object's metadata only, not the whole object to decode. A field set
-//     in framework.Config is kept.
+//     clients, built once from Config.RESTConfig: a metadata client
+//     (Metadata) for the finalizer patches and the status applies, which
+//     the API server then answers with the object's metadata only, not the
+//     whole object to decode, and the dynamic client (Dynamic) for the
+//     rest (a Guard's lock, and the status writes of a Framework with
+//     DisableFinalizers, which gets no metadata client). A field set in
+//     framework.Config is kept.
 //   - Typed caches: [Operator.Informer] with informer.Config.ObjectType set
 //     (&corev1.ConfigMap{}, or your CRD's Go type) and no client decodes
 //     each event once, straight into that type, on the Operator's

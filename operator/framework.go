@@ -97,8 +97,8 @@ func orDefaultInt(n, def int) int {
 // it completes config from the Operator, creates the Framework and adds it
 // (Add). Empty fields default to: Client to Dynamic(); MetadataClient,
 // where the Framework writes finalizers (neither DryRun nor
-// DisableFinalizers), to Metadata(), so that each finalizer patch is
-// answered with the object's metadata only; Registerer to Registry();
+// DisableFinalizers), to Metadata(), so that each finalizer patch and
+// status apply is answered with the object's metadata only; Registerer to Registry();
 // Logger to the Operator's logger (none when Config.Logger was nil, so that
 // the Framework builds no log line for a logger that drops them all);
 // EventRecorder, unless DryRun, to
