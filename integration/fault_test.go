@@ -54,11 +54,11 @@ func ownServer(t *testing.T) (*testenv.Env, kubernetes.Interface, string) {
 
 // restartAPIServer restarts the API server of own. When a real API server
 // process stops, its connections die with it and its clients see refused
-// connections until the new one listens; testenv's instead shuts
-// down gracefully and waits, up to its 60s shutdown timeout, for open
-// watches to end. So once it stops listening, the operator (h) is cut off
-// (its watches break, its requests are refused) until the new server is
-// ready, as it would be by a dying process.
+// connections until the new one listens; testenv's instead shuts down
+// gracefully (ShutdownSendRetryAfter: new requests answered 429, open
+// watches cut within seconds). So once it stops listening, the operator (h)
+// is cut off (its watches break, its requests are refused) until the new
+// server is ready, as it would be by a dying process.
 func restartAPIServer(t *testing.T, own *testenv.Env, h *harness) {
 	t.Helper()
 	restarted := make(chan error, 1)
