@@ -16,8 +16,8 @@
 // routes it to. --shard runs it as one of several replicas that share the
 // WebApps (operator.Sharding), each reconciling its share.
 //
-// This command does not link the in-process API server (testenv); the demo
-// command does.
+// This command does not link testenv, which builds and starts the test API
+// server as a child process; the demo command does.
 package main
 
 import (
