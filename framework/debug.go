@@ -17,9 +17,13 @@ const DebugPath = "/debug/reconciliations"
 
 // ObjectDebug is the JSON document served for one object.
 type ObjectDebug struct {
-	Object string         `json:"object"`
-	Traces []trace.Trace  `json:"traces"`
-	Plans  []ResourcePlan `json:"plans,omitempty"`
+	// Object is the object's key, "namespace/name" (or "name").
+	Object string `json:"object"`
+	// Traces are the object's kept traces, oldest first (Framework.Traces).
+	Traces []trace.Trace `json:"traces"`
+	// Plans is the object's last dry-run plan (Config.DryRun), each change
+	// as it describes itself; nil without one.
+	Plans []ResourcePlan `json:"plans,omitempty"`
 }
 
 // DebugHandler returns an http.Handler for DebugPath and below. It answers

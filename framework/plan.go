@@ -170,6 +170,10 @@ func findPlanner(r resource.Interface) planner {
 // lines what they would change ("replicas: 2 -> 3"). FormatPlans, the debug
 // endpoint and plan listings use it; without it a change is shown as JSON.
 type ChangeDescriber interface {
+	// Describe returns the change's lines, for people. FormatPlans,
+	// DescribeChange and the debug endpoint call it each time they show
+	// the change: it must not modify the change nor write anything, as
+	// plans are read-only.
 	Describe() []string
 }
 

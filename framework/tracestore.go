@@ -261,12 +261,22 @@ func (s *traceStore) get(key string) ([]trace.Trace, []ResourcePlan) {
 
 // ObjectSummary is one line of the list of recently reconciled objects.
 type ObjectSummary struct {
-	Object      string        `json:"object"`
-	ResourceSet string        `json:"resourceSet,omitempty"`
-	Result      string        `json:"result"`
-	Start       time.Time     `json:"start"`
-	Duration    time.Duration `json:"duration"`
-	Error       string        `json:"error,omitempty"`
+	// Object is the object's key, "namespace/name" (or "name").
+	Object string `json:"object"`
+	// ResourceSet is the name of the resource set that ran the object's
+	// last reconciliation; empty when none did (no_resource_set) or the
+	// set has no name.
+	ResourceSet string `json:"resourceSet,omitempty"`
+	// Result is the last reconciliation's result, one of the Result*
+	// constants.
+	Result string `json:"result"`
+	// Start is when the last reconciliation started.
+	Start time.Time `json:"start"`
+	// Duration is how long the last reconciliation took.
+	Duration time.Duration `json:"duration"`
+	// Error is the last reconciliation's error message; empty after a
+	// success.
+	Error string `json:"error,omitempty"`
 	// Repeats is how many reconciliations before the last one went the
 	// same way, one after the other (trace.Trace.Repeats).
 	Repeats int `json:"repeats,omitempty"`
