@@ -23,11 +23,18 @@ const leaseGroup = "coordination.k8s.io"
 // Permission is one verb on one resource (and subresource) in one
 // namespace ("" means every namespace, or a cluster-scoped resource).
 type Permission struct {
-	Verb        string
-	Group       string
-	Resource    string
+	// Verb is the API verb, such as "list" or "patch".
+	Verb string
+	// Group is the resource's API group; "" for the core group.
+	Group string
+	// Resource is the resource's plural name, such as "deployments".
+	Resource string
+	// Subresource is the subresource, such as "status"; "" for the
+	// resource itself.
 	Subresource string
-	Namespace   string
+	// Namespace is where the verb must be allowed; "" for every
+	// namespace, or a cluster-scoped resource.
+	Namespace string
 }
 
 // String reads like `create events in namespace "demo"`.
