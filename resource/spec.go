@@ -59,6 +59,9 @@ type Interface interface {
 // app.kubernetes.io/managed-by=my-operator"); "" claims nothing. It must be
 // constant.
 type Claimer interface {
+	// Claim returns the resource's claim, as above. router.NewResourceSet
+	// calls it once per resource when it builds a set; it must not fail,
+	// block or change its answer.
 	Claim() string
 }
 

@@ -26,9 +26,13 @@ const (
 // for people ("(none)" for an absent value, strings quoted, structs and
 // lists as JSON, long values shortened).
 type Field struct {
+	// Path is the field's path, as above.
 	Path string `json:"path"`
+	// From is the current value, "(none)" when the child lacks it (and
+	// for every field of a create).
 	From string `json:"from"`
-	To   string `json:"to"`
+	// To is the desired value.
+	To string `json:"to"`
 }
 
 // Change is the create, update or delete of one child object. For a create
@@ -37,10 +41,16 @@ type Field struct {
 // child resource hold (in a [Changes]); plans and traces show it with
 // Describe.
 type Change struct {
-	Action    Action `json:"action"`
-	Kind      string `json:"kind"`
+	// Action is what the change does: ActionCreate, ActionUpdate or
+	// ActionDelete.
+	Action Action `json:"action"`
+	// Kind is the child's kind (Config.GVK.Kind).
+	Kind string `json:"kind"`
+	// Namespace is the child's namespace; empty for a cluster-scoped
+	// child.
 	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
+	// Name is the child's name.
+	Name string `json:"name"`
 	// UID is the current object's UID: the precondition of a delete.
 	UID types.UID `json:"uid,omitempty"`
 	// Fields are the fields the change sets (see above).

@@ -62,7 +62,21 @@ type Object interface {
 // with server-side apply, and Delete. Use [Typed] to pass the clientset's
 // method.
 type Client[C any] interface {
+	// Patch is called by the resource's create and update steps, once per
+	// child to write, with the server-side apply body (pt
+	// types.ApplyPatchType, the Config's FieldManager, force). Applying the
+	// same body again changes nothing. It returns the child as the API
+	// server answered; an error fails the step (the reconciliation is
+	// retried with backoff, or, for an answer that says the child is
+	// invalid or not served, not until the owner changes or a resync:
+	// ErrInvalidChild).
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (C, error)
+	// Delete is called by the resource's delete step, once per child to
+	// delete, with the child's UID as precondition and the Config's
+	// DeletePropagation. A NotFound or a failed precondition (the child is
+	// gone, or another object took its name) counts as deleted; any other
+	// error fails the step, and the delete is tried again with the next
+	// reconciliation.
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
@@ -89,7 +103,15 @@ func Typed[C any, W Client[C]](client func(namespace string) W) func(namespace s
 // that indexes the children by owner, and finding an owner's children does
 // not scan the whole cache.
 type Cache interface {
+	// Get returns the cached object of key ("namespace/name", or "name"
+	// for a cluster-scoped child), called by the resource's current-state
+	// step for each desired child. It must not call the API server; an
+	// error fails the step.
 	Get(key string) (obj any, exists bool, err error)
+	// List returns every cached object, called to find an owner's other
+	// children when the Cache offers no SharedIndexInformer to index them
+	// (and until the index has seen the informer's first list). The
+	// objects are shared: the resource never modifies them.
 	List() []any
 }
 
@@ -98,6 +120,10 @@ type Cache interface {
 // resource's own write does not wake the owner again. When it also
 // implements [DeleteWrites] (OwnWrites does), it is told of each delete too.
 type Writes interface {
+	// Begin is called before each apply of the child namespace/name of
+	// resource, and the done it returns exactly once after it, with the
+	// answer (nil when the write failed) and the error. Neither may block
+	// for long: they run in the reconciliation.
 	Begin(resource schema.GroupResource, namespace, name string) (done func(answer metav1.Object, err error))
 }
 
@@ -106,6 +132,9 @@ type Writes interface {
 // that the watch event of the resource's own delete does not wake the
 // owner again (operator.OwnWrites.BeginDelete).
 type DeleteWrites interface {
+	// BeginDelete is called before each delete of the child of UID uid,
+	// and the done it returns exactly once after it with the delete's
+	// error (nil, or the API server's: a NotFound too).
 	BeginDelete(uid types.UID) (done func(err error))
 }
 
