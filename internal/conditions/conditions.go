@@ -36,6 +36,10 @@ type Store struct {
 // interface rather than a func, so that the Framework's per-reconciliation
 // state can be one without a closure of its own.
 type Locker interface {
+	// LockCondition writes c under a resourceVersion precondition, as
+	// conditioncontext.LockFunc does; Guard calls it once before its task,
+	// and an error (a conflict, a lock held by another reconciliation)
+	// keeps the task from running.
 	LockCondition(ctx context.Context, c metav1.Condition) error
 }
 
