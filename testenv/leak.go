@@ -10,7 +10,11 @@ import (
 
 // LeakReporter is the part of testing.TB that LeakCheck uses.
 type LeakReporter interface {
+	// Helper marks the check as a test helper, as testing.TB's does.
 	Helper()
+	// Errorf is called once, by the func LeakCheck returns, when
+	// goroutines started since the check outlive it; it should fail the
+	// test without ending it, as testing.TB's does.
 	Errorf(format string, args ...any)
 }
 

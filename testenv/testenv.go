@@ -311,9 +311,15 @@ func (e *Env) Stop() {
 
 // TB is the part of testing.TB that New uses.
 type TB interface {
+	// Helper marks New as a test helper, as testing.TB's does.
 	Helper()
+	// Fatalf is called once when the Env cannot start, and must end the
+	// test, as testing.TB's does.
 	Fatalf(format string, args ...any)
+	// Cleanup registers Env.Stop, to run when the test ends.
 	Cleanup(func())
+	// Context bounds the start of the Env (building the server program
+	// included, the first time).
 	Context() context.Context
 }
 
