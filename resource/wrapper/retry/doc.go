@@ -21,8 +21,9 @@
 //     returned), when the call canceled the resource or the reconciliation
 //     (resourcecanceledcontext, reconciliationcanceledcontext: nothing more
 //     to do this time; its error is returned) or when ctx is done (the last
-//     error joined with context.Cause(ctx) is returned); waiting never
-//     outlives ctx.
+//     error joined with context.Cause(ctx) is returned, or the last error
+//     alone when it already matches the cause, as a resource's ctx.Err()
+//     does); waiting never outlives ctx.
 //   - Each retry is logged at warn level with the keys resource, operation
 //     (a crud.Step* or resource.Operation* name), attempt (1 for the first
 //     failure), backoff and err.
