@@ -11,7 +11,8 @@
 //     use across objects.
 //   - The first error stops the chain; the object is reconciled again later
 //     (with backoff; an error marked with retry.Permanent only once the
-//     object changes), starting from the first resource. Hence every method
+//     object changes, or at the informer's periodic resync), starting from
+//     the first resource. Hence every method
 //     must be idempotent.
 //   - ctx carries the reconciliation signals of the context/<x>context
 //     packages; a resource may cancel itself (resourcecanceledcontext) or the
