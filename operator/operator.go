@@ -1000,9 +1000,11 @@ func copyResponse(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
 }
 
 // Config returns the Config of an operator named name from the options: the
-// metrics and probe addresses and the leader election settings, with
-// restConfig and logger (from RESTConfig and NewLogger). Set the other
-// fields (Registry, timings) on the result before New.
+// metrics and probe addresses, the leader election settings and timings,
+// and with Shard a Sharding of ShardIdentity, with restConfig and logger
+// (from RESTConfig and NewLogger). Set the other fields (Registry,
+// ShutdownTimeout, CacheSyncTimeout, ...) on the result before New, and with
+// Shard the Sharding's Resources, which New requires.
 func (o Options) Config(name string, restConfig *rest.Config, logger log.Logger) Config {
 	var sharding *Sharding
 	if o.Shard {
