@@ -49,7 +49,8 @@
 // cannot use ([Validate]: image syntax, DNS-1035 name, replicas, content
 // size beyond what the schema checks) gets a permanent error with reason
 // [ReasonInvalidSpec] (conditioncontext.WithReason), so Stalled is True and
-// it is not retried until the object changes. The framework records the
+// it is not retried with backoff, only when the object changes (or at the
+// informer's periodic resync). The framework records the
 // events: a Warning when Ready turns False or Stalled True, a Normal one
 // when Ready turns True again.
 //

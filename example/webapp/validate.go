@@ -27,7 +27,8 @@ const (
 // ErrInvalidSpec is wrapped by errors about a WebApp the operator cannot
 // use. Such errors are permanent: the operator reports them in the Ready
 // and Stalled conditions, with reason ReasonInvalidSpec, and a Warning
-// Event, and does not retry until the object changes.
+// Event, and does not retry them with backoff: the WebApp runs again when it
+// changes, or at the informer's periodic resync.
 var ErrInvalidSpec = errors.New("invalid spec")
 
 // ReasonInvalidSpec is the reason of the Ready (False) and Stalled (True)
@@ -48,8 +49,8 @@ var imageRef = regexp.MustCompile(`^` +
 // DNS-1035 label (it names the Service and is a label value), the image a
 // well-formed reference, replicas within 0..MaxReplicas (nil means 1) and
 // the content at most MaxContentBytes. The error wraps ErrInvalidSpec and
-// lists every problem; it is permanent (retry.Permanent: not retried until
-// the WebApp changes) and gives the Ready and Stalled conditions the
+// lists every problem; it is permanent (retry.Permanent: not retried with
+// backoff, only when the WebApp changes or at the resync) and gives the Ready and Stalled conditions the
 // reason ReasonInvalidSpec (conditioncontext.WithReason). It is nil when w
 // is usable.
 func Validate(w *v1alpha1.WebApp) error {
