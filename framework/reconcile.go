@@ -548,7 +548,7 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 	case ResultConflict:
 		level.Info(logger).Log("msg", "conflict: retrying with the latest object", "err", o.err)
 	case ResultNoResourceSet:
-		level.Warn(logger).Log("msg", "no resource set handles the object; not retried until it changes", "err", o.err)
+		level.Warn(logger).Log("msg", "no resource set handles the object; not retried with backoff: run again when it changes, or at the resync", "err", o.err)
 		f.event(ctx, obj, corev1.EventTypeWarning, "NoResourceSet", o.err.Error())
 	}
 	// traceLine is a fmt.Stringer: formatted only when debug logs are on.

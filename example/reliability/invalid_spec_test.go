@@ -85,7 +85,7 @@ func TestInvalidSpecStalled(t *testing.T) {
 	for name := range invalid {
 		trs := op.Framework().Traces(ns + "/" + name)
 		if n := trace.Reconciliations(trs); n == 0 || n > 2 {
-			t.Errorf("%s: %d reconciliations, want 1 or 2 (not retried until it changes)", name, n)
+			t.Errorf("%s: %d reconciliations, want 1 or 2 (not retried with backoff)", name, n)
 			continue
 		}
 		if last := trs[len(trs)-1]; last.Result != framework.ResultPermanent {
