@@ -171,8 +171,8 @@ func (d *demo) measure(w *world) progress {
 }
 
 func (p progress) line(what string, elapsed time.Duration) string {
-	return fmt.Sprintf("      %s %d/%d   configmaps %d  deployments %d  services %d   %s",
-		what, p.ok, p.total, p.configMaps, p.deployments, p.services, elapsed.Round(100*time.Millisecond))
+	return fmt.Sprintf("      %d/%d WebApps as expected (%s)   configmaps %d  deployments %d  services %d   %s",
+		p.ok, p.total, what, p.configMaps, p.deployments, p.services, elapsed.Round(100*time.Millisecond))
 }
 
 // await polls the API server until every object is as it should be, showing
@@ -220,7 +220,7 @@ func (d *demo) await(ctx context.Context, what string) error {
 			if len(shown) > 5 {
 				shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(last.notOK)-5))
 			}
-			return fmt.Errorf("%w: %d of %d objects not %s: %s", context.Cause(ctx), last.total-last.ok, last.total, what, strings.Join(shown, "; "))
+			return fmt.Errorf("%w: %d of %d WebApps not as expected (%s): %s", context.Cause(ctx), last.total-last.ok, last.total, what, strings.Join(shown, "; "))
 		case <-tick.C:
 		}
 	}

@@ -223,7 +223,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		if err := d.moveToRelease2(ctx); err != nil {
 			return err
 		}
-		return d.await(ctx, "on release 2")
+		return d.await(ctx, fmt.Sprintf("%d on release 2", d.opts.objects/2))
 	}); err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		if err := d.deleteQuarter(ctx); err != nil {
 			return err
 		}
-		return d.await(ctx, "deleted")
+		return d.await(ctx, fmt.Sprintf("%d deleted", d.opts.objects/4))
 	}); err != nil {
 		return err
 	}
