@@ -82,12 +82,20 @@ type objectState struct {
 // renew time first (on its own clock, so that clock skew between replicas
 // does not matter); owned is the count of objects the member reported
 // (OwnedObjectsAnnotation).
+//
+// A member whose Lease expired on the assigner's clock is live until a
+// read of its Lease from the API server (confirmExpired) shows the same
+// renew time: dead is set then. The watch alone cannot tell a member that
+// stopped renewing from a watch that lags (all its events held back
+// alike), and taking a live member for dead would have its objects
+// relabelled under it.
 type observation struct {
 	holder string
 	renew  time.Time
 	dur    time.Duration
 	at     time.Time
 	owned  float64
+	dead   bool
 }
 
 // assign runs the assigner until ctx ends (this replica stopped leading).
@@ -168,6 +176,7 @@ func (s *sharder) assign(ctx context.Context) {
 		return
 	}
 	level.Info(s.logger).Log("msg", "assigning objects to the replicas", "ring", s.cfg.Ring, "sources", len(a.sources))
+	a.confirmExpired(ctx)
 	a.refresh()
 	for range s.cfg.AssignWorkers {
 		wg.Go(func() {
@@ -184,6 +193,7 @@ func (s *sharder) assign(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			a.confirmExpired(ctx)
 			a.refresh()
 		}
 	}
@@ -247,6 +257,49 @@ func (a *assigner) observe(obj any) {
 	a.refresh()
 }
 
+// confirmExpired reads from the API server each member Lease that expired
+// on the assigner's clock and is not known dead yet: one that still carries
+// the renew time observed is dead; one renewed since (the watch lags) is
+// observed renewed, and its member stays live. A Lease that cannot be read
+// keeps its member live: nothing moves on a guess.
+func (a *assigner) confirmExpired(ctx context.Context) {
+	now := time.Now()
+	a.mu.Lock()
+	var expired []string
+	for name, o := range a.observed {
+		if !o.dead && now.Sub(o.at) > o.dur {
+			expired = append(expired, name)
+		}
+	}
+	a.mu.Unlock()
+	for _, name := range expired {
+		rctx, cancel := context.WithTimeout(ctx, a.s.renewDL)
+		l, err := a.s.kube.CoordinationV1().Leases(a.s.namespace).Get(rctx, name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			a.forgetLease(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		case err != nil:
+			if ctx.Err() == nil {
+				level.Warn(a.s.logger).Log("msg", "cannot read an expired member Lease: its member stays in the ring", "lease", a.s.namespace+"/"+name, "err", err)
+			}
+		default:
+			a.mu.Lock()
+			o, ok := a.observed[name]
+			held := l.Spec.HolderIdentity != nil && l.Spec.RenewTime != nil
+			same := ok && (!held || o.holder == *l.Spec.HolderIdentity && o.renew.Equal(l.Spec.RenewTime.Time))
+			if same {
+				o.dead = true
+				a.observed[name] = o
+			}
+			a.mu.Unlock()
+			if !same {
+				a.observe(l) // renewed since the watch last told
+			}
+		}
+	}
+}
+
 // forgetLease drops a deleted member Lease: its replica left the ring.
 func (a *assigner) forgetLease(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -262,14 +315,14 @@ func (a *assigner) forgetLease(obj any) {
 	a.refresh()
 }
 
-// refresh recomputes the live members; when they changed it rebuilds the
+// refresh recomputes the live members (those not known dead, see
+// observation); when they changed it rebuilds the
 // ring, queues the free objects and asks for a pass over the assigned ones.
 func (a *assigner) refresh() {
-	now := time.Now()
 	a.mu.Lock()
 	var live []string
 	for _, o := range a.observed {
-		if now.Sub(o.at) <= o.dur && !slices.Contains(live, o.holder) {
+		if !o.dead && !slices.Contains(live, o.holder) {
 			live = append(live, o.holder)
 		}
 	}
