@@ -134,7 +134,8 @@ type Config struct {
 	// timings. Default to DefaultLeaseDuration, DefaultRenewDeadline and
 	// DefaultRetryPeriod; none may be negative. With LeaderElection or
 	// Sharding, LeaseDuration must be 1 s to math.MaxInt32 s (a Lease
-	// holds whole seconds in an int32), RenewDeadline must be shorter than
+	// holds whole seconds in an int32; a member Lease of Sharding holds it
+	// rounded up, so that it outlives RenewDeadline), RenewDeadline must be shorter than
 	// LeaseDuration, and RetryPeriod shorter than RenewDeadline / 1.2
 	// (leaderelection.JitterFactor).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration

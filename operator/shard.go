@@ -330,7 +330,9 @@ func (s *sharder) readyCheck(*http.Request) error {
 func (s *sharder) renew(ctx context.Context) error {
 	started := time.Now()
 	now := metav1.NewMicroTime(started)
-	secs := int32(s.leaseDur / time.Second)
+	// Whole seconds, rounded up: rounded down, the Lease would expire
+	// before RenewDeadline, while this replica still reconciles.
+	secs := int32((s.leaseDur + time.Second - 1) / time.Second)
 	if secs < 1 {
 		secs = 1
 	}
