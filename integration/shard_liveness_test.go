@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -298,8 +300,12 @@ func TestShardingMemberLeaseOutlivesTheRenewDeadline(t *testing.T) {
 	})
 
 	refuse.Store(true)
-	var moved time.Time
+	var moved, last time.Time // last: b's last renewal, on this machine's clock
+	var lease *coordinationv1.Lease
 	if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if l, err := leases.Get(ctx, shardRing+"-b", metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
+			lease, last = l, l.Spec.RenewTime.Time // until the assigner deletes it
+		}
 		b, err := ofB(ctx)
 		if err == nil && b < owned {
 			moved = time.Now()
@@ -309,14 +315,12 @@ func TestShardingMemberLeaseOutlivesTheRenewDeadline(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("waiting for b's widgets to move once b cannot renew its member Lease: %v", err)
 	}
-	l, err := leases.Get(t.Context(), shardRing+"-b", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if lease == nil {
+		t.Fatal("b's member Lease was never read")
 	}
-	last := l.Spec.RenewTime.Time // b's last renewal, on this machine's clock
 	if got := moved.Sub(last); got < renewDeadline {
 		t.Errorf("b's widgets moved %s after its last renewal, before b stopped reconciling (RenewDeadline %s); its Lease says %d s for LeaseDuration %s",
-			got.Round(time.Millisecond), renewDeadline, *l.Spec.LeaseDurationSeconds, leaseDuration)
+			got.Round(time.Millisecond), renewDeadline, *lease.Spec.LeaseDurationSeconds, leaseDuration)
 	}
 	select {
 	case err := <-doneB:
@@ -325,5 +329,60 @@ func TestShardingMemberLeaseOutlivesTheRenewDeadline(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Error("b still runs 60 s after its member Lease writes began to fail")
+	}
+}
+
+// TestShardingDeletesTheLeaseOfADeadReplica: a replica that died (killed,
+// its node lost) leaves its member Lease behind, and with the default
+// identities (the pod name and a random suffix) no replica ever renews it
+// again: the assigner moves its objects and deletes the Lease, so that
+// Leases do not pile up in the namespace with every crash.
+func TestShardingDeletesTheLeaseOfADeadReplica(t *testing.T) {
+	t.Parallel() // a namespace and Leases of its own
+	ns := newNamespace(t)
+	ensureWidgetCRD(t)
+	leases := kubeClient(t).CoordinationV1().Leases(ns)
+	// The Lease a replica "gone" left when it died an hour ago, and its
+	// widget.
+	long := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	_, err := leases.Create(t.Context(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: shardRing + "-gone", Labels: map[string]string{operatorpkg.RingLabel: shardRing},
+			Annotations: map[string]string{operatorpkg.InstanceAnnotation: "dead"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("gone"), LeaseDurationSeconds: ptr(int32(10)), AcquireTime: &long, RenewTime: &long},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWidget(ns, "orphan", "", map[string]string{"k": "v"})
+	w.SetLabels(map[string]string{shardLabel: "gone"})
+	createWidget(t, w)
+
+	op, err := operatorpkg.New(shardConfig(env.Config(), ns, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Add(operatorFramework(t, op, ns, "widgets-dead", newOwnedConfigMapOps("dead", op.OwnWrites()))); err != nil {
+		t.Fatal(err)
+	}
+	stop, _ := runOperator(op)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run() = %v", err)
+		}
+	})
+	poll(t, "the dead replica's widget to move to a", func(ctx context.Context) (bool, error) {
+		w, err := widgetClient(t, ns).Get(ctx, "orphan", metav1.GetOptions{})
+		return err == nil && w.GetLabels()[shardLabel] == "a", nil
+	})
+	// The assigner deletes it when it finds it dead, before it moves the
+	// widget; a few renew periods are plenty.
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*shardRetry, true, func(ctx context.Context) (bool, error) {
+		_, err := leases.Get(ctx, shardRing+"-gone", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Errorf("the member Lease of the dead replica is still there %s after its widget moved", 20*shardRetry)
+	}
+	if _, err := leases.Get(t.Context(), shardRing+"-a", metav1.GetOptions{}); err != nil {
+		t.Errorf("the live replica's member Lease: %v", err)
 	}
 }

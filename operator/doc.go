@@ -72,7 +72,8 @@
 // removes both labels, and only then is the object labelled for its new
 // owner. The objects of a replica whose member Lease expired move at once
 // (it stopped itself at RenewDeadline), once a read of the Lease from the
-// API server confirmed it was not renewed; a replica that stops cleanly deletes
+// API server confirmed it was not renewed, and the assigner deletes that
+// Lease; a replica that stops cleanly deletes
 // its Lease after its last reconciliation. The children of the objects
 // follow them when their kinds are in Sharding.Children and their child
 // resources copy the shard label ([Operator.ShardLabels] as

@@ -93,7 +93,8 @@ const OwnedObjectsAnnotation = "shard.operatorkit.io/objects"
 // its Lease within RenewDeadline stops, Run returns ErrLeaseLost), so its
 // objects are relabelled at once, once a read of the Lease from the API
 // server confirmed that it was not renewed since the assigner's watch last
-// told (a watch that lags must not make a live member look dead). A replica that stops cleanly deletes its
+// told (a watch that lags must not make a live member look dead); the
+// assigner then deletes that Lease, which no replica would delete. A replica that stops cleanly deletes its
 // member Lease after its last reconciliation, so that its objects move
 // without waiting for the Lease to expire.
 type Sharding struct {

@@ -259,9 +259,10 @@ func (a *assigner) observe(obj any) {
 
 // confirmExpired reads from the API server each member Lease that expired
 // on the assigner's clock and is not known dead yet: one that still carries
-// the renew time observed is dead; one renewed since (the watch lags) is
-// observed renewed, and its member stays live. A Lease that cannot be read
-// keeps its member live: nothing moves on a guess.
+// the renew time observed is dead, and deleted (deleteDead); one renewed
+// since (the watch lags) is observed renewed, and its member stays live. A
+// Lease that cannot be read keeps its member live: nothing moves on a
+// guess.
 func (a *assigner) confirmExpired(ctx context.Context) {
 	now := time.Now()
 	a.mu.Lock()
@@ -295,8 +296,30 @@ func (a *assigner) confirmExpired(ctx context.Context) {
 			a.mu.Unlock()
 			if !same {
 				a.observe(l) // renewed since the watch last told
+				continue
 			}
+			a.deleteDead(ctx, l)
 		}
+	}
+}
+
+// deleteDead deletes the member Lease l of a dead member, as read: a
+// replica that died (killed, its node lost) cannot delete its own, and
+// with the default identities every such death would leave one more Lease
+// in the namespace for good. Its objects move as when it expired: they are
+// labelled for a member that is not live. A Lease renewed or taken over
+// since it was read (another instance of the identity) stays.
+func (a *assigner) deleteDead(ctx context.Context, l *coordinationv1.Lease) {
+	rctx, cancel := context.WithTimeout(ctx, a.s.renewDL)
+	defer cancel()
+	pre := &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}
+	err := a.s.kube.CoordinationV1().Leases(a.s.namespace).Delete(rctx, l.Name, metav1.DeleteOptions{Preconditions: pre})
+	switch {
+	case err == nil:
+		level.Info(a.s.logger).Log("msg", "deleted the member Lease of a dead replica", "lease", a.s.namespace+"/"+l.Name)
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err), ctx.Err() != nil:
+	default:
+		level.Warn(a.s.logger).Log("msg", "cannot delete the member Lease of a dead replica", "lease", a.s.namespace+"/"+l.Name, "err", err)
 	}
 }
 
