@@ -800,9 +800,9 @@ func TestShardingInProcess(t *testing.T) {
 	})
 
 	// One whose shard label is there but empty (set by hand, or by a
-	// template): no free informer selects it (they select objects without
-	// the label), so a pass of the assigner must take it: the one the
-	// change of members below makes.
+	// template): no replica selects it, and the assigner takes it as it
+	// takes one without the label (TestShardingAssignsAnEmptyShardLabel);
+	// here it goes to b once a left.
 	empty := newWidget(ns, "w-empty", "", map[string]string{"k": "v"})
 	empty.SetLabels(map[string]string{shardLabel: ""})
 	createWidget(t, empty)

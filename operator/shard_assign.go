@@ -53,12 +53,34 @@ type assigner struct {
 const assignResync = 10 * time.Minute
 
 // assignSource is one kind of sharded object: the resource, namespace and
-// user selectors of one sharded informer of the replicas, and a metadata
-// informer of those objects that have no shard label.
+// user selectors of one sharded informer of the replicas, and metadata
+// informers of the free objects: those without the shard label, and those
+// whose shard label is empty (set by hand or by a template), which no
+// replica selects either.
 type assignSource struct {
 	gvr                       schema.GroupVersionResource
 	namespace, labels, fields string
-	free                      cache.SharedIndexInformer
+	free                      []cache.SharedIndexInformer
+}
+
+// freeKeys returns the keys of the free objects of src.
+func (src assignSource) freeKeys() []string {
+	var keys []string
+	for _, inf := range src.free {
+		keys = append(keys, inf.GetStore().ListKeys()...)
+	}
+	return keys
+}
+
+// freeObject returns the free object key of src, false when none of its
+// free informers holds it.
+func (src assignSource) freeObject(key string) (any, bool, error) {
+	for _, inf := range src.free {
+		if obj, ok, err := inf.GetStore().GetByKey(key); ok || err != nil {
+			return obj, ok, err
+		}
+	}
+	return nil, false, nil
 }
 
 type assignRef struct {
@@ -71,8 +93,8 @@ type objectState struct {
 	namespace, name, resourceVersion string
 	owner                            string // its shard label, "" for none
 	// labelled is set when it has the shard label, with an empty value
-	// too: such an object is not free (the free informers select objects
-	// without the label), so a pass assigns it.
+	// too. A pass lists the labelled objects: one with an empty label is
+	// free (a free informer holds it) and is assigned from either.
 	labelled bool
 	draining bool // it has the drain label
 }
@@ -127,30 +149,33 @@ func (s *sharder) assign(ctx context.Context) {
 		}
 		seen[k] = true
 		src := assignSource{gvr: k.gvr, namespace: k.namespace, labels: si.userLabels, fields: k.fieldsSel}
-		free := joinSelector(src.labels, "!"+s.shardLabel)
-		src.free = metadatainformer.NewFilteredMetadataInformer(s.assignMD, k.gvr, k.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-			o.LabelSelector, o.FieldSelector = free, src.fields
-		}).Informer()
-		if err := src.free.SetTransform(stripMetadata); err != nil {
-			level.Error(s.logger).Log("msg", "assigner cannot watch", "resource", k.gvr, "err", err)
-			return
-		}
 		i := len(a.sources)
-		a.sources = append(a.sources, src)
 		enqueue := func(obj any) {
 			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
 				a.queue.Add(assignRef{source: i, key: key})
 			}
 		}
-		if _, err := src.free.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueue,
-			UpdateFunc: func(_, obj any) { enqueue(obj) },
-		}); err != nil {
-			level.Error(s.logger).Log("msg", "assigner cannot watch", "resource", k.gvr, "err", err)
-			return
+		for _, sel := range []string{"!" + s.shardLabel, s.shardLabel + "="} {
+			sel := joinSelector(src.labels, sel)
+			free := metadatainformer.NewFilteredMetadataInformer(s.assignMD, k.gvr, k.namespace, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+				o.LabelSelector, o.FieldSelector = sel, src.fields
+			}).Informer()
+			if err := free.SetTransform(stripMetadata); err != nil {
+				level.Error(s.logger).Log("msg", "assigner cannot watch", "resource", k.gvr, "err", err)
+				return
+			}
+			if _, err := free.AddEventHandler(cache.ResourceEventHandlerFuncs{
+				AddFunc:    enqueue,
+				UpdateFunc: func(_, obj any) { enqueue(obj) },
+			}); err != nil {
+				level.Error(s.logger).Log("msg", "assigner cannot watch", "resource", k.gvr, "err", err)
+				return
+			}
+			src.free = append(src.free, free)
+			synced = append(synced, free.HasSynced)
+			wg.Go(func() { free.Run(ctx.Done()) })
 		}
-		synced = append(synced, src.free.HasSynced)
-		wg.Go(func() { src.free.Run(ctx.Done()) })
+		a.sources = append(a.sources, src)
 	}
 	leases := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -362,7 +387,7 @@ func (a *assigner) refresh() {
 	a.s.metrics.members.Set(float64(len(live)))
 	level.Info(a.s.logger).Log("msg", "ring members changed: reassigning", "ring", a.s.cfg.Ring, "members", len(live), "live", joinShort(live))
 	for i, src := range a.sources {
-		for _, key := range src.free.GetStore().ListKeys() {
+		for _, key := range src.freeKeys() {
 			a.queue.Add(assignRef{source: i, key: key})
 		}
 	}
@@ -463,7 +488,7 @@ func stateOf(m *metav1.PartialObjectMetadata, shardLabel, drainLabel string) obj
 func (a *assigner) count() {
 	free := 0
 	for _, src := range a.sources {
-		free += len(src.free.GetStore().ListKeys())
+		free += len(src.freeKeys())
 	}
 	a.s.metrics.objects.Reset()
 	a.s.metrics.objects.WithLabelValues("").Set(float64(free))
@@ -590,7 +615,7 @@ func (a *assigner) decideFor(st objectState) (string, action) {
 func (a *assigner) assignOne(ctx context.Context, ref assignRef) error {
 	src := a.sources[ref.source]
 	var st objectState
-	obj, free, err := src.free.GetStore().GetByKey(ref.key)
+	obj, free, err := src.freeObject(ref.key)
 	if err != nil {
 		return err
 	}
