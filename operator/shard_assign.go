@@ -464,10 +464,15 @@ func (a *assigner) pass(ctx context.Context) error {
 			return fmt.Errorf("list %s: %w", src.gvr.Resource, err)
 		}
 	}
-	// Drains whose objects are gone (deleted while draining).
+	// Drains whose objects are gone (deleted while draining). One that is
+	// free is handed over, not gone: its drain times the hand-over, and
+	// counts the move, when it is labelled for its new owner.
 	a.mu.Lock()
 	for ref, t := range a.drains {
-		if !draining[ref] && t.Before(start) {
+		if draining[ref] || !t.Before(start) {
+			continue
+		}
+		if _, free, _ := a.sources[ref.source].freeObject(ref.key); !free {
 			delete(a.drains, ref)
 		}
 	}
