@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -941,19 +942,29 @@ func (o *Operator) readyChecks(st *state, informers []*sharedInformer) []check {
 }
 
 // debugHandler serves the debug pages of every Framework: on the list page
-// the lists of all of them (JSON arrays merged into one, text one after the
-// other), on an object's page the first Framework that knows the object.
+// the lists of all of them (JSON arrays merged into one, most recently
+// reconciled first as each Framework's list is; text one after the other),
+// on an object's page the first Framework that knows the object, and when
+// none does a 404 naming the object and the Frameworks asked.
 func debugHandler(frameworks []*framework.Framework) http.Handler {
 	if len(frameworks) == 1 {
 		return frameworks[0].DebugHandler()
 	}
 	handlers := make([]http.Handler, len(frameworks))
+	names := make([]string, len(frameworks))
 	for i, f := range frameworks {
 		handlers[i] = f.DebugHandler()
+		names[i] = strconv.Quote(frameworkName(f))
+	}
+	// listed is an item of a Framework's JSON list, with the start of its
+	// last reconciliation to sort by (framework.ObjectSummary.Start).
+	type listed struct {
+		item  json.RawMessage
+		start time.Time
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		list := strings.Trim(strings.TrimPrefix(r.URL.Path, framework.DebugPath), "/") == ""
-		var merged []json.RawMessage
+		key := strings.Trim(strings.TrimPrefix(r.URL.Path, framework.DebugPath), "/")
+		var merged []listed
 		var text bytes.Buffer
 		var last *httptest.ResponseRecorder
 		for _, h := range handlers {
@@ -962,32 +973,44 @@ func debugHandler(frameworks []*framework.Framework) http.Handler {
 			switch {
 			case rec.Code == http.StatusNotFound:
 				continue
-			case !list || rec.Code != http.StatusOK:
+			case key != "" || rec.Code != http.StatusOK:
 				copyResponse(w, rec)
 				return
 			}
 			last = rec
 			var items []json.RawMessage
-			if err := json.Unmarshal(rec.Body.Bytes(), &items); err == nil {
-				merged = append(merged, items...)
-			} else {
+			if err := json.Unmarshal(rec.Body.Bytes(), &items); err != nil {
 				text.Write(rec.Body.Bytes())
+				continue
+			}
+			for _, item := range items {
+				var s struct {
+					Start time.Time `json:"start"`
+				}
+				_ = json.Unmarshal(item, &s)
+				merged = append(merged, listed{item: item, start: s.Start})
 			}
 		}
 		switch {
+		case last == nil && key != "":
+			http.Error(w, fmt.Sprintf("no traces kept for %q by any of the Frameworks %s (never reconciled, or dropped from their bounded stores)", key, strings.Join(names, ", ")), http.StatusNotFound)
 		case last == nil:
 			http.NotFound(w, r)
 		case text.Len() > 0:
 			w.Header().Set("Content-Type", last.Header().Get("Content-Type"))
 			_, _ = w.Write(text.Bytes())
 		default:
-			w.Header().Set("Content-Type", "application/json")
-			if merged == nil {
-				merged = []json.RawMessage{}
+			// Stable: objects reconciled at the same time stay in the
+			// order of the Frameworks.
+			slices.SortStableFunc(merged, func(a, b listed) int { return b.start.Compare(a.start) })
+			items := make([]json.RawMessage, len(merged))
+			for i, l := range merged {
+				items[i] = l.item
 			}
+			w.Header().Set("Content-Type", "application/json")
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
-			_ = enc.Encode(merged)
+			_ = enc.Encode(items)
 		}
 	})
 }
