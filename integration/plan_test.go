@@ -15,12 +15,14 @@ import (
 	"github.com/go-kit/log"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	operatorpkg "github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/requestcount"
+	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
@@ -198,5 +200,75 @@ current-context: c
 	}
 	if got.Writes != 0 || got.ByVerb[requestcount.VerbGet] == 0 {
 		t.Errorf("the plan commands sent %v; want no write, and the ConfigMap reads of the plans", got)
+	}
+}
+
+// TestPlanCommandByName: the plan command takes a cluster-scoped object by
+// its name alone (a Framework over Namespaces here), and refuses the name
+// alone of a namespaced object without --namespace, saying the form it
+// wants; it refused every name alone, so that a cluster-scoped object
+// could only be planned with --all.
+func TestPlanCommandByName(t *testing.T) {
+	// Not parallel: see TestPlanCommandWritesNothing.
+	ensureWidgetCRD(t)
+	ns := newNamespace(t)
+	createWidget(t, newWidget(ns, "a", "1", nil))
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+countingProxy(t, requestcount.New())+`"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	command := func(gvr schema.GroupVersionResource, objects string, fieldSelector func(namespace string) string) operatorpkg.Command {
+		return operatorpkg.Command{
+			Name:    "plan-by-name",
+			Objects: objects,
+			New: func(op *operatorpkg.Operator, fopts operatorpkg.FrameworkOptions, _ log.Logger) (*framework.Framework, error) {
+				inf, err := op.Informer(informer.Config{GVR: gvr, Namespace: fopts.Namespace, FieldSelector: fieldSelector(fopts.Namespace)})
+				if err != nil {
+					return nil, err
+				}
+				set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "all", Handles: func(any) bool { return true }, Resources: []resource.Interface{notCrud{}}})
+				if err != nil {
+					return nil, err
+				}
+				rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+				if err != nil {
+					return nil, err
+				}
+				return op.NewFramework(framework.Config{Name: "plan-by-name", Informer: inf, ResourceRouter: rt, Resource: gvr, DryRun: fopts.DryRun})
+			},
+		}
+	}
+	run := func(cmd operatorpkg.Command, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := cmd.Run(t.Context(), append([]string{"plan", "--kubeconfig", kubeconfig}, args...), &stdout, &stderr)
+		var own strings.Builder // as in TestPlanCommandWritesNothing
+		for l := range strings.Lines(stderr.String()) {
+			if !strings.HasPrefix(l, "level=") {
+				own.WriteString(l)
+			}
+		}
+		return code, stdout.String(), own.String()
+	}
+
+	namespaces := command(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "namespaces", func(string) string { return "metadata.name=" + ns })
+	code, stdout, stderr := run(namespaces, ns)
+	if want := ns + " (resource set all)\n  resource plain\n    ? not a crud resource: cannot plan\n"; code != 0 || stderr != "" || !strings.HasPrefix(stdout, want) || !strings.HasSuffix(stdout, "1 namespaces planned, 0 to change; nothing was changed\n") {
+		t.Errorf("plan of the cluster-scoped %s by name: exit %d, stderr %q, stdout\n%s\nwant 0 and its plan", ns, code, stderr, stdout)
+	}
+
+	widgets := command(widgetGVR, "widgets", func(string) string { return "" })
+	code, _, stderr = run(widgets, "a")
+	if want := `plan-by-name plan: invalid argument "a": widgets are namespaced: want namespace/name, or --namespace` + "\n"; code != 2 || stderr != want {
+		t.Errorf("plan of a namespaced widget by name alone: exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+	code, stdout, stderr = run(widgets, "--namespace", ns, "a")
+	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, ns+"/a (resource set all)\n") {
+		t.Errorf("plan of widget a by name in --namespace: exit %d, stderr %q, stdout\n%s", code, stderr, stdout)
 	}
 }

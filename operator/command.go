@@ -39,6 +39,11 @@ import (
 // stderr with the logger of Options.NewLogger, and send client-go's logs
 // to it with RedirectKlog while they run.
 //
+// plan takes each object by its key: namespace/name, or the name alone of
+// a cluster-scoped object (the scope is the API server's discovery's) or
+// of an object in --namespace. The name alone of a namespaced object
+// without --namespace is a bad argument that names the form wanted.
+//
 // --shard and --dry-run do not go together: the replica that assigns the
 // objects writes their shard label.
 //
@@ -270,17 +275,25 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 	if c.SetFlag != "" {
 		fs.StringVar(&set, c.SetFlag, "", fmt.Sprintf("plan under this %s (%s) instead of the one each object is routed to", c.SetFlag, values))
 	}
-	usage := fmt.Sprintf("usage: %s [flags] (namespace/name... | --all)\n\nPrints, for each of the %s, the create, update and delete changes the operator\nwould make now, computed by its own code from its caches. Changes nothing. Flags:", name, objects)
+	usage := fmt.Sprintf("usage: %s [flags] (namespace/name... | --all)\n\nPrints, for each of the %s, the create, update and delete changes the operator\nwould make now, computed by its own code from its caches. Changes nothing.\nName cluster-scoped %s, or %s in --namespace, by name alone. Flags:", name, objects, objects, objects)
 	if err := ParseFlags(fs, args, usage, stdout); errors.Is(err, flag.ErrHelp) {
 		return 0
 	} else if err != nil {
 		return fail(stderr, name, 2, err)
 	}
-	keys := fs.Args()
-	for _, k := range keys {
+	keys := slices.Clone(fs.Args())
+	var plain []string // names alone: cluster-scoped objects, or a mistake
+	for i, k := range keys {
 		ns, n, ok := strings.Cut(k, "/")
-		if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
-			return fail(stderr, name, 2, fmt.Errorf("invalid argument %q: want namespace/name", k))
+		switch {
+		case !ok && k != "" && fopts.Namespace != "":
+			keys[i] = fopts.Namespace + "/" + k
+			continue
+		case !ok && k != "":
+			plain = append(plain, k)
+			continue
+		case !ok || ns == "" || n == "" || strings.Contains(n, "/"):
+			return fail(stderr, name, 2, fmt.Errorf("invalid argument %q: want namespace/name, or name for cluster-scoped %s", k, objects))
 		}
 		if fopts.Namespace != "" && ns != fopts.Namespace {
 			// The caches hold --namespace only: it would be "not found".
@@ -300,6 +313,14 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 	op, f, err := c.operator(ctx, opts, fopts, c.Name+"-plan", logger)
 	if err != nil {
 		return fail(stderr, name, 1, err)
+	}
+	if len(plain) > 0 {
+		switch namespaced, err := namespacedObjects(op, f); {
+		case err != nil:
+			return fail(stderr, name, 1, err)
+		case namespaced:
+			return fail(stderr, name, 2, fmt.Errorf("invalid argument %q: %s are namespaced: want namespace/name, or --namespace", plain[0], objects))
+		}
 	}
 	plans, err := op.Plan(ctx, PlanConfig{Framework: f, Keys: keys, ResourceSet: c.Sets[set]})
 	var b strings.Builder
@@ -327,6 +348,30 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 		return fail(stderr, name, 1, err)
 	}
 	return 0
+}
+
+// namespacedObjects reports whether the objects of f's informer are
+// namespaced, as the API server's discovery says. An informer that does
+// not tell its resource (no GVR method, as SharedInformer has) is taken
+// for cluster-scoped: a name alone is then looked up as given.
+func namespacedObjects(op *Operator, f *framework.Framework) (bool, error) {
+	inf, ok := f.Informer().(interface {
+		GVR() schema.GroupVersionResource
+	})
+	if !ok {
+		return false, nil
+	}
+	gvr := inf.GVR()
+	list, err := op.Kubernetes().Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return false, fmt.Errorf("discover the resources of %s: %w", gvr.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return r.Namespaced, nil
+		}
+	}
+	return false, fmt.Errorf("the API server does not serve %s", gvr.GroupResource())
 }
 
 // lockedWriter serializes the writes to w, and drops them once closed.

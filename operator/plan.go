@@ -23,8 +23,8 @@ type PlanConfig struct {
 	// (framework.Config.Informer, normally one of the Operator's shared
 	// informers). Required.
 	Framework *framework.Framework
-	// Keys names the objects to plan, "namespace/name", in the order
-	// given. Empty: every object of the Framework's informer, sorted by
+	// Keys names the objects to plan by their cache keys, "namespace/name"
+	// ("name" for cluster-scoped objects), in the order given. Empty: every object of the Framework's informer, sorted by
 	// key (the informer needs a List method, as SharedInformer has).
 	Keys []string
 	// ResourceSet, when set, plans every object under the resource set of

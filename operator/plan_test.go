@@ -31,12 +31,29 @@ import (
 
 var things = schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}
 
-// apiServer serves a list of things (and a watch that sends nothing) the
-// way an API server does, for informers; it counts the other requests.
+// apiServer serves a list of namespaced things (and a watch that sends
+// nothing) the way an API server does, for informers; it counts the other
+// requests.
 func apiServer(t *testing.T, names ...string) (*rest.Config, *int, func()) {
+	t.Helper()
+	return thingsServer(t, true, names...)
+}
+
+// thingsServer is apiServer with things namespaced or cluster-scoped (names
+// without a namespace), as its discovery says (which is not counted).
+func thingsServer(t *testing.T, namespaced bool, names ...string) (*rest.Config, *int, func()) {
 	t.Helper()
 	others := new(int)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/apis/"+things.GroupVersion().String() {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(metav1.APIResourceList{
+				TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+				GroupVersion: things.GroupVersion().String(),
+				APIResources: []metav1.APIResource{{Name: "things", Namespaced: namespaced, Kind: "Thing", Verbs: metav1.Verbs{"get", "list", "watch"}}},
+			})
+			return
+		}
 		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/things") {
 			*others++
 			http.Error(w, "unexpected", http.StatusMethodNotAllowed)
@@ -44,7 +61,10 @@ func apiServer(t *testing.T, names ...string) (*rest.Config, *int, func()) {
 		}
 		var items []map[string]any
 		for _, n := range names {
-			ns, name, _ := strings.Cut(n, "/")
+			ns, name, ok := strings.Cut(n, "/")
+			if !ok {
+				ns, name = "", n
+			}
 			items = append(items, map[string]any{"apiVersion": "test.operatorkit.io/v1", "kind": "Thing",
 				"metadata": map[string]any{"namespace": ns, "name": name, "resourceVersion": "1", "labels": map[string]any{"v": "1"}}})
 		}
@@ -270,7 +290,9 @@ func TestCommand(t *testing.T) {
 		{name: "bad namespace", args: []string{"--namespace", "Apps_1", "--kubeconfig", missing}, wantCode: 2, stderr: `thing-operator: invalid value "Apps_1" for flag --namespace: a lowercase RFC 1123 label`},
 		{name: "plan outside --namespace", args: []string{"plan", "--kubeconfig", kubeconfig, "--namespace", "other", "ns/a"}, wantCode: 2, stderr: `thing-operator plan: invalid argument "ns/a": not in --namespace other`},
 		{name: "plan without objects", args: []string{"plan"}, wantCode: 2, stderr: "name the things to plan"},
-		{name: "plan bad key", args: []string{"plan", "a"}, wantCode: 2, stderr: "want namespace/name"},
+		{name: "plan bad key", args: []string{"plan", "ns/a/b"}, wantCode: 2, stderr: `invalid argument "ns/a/b": want namespace/name, or name for cluster-scoped things`},
+		{name: "plan a name without its namespace", args: []string{"plan", "--kubeconfig", kubeconfig, "a"}, wantCode: 2, stderr: `thing-operator plan: invalid argument "a": things are namespaced: want namespace/name, or --namespace`},
+		{name: "plan a name in --namespace", args: []string{"plan", "--kubeconfig", kubeconfig, "--namespace", "ns", "b"}, stdout: "ns/b (resource set v1)\n  resource thing\n    ~ update\n        \"desired\"\n\n1 things planned, 1 to change; nothing was changed\n"},
 		{name: "plan bad namespace", args: []string{"plan", "--kubeconfig", kubeconfig, "--namespace", "Bad_NS", "--all"}, wantCode: 2, stderr: `thing-operator plan: invalid value "Bad_NS" for flag --namespace: a lowercase RFC 1123 label`},
 		{name: "plan bad set", args: []string{"plan", "--release", "3", "--all"}, wantCode: 2, stderr: `invalid value "3" for flag -release: want 1 or 2`},
 		{name: "plan all", args: []string{"plan", "--kubeconfig", kubeconfig, "--all"}, stdout: "ns/b (resource set v1)\n  resource thing\n    ~ update\n        \"desired\"\n\nns/waiting (resource set v1)\n  resource thing\n    … waits: thing ns/waiting is not ready\n\n3 things planned, 2 to change, 1 waiting; nothing was changed\n"},
@@ -302,8 +324,32 @@ func TestCommand(t *testing.T) {
 			}
 		})
 	}
-	if checked != 4 {
-		t.Errorf("Check ran %d times, want 4 (once per command that reached the cluster)", checked)
+	if checked != 6 {
+		t.Errorf("Check ran %d times, want 6 (once per command that reached the cluster)", checked)
+	}
+}
+
+// TestCommandPlanClusterScoped: plan takes the plain names of cluster-scoped
+// objects (their keys); it refused every argument but namespace/name, so
+// that a cluster-scoped object could only be planned with --all.
+func TestCommandPlanClusterScoped(t *testing.T) {
+	cfg, _, _ := thingsServer(t, false, "a", "b")
+	kubeconfig := t.TempDir() + "/kubeconfig"
+	if err := writeKubeconfig(kubeconfig, cfg.Host); err != nil {
+		t.Fatal(err)
+	}
+	cmd := Command{
+		Name: "thing-operator", Objects: "things",
+		New: func(op *Operator, _ FrameworkOptions, _ log.Logger) (*framework.Framework, error) {
+			return planFramework(t, op), nil
+		},
+	}
+	var stdout, stderr bytes.Buffer
+	if code := cmd.Run(t.Context(), []string{"plan", "--kubeconfig", kubeconfig, "b"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("plan b: exit code = %d, want 0 (stderr %q)", code, stderr.String())
+	}
+	if want := "b (resource set v1)\n  resource thing\n    ~ update\n        \"desired\"\n\n1 things planned, 1 to change; nothing was changed\n"; stdout.String() != want {
+		t.Errorf("plan b: stdout = %q, want %q", stdout.String(), want)
 	}
 }
 

@@ -47,7 +47,7 @@ current-context: c
 		{name: "unreachable cluster", args: []string{"--kubeconfig", unreachable}, wantCode: 1, want: "cannot reach the API server at https://127.0.0.1:1"},
 		{name: "plan without objects", args: []string{"plan"}, wantCode: 2, want: "name the WebApps to plan"},
 		{name: "plan bad release", args: []string{"plan", "--release", "3", "--all"}, wantCode: 2, want: `invalid value "3" for flag -release`},
-		{name: "plan bad key", args: []string{"plan", "just-a-name"}, wantCode: 2, want: "want namespace/name"},
+		{name: "plan bad key", args: []string{"plan", "ns/a/b"}, wantCode: 2, want: "want namespace/name"},
 		{name: "plan unreachable", args: []string{"plan", "--kubeconfig", unreachable, "ns/a"}, wantCode: 1, want: "cannot reach the API server"},
 	}
 	for _, tt := range tests {
