@@ -33,8 +33,10 @@
 // # Dry run
 //
 // [Resource.Plan] runs only the read-only half (current state, desired state,
-// and the update or delete patch) and returns the patch without applying it.
-// It relies on GetCurrentState, GetDesiredState, NewUpdatePatch and
+// and the update or delete patch) and returns the patch without applying it,
+// or no patch when a cancel signal stops the resource before it would apply
+// (set by the patch step too): Plan returns what a reconciliation would
+// apply. It relies on GetCurrentState, GetDesiredState, NewUpdatePatch and
 // NewDeletePatch not changing anything; an Ops that writes in one of them is
 // the author's bug, and Plan cannot prevent it.
 //

@@ -95,14 +95,17 @@ func (r *Resource) EnsureDeleted(ctx context.Context, obj any) error {
 
 // Plan is a dry run: it runs GetCurrentState, GetDesiredState and
 // NewDeletePatch (when deleting) or NewUpdatePatch, and returns the patch
-// without applying it. It returns a nil patch and nil error when a cancel
-// signal stopped it. Plan changes nothing as long as those three Ops methods
-// change nothing, as their contract requires; an Ops that writes in them is
-// the author's bug.
+// without applying it: the patch EnsureCreated or EnsureDeleted would apply.
+// It returns a nil patch and nil error when a cancel signal
+// (resourcecanceledcontext, reconciliationcanceledcontext) stopped it or is
+// set once the patch step has run, the patch step's own included: they
+// would then apply none of the patch. Plan changes nothing as long as those
+// three Ops methods change nothing, as their contract requires; an Ops that
+// writes in them is the author's bug.
 func (r *Resource) Plan(ctx context.Context, obj any, deleting bool) (*Patch, error) {
 	var at time.Time
 	patch, err := r.plan(ctx, trace.FromContext(ctx), &at, obj, deleting)
-	if err == errStopped {
+	if err == errStopped || err == nil && canceled(ctx) != "" {
 		return nil, nil
 	}
 	return patch, err
@@ -194,13 +197,8 @@ func (r *Resource) applyPart(ctx context.Context, t *trace.Trace, at *time.Time,
 // sets it to the step's end, so that a resource's steps read the clock once
 // each.
 func (r *Resource) step(ctx context.Context, t *trace.Trace, at *time.Time, step string, f func() error) error {
-	var reason string
-	switch {
-	case resourcecanceledcontext.IsCanceled(ctx):
-		reason = "resource canceled"
-	case reconciliationcanceledcontext.IsCanceled(ctx):
-		reason = "reconciliation canceled"
-	default:
+	reason := canceled(ctx)
+	if reason == "" {
 		if at.IsZero() {
 			*at = t.Now()
 		}
@@ -214,4 +212,16 @@ func (r *Resource) step(ctx context.Context, t *trace.Trace, at *time.Time, step
 	level.Debug(r.logger).Log("msg", "stopping before step", "step", step, "reason", reason)
 	t.RecordNotRun(r.name, step, trace.OutcomeCanceled)
 	return errStopped
+}
+
+// canceled returns the cancel signal of ctx that stops the resource before
+// its next step, or "" when none is set.
+func canceled(ctx context.Context) string {
+	switch {
+	case resourcecanceledcontext.IsCanceled(ctx):
+		return "resource canceled"
+	case reconciliationcanceledcontext.IsCanceled(ctx):
+		return "reconciliation canceled"
+	}
+	return ""
 }

@@ -268,6 +268,45 @@ func TestCancel(t *testing.T) {
 	})
 }
 
+// TestPlanCanceledByItsPatchStep: a patch step that sets a cancel signal
+// (the resource's or the reconciliation's) makes Plan return no patch, as
+// EnsureCreated and EnsureDeleted then apply none of it; Plan returned the
+// patch, which its callers took for changes that would be applied.
+func TestPlanCanceledByItsPatchStep(t *testing.T) {
+	signals := []struct {
+		name      string
+		newCtx    func(context.Context) context.Context
+		setCancel func(context.Context)
+	}{
+		{"resource canceled", resourcecanceledcontext.NewContext, resourcecanceledcontext.SetCanceled},
+		{"reconciliation canceled", reconciliationcanceledcontext.NewContext, reconciliationcanceledcontext.SetCanceled},
+	}
+	for _, sig := range signals {
+		for _, deleting := range []bool{false, true} {
+			step := map[bool]string{false: crud.StepNewUpdatePatch, true: crud.StepNewDeletePatch}[deleting]
+			t.Run(sig.name+"/in "+step, func(t *testing.T) {
+				newOps := func() *crudtest.Ops {
+					return &crudtest.Ops{Resource: "r", Patch: patch("c", "u", "d"), Hooks: map[string]func(context.Context){step: sig.setCancel}}
+				}
+				ops := newOps()
+				p, err := newResource(t, ops).Plan(sig.newCtx(context.Background()), nil, deleting)
+				if p != nil || err != nil {
+					t.Errorf("Plan() = %v, %v; want nil, nil: the patch would not be applied", p, err)
+				}
+				// What a reconciliation does: it stops before applying.
+				ensure := map[bool]func(*crud.Resource, context.Context) error{
+					false: func(r *crud.Resource, ctx context.Context) error { return r.EnsureCreated(ctx, nil) },
+					true:  func(r *crud.Resource, ctx context.Context) error { return r.EnsureDeleted(ctx, nil) },
+				}[deleting]
+				ops = newOps()
+				if err := ensure(newResource(t, ops), sig.newCtx(context.Background())); err != nil || ops.Steps()[len(ops.Steps())-1] != step {
+					t.Errorf("ensure = %v after steps %v; want nil and nothing applied", err, ops.Steps())
+				}
+			})
+		}
+	}
+}
+
 func TestTrace(t *testing.T) {
 	ops := &crudtest.Ops{Resource: "r", Patch: patch(nil, "u", nil), Errors: map[string][]error{crud.StepApplyUpdateChange: {errBoom}}}
 	tr := &trace.Trace{}
