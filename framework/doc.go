@@ -13,9 +13,10 @@
 //     returned as an [*ExecutionError] naming the resource and operation;
 //     [IsExecutionFailed] reports it, and the resource's own error stays
 //     reachable with errors.Is and errors.As.
-//   - Panics: a panic in a resource is recovered and returned the same way,
-//     wrapping a [*PanicError] (matching [ErrPanic]) with the panic value and
-//     stack; the caller treats it like any other error.
+//   - Panics: a panic in a resource (in its Name too) is recovered and
+//     returned the same way, wrapping a [*PanicError] (matching [ErrPanic])
+//     with the panic value and stack; the caller treats it like any other
+//     error.
 //   - Signals: the context gets every signal of the context/<x>context
 //     packages the caller did not create, so resources may always set them;
 //     signals the caller created are used as they are, so the caller can read

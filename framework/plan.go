@@ -84,8 +84,8 @@ type unwrapper interface {
 // When ctx's reconciliation is canceled before the first resource (by
 // InitCtx), no resource is planned, as none would run.
 //
-// A panic in a resource is returned as its error (a *PanicError, matching
-// ErrPanic), as a reconciliation would; a nil entry of resources is an
+// A panic in a resource (its Name's too) is returned as its error (a
+// *PanicError, matching ErrPanic), as a reconciliation would; a nil entry of resources is an
 // error matching ErrInvalidConfig.
 //
 // Plan is only as read-only as the Ops: an Ops that writes in
@@ -107,7 +107,11 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 		if reconciliationcanceledcontext.IsCanceled(ctx) {
 			return plans, nil // canceled before r: a reconciliation runs no more
 		}
-		p := ResourcePlan{Resource: r.Name()}
+		name, err := resourceName(r, i)
+		if err != nil {
+			return plans, &ExecutionError{Resource: name, Operation: "plan", Err: err}
+		}
+		p := ResourcePlan{Resource: name}
 		pl := findPlanner(r)
 		if pl == nil {
 			p.Unsupported = true
@@ -116,12 +120,12 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 		}
 		rctx := signal.WithFlag(ctx, signal.ResourceCanceled)
 		var patch *crud.Patch
-		err := recovered(r.Name(), func() (err error) {
+		err = recovered(name, func() (err error) {
 			patch, err = pl.Plan(rctx, obj, deleting)
 			return err
 		})
 		if err != nil {
-			return plans, &ExecutionError{Resource: r.Name(), Operation: "plan", Err: err}
+			return plans, &ExecutionError{Resource: name, Operation: "plan", Err: err}
 		}
 		switch {
 		case reconciliationcanceledcontext.IsCanceled(rctx):

@@ -21,10 +21,12 @@ const (
 // ProcessUpdate runs EnsureCreated of each resource in order for obj, an
 // object that exists and is not being deleted. It returns nil when every
 // resource succeeded or the reconciliation was canceled, and otherwise the
-// first resource's error (or recovered panic) as an [*ExecutionError]. See
-// the package documentation for signals, cancellation and tracing. A nil
-// entry in resources, or a nil pointer (see resource.IsNil), is an error
-// matching [ErrInvalidConfig], and no resource runs.
+// first resource's error (or recovered panic) as an [*ExecutionError]. A
+// panic in a resource's Name is recovered too: the resource does not run,
+// and is named "resources[<i>] (<its type>)". See the package
+// documentation for signals, cancellation and tracing. A nil entry in
+// resources, or a nil pointer (see resource.IsNil), is an error matching
+// [ErrInvalidConfig], and no resource runs.
 //
 // ProcessUpdate is a drop-in for an informer's UpdateFunc in simple setups;
 // the framework's runtime calls it with the latest cached object.
@@ -52,26 +54,43 @@ func process(ctx context.Context, obj any, resources []resource.Interface, op st
 	// A resource's step starts where the one before ended (one clock read
 	// per resource; the checks between two resources count in the second).
 	start := t.Now()
-	for _, r := range resources {
+	for i, r := range resources {
+		name, err := resourceName(r, i)
+		if err != nil {
+			t.Record(name, op, start, trace.OutcomeError, err)
+			return &ExecutionError{Resource: name, Operation: op, Err: err}
+		}
 		if reconciliationcanceledcontext.IsCanceled(ctx) || supersededBy(ctx) {
-			t.RecordNotRun(r.Name(), op, trace.OutcomeCanceled)
+			t.RecordNotRun(name, op, trace.OutcomeCanceled)
 			return nil
 		}
-		err := ensure(signal.WithFlag(ctx, signal.ResourceCanceled), obj, r, op)
+		err = ensure(signal.WithFlag(ctx, signal.ResourceCanceled), obj, r, name, op)
 		if err != nil {
-			t.Record(r.Name(), op, start, trace.OutcomeError, err)
-			return &ExecutionError{Resource: r.Name(), Operation: op, Err: err}
+			t.Record(name, op, start, trace.OutcomeError, err)
+			return &ExecutionError{Resource: name, Operation: op, Err: err}
 		}
-		start = t.RecordNext(r.Name(), op, start, trace.OutcomeDone, nil)
+		start = t.RecordNext(name, op, start, trace.OutcomeDone, nil)
 	}
 	return nil
 }
 
-// ensure runs op of r and turns a panic into a *PanicError.
-func ensure(ctx context.Context, obj any, r resource.Interface, op string) (err error) {
+// resourceName returns r.Name(), or, when that panics, a *PanicError and
+// the name the panic is reported under: resources[i] and r's type.
+func resourceName(r resource.Interface, i int) (name string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &PanicError{Resource: r.Name(), Value: v, Stack: debug.Stack()}
+			name = fmt.Sprintf("resources[%d] (%T)", i, r)
+			err = &PanicError{Resource: name, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return r.Name(), nil
+}
+
+// ensure runs op of r, named name, and turns a panic into a *PanicError.
+func ensure(ctx context.Context, obj any, r resource.Interface, name, op string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Resource: name, Value: v, Stack: debug.Stack()}
 		}
 	}()
 	if op == resource.OperationEnsureDeleted {

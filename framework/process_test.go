@@ -556,3 +556,75 @@ func ExampleProcessUpdate() {
 	// create: greeting for alice
 	// delete: greeting for alice
 }
+
+// nameBomb is a resource whose Name panics once armed (after the router
+// asked it at construction).
+type nameBomb struct {
+	fake
+	armed bool
+}
+
+func (b *nameBomb) Name() string {
+	if b.armed {
+		panic("name: nil config")
+	}
+	return b.fake.Name()
+}
+
+// TestProcessRecoversAPanicInName: a resource whose Name panics is a
+// panicking resource, as one whose operation panics: ProcessUpdate and
+// ProcessDelete return it as an *ExecutionError wrapping a *PanicError
+// (the resource named by its position and type), recorded in the trace,
+// and run no later resource. The panic went past their recover, which
+// asks for the name outside it, and out of the caller.
+func TestProcessRecoversAPanicInName(t *testing.T) {
+	for _, p := range processes {
+		t.Run(p.name, func(t *testing.T) {
+			rec := &recorder{}
+			rs := chain(rec, nil)
+			rs[1] = &nameBomb{fake: fake{name: "b", rec: rec}, armed: true}
+			tr := &trace.Trace{}
+			var err error
+			func() {
+				defer func() {
+					if v := recover(); v != nil {
+						t.Fatalf("%s() panicked: %v", p.name, v)
+					}
+				}()
+				err = p.fn(trace.NewContext(context.Background(), tr), nil, rs)
+			}()
+			const name = "resources[1] (*framework_test.nameBomb)"
+			var ee *framework.ExecutionError
+			var pe *framework.PanicError
+			if !errors.As(err, &ee) || ee.Resource != name || !errors.As(err, &pe) || pe.Resource != name || fmt.Sprint(pe.Value) != "name: nil config" {
+				t.Fatalf("%s() = %v, want the panic of Name as an *ExecutionError of %s", p.name, err, name)
+			}
+			if calls := rec.Calls(); !slices.Equal(calls, []string{"a " + p.op}) {
+				t.Errorf("calls = %v, want a's only", calls)
+			}
+			steps := tr.Snapshot().Steps
+			if last := steps[len(steps)-1]; last.Resource != name || last.Outcome != trace.OutcomeError {
+				t.Errorf("last trace step = %+v, want %s's error", last, name)
+			}
+		})
+	}
+}
+
+// TestPlanRecoversAPanicInName: Plan returns a panic in a resource's Name
+// as the resource's error, as it returns a panic in its plan; it went out
+// of Plan and crashed the plan command.
+func TestPlanRecoversAPanicInName(t *testing.T) {
+	r := &nameBomb{fake: fake{name: "b", rec: &recorder{}}, armed: true}
+	var err error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("Plan() panicked: %v", v)
+			}
+		}()
+		_, err = framework.Plan(context.Background(), nil, []resource.Interface{r})
+	}()
+	if !errors.Is(err, framework.ErrPanic) || !strings.Contains(err.Error(), "resources[0] (*framework_test.nameBomb)") {
+		t.Fatalf("Plan() = %v, want the panic of Name naming resources[0]", err)
+	}
+}

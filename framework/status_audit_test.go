@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource"
+	"github.com/operatorkit/operatorkit/trace"
 )
 
 // TestNoStatusWriteAfterAbort: a reconciliation that ends because the
@@ -100,6 +103,47 @@ func TestPanicInHandlesWritesTheStatus(t *testing.T) {
 	ready := meta.FindStatusCondition(conditionsOf(t, st.server.get()), conditioncontext.Ready)
 	if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "handles: unexpected object") {
 		t.Errorf("Ready on the server = %+v, want False with the panic", ready)
+	}
+}
+
+// armedName is a resource whose Name panics once armed (after the router
+// asked it at construction).
+type armedName struct {
+	funcResource
+	armed atomic.Bool
+}
+
+func (r *armedName) Name() string {
+	if r.armed.Load() {
+		panic("name: nil config")
+	}
+	return r.funcResource.Name()
+}
+
+// TestPanicInNameWritesTheStatus: a resource whose Name panics ends the
+// reconciliation like a resource's panic: counted as a panic of that
+// resource (named by its position and type), retried with backoff, and
+// Ready False written with it. It ended in reconcile's last-resort
+// recover, a panic of "framework" that writes no status.
+func TestPanicInNameWritesTheStatus(t *testing.T) {
+	r := &armedName{funcResource: funcResource{name: "r"}}
+	rt := testRouter(t, nil, r)
+	r.armed.Store(true)
+	st := newStatusTest(t, object("a", 1, nil), nil, rt, func(c *Config) {
+		c.BackOffFactory = func() backoff.BackOff { return backoff.NewConstantBackOff(50 * time.Millisecond) }
+	})
+	pollUntil(t, "a retry", func() bool { return trace.Reconciliations(st.f.Traces("ns/a")) >= 2 })
+	trs := st.f.Traces("ns/a")
+	const name = "resources[0] (*framework.armedName)"
+	if tr := trs[0]; tr.Result != ResultPanic || !strings.Contains(tr.Error, name+": panic: name: nil config") {
+		t.Errorf("first reconciliation = %s %q, want %s naming %s", tr.Result, tr.Error, ResultPanic, name)
+	}
+	ready := meta.FindStatusCondition(conditionsOf(t, st.server.get()), conditioncontext.Ready)
+	if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "name: nil config") {
+		t.Errorf("Ready on the server = %+v, want False with the panic", ready)
+	}
+	if got := testutil.ToFloat64(st.f.metrics.errors.WithLabelValues(name, resource.OperationEnsureCreated)); got < 1 {
+		t.Errorf("errors counted for %s = %v, want at least 1", name, got)
 	}
 }
 
