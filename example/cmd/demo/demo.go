@@ -96,6 +96,12 @@ func (d *demo) run(ctx context.Context) (err error) {
 	}
 	defer logFile.Close()
 	logger, _ := operator.NewLogger(logFile, d.opts.logLevel, "logfmt")
+	// client-go logs through klog (reflectors, and the watches an
+	// interrupt closes): into the log file too, as the operator's Command
+	// does, not to the terminal in klog's format. Before any client is made
+	// (RedirectKlog's first call), and restored last, once every client
+	// has stopped.
+	defer operator.RedirectKlog(logger)()
 
 	d.reg = prometheus.NewRegistry()
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

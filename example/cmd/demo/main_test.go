@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 
 	"github.com/operatorkit/operatorkit/testenv"
 )
@@ -78,5 +84,76 @@ func TestFailureBeforeLogs(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("left in $TMPDIR: %v", left)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestDemoRedirectsKlog: while the demo runs, klog's lines (client-go's:
+// reflectors, watches closed by an interrupt) go through the operator's
+// logger into the log file, as the operator's Command sends them; they
+// went to the terminal in klog's own format. A line logged with klog in
+// the middle of a run, then interrupted, must be in the log file.
+func TestDemoRedirectsKlog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "operator.log")
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--objects", "4", "--timeout", "2m", "--log-file", logFile, "--kubeconfig", filepath.Join(dir, "kubeconfig")}, &stdout, &stderr)
+	}()
+	// Once the CRD is being installed, the operator's logger exists.
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case code := <-done:
+			return false, fmt.Errorf("the demo ended early: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+		default:
+		}
+		return strings.Contains(stdout.String(), "[2/6]"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "a klog line in the middle of the demo"
+	klog.InfoS(marker, "from", "TestDemoRedirectsKlog")
+	interrupt()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the interrupted demo did not end; stdout %q", stdout.String())
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.Lines(string(data)) {
+		if strings.Contains(l, marker) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "level=info") || !strings.Contains(line, "caller=main_test.go:") || !strings.Contains(line, "from=TestDemoRedirectsKlog") {
+		t.Errorf("klog's line in the log file = %q, want it as a logfmt line of the operator's logger (log file:\n%s)", line, data)
 	}
 }
