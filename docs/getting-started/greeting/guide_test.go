@@ -6,6 +6,7 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/operatorkit/operatorkit/operator"
 )
 
 // guide is the getting-started guide, which shows this module's files.
@@ -115,6 +118,40 @@ func lineAt(s string, i int) string {
 		return l[i]
 	}
 	return ""
+}
+
+// TestGuideNamesTheAddressFlags: step 3 names every address the operator
+// listens on, each by its flag, as operator.Options.BindFlags binds them:
+// a reader who runs the operator (step 5) must know every port it opens,
+// and how to move it when it is taken. --health-probe-bind-address (the
+// probes, on :8081 of every interface by default) was not named.
+func TestGuideNamesTheAddressFlags(t *testing.T) {
+	data, err := os.ReadFile(guide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := string(data)
+	start, end := strings.Index(step, "\n## 3."), strings.Index(step, "\n## 4.")
+	if start < 0 || end < start {
+		t.Fatalf("%s has no step 3", guide)
+	}
+	step = step[start:end]
+	var opts operator.Options
+	fs := flag.NewFlagSet("greeting-operator", flag.ContinueOnError)
+	opts.BindFlags(fs)
+	checked := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasSuffix(f.Name, "-bind-address") {
+			return
+		}
+		checked++
+		if !strings.Contains(step, "`--"+f.Name+"`") {
+			t.Errorf("step 3 of %s does not name `--%s` (default %s: %s)", guide, f.Name, f.DefValue, f.Usage)
+		}
+	})
+	if checked < 2 {
+		t.Fatalf("found %d address flags, want the metrics' and the probes'", checked)
+	}
 }
 
 // TestGuideCommands follows steps 0 to 4 of the guide in an empty
