@@ -157,7 +157,8 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 		}
 		return "", fmt.Errorf("testenv: build the test API server in %s: %w\n%s", cmd.Dir, err, out.Bytes())
 	}
-	if err := os.Rename(tmp, bin); err != nil {
+	if err := install(tmp, bin); err != nil {
+		os.Remove(tmp)
 		return "", cacheError(root, err)
 	}
 	fmt.Fprintf(progress, "testenv: built the test API server in %s\n", time.Since(start).Round(time.Second))
@@ -335,7 +336,41 @@ func removeStale(entry string) {
 	}
 }
 
+// install renames the program built at tmp to bin durably: the program is
+// synced to disk before the rename and the directory after it, so that a
+// crash leaves either no program at bin or the whole one. Renamed unsynced,
+// the name could reach the disk before the data, and a crash leave a
+// zero-length program at bin.
+func install(tmp, bin string) error {
+	if err := syncPath(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return err
+	}
+	if runtime.GOOS == "windows" {
+		return nil // a directory cannot be synced there; the rename is durable
+	}
+	return syncPath(filepath.Dir(bin))
+}
+
+// syncPath syncs the file or directory at path to disk.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// executable reports whether path is a built program: an executable
+// regular file with contents (a zero-length one is what a crash left of a
+// program renamed before it reached the disk, by a build before install).
 func executable(path string) bool {
 	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 && fi.Size() > 0
 }
