@@ -354,8 +354,9 @@ func install(tmp, bin string) error {
 	return syncPath(filepath.Dir(bin))
 }
 
-// syncPath syncs the file or directory at path to disk.
-func syncPath(path string) error {
+// syncPath syncs the file or directory at path to disk (a variable for the
+// tests).
+var syncPath = func(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

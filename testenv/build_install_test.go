@@ -3,12 +3,12 @@
 package testenv
 
 import (
-	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 )
 
@@ -47,72 +47,33 @@ func TestTornProgramIsRebuilt(t *testing.T) {
 	}
 }
 
-// TestBuiltProgramIsSyncedBeforeItsRename: the build syncs the program to
-// disk before it renames it into place, and the cache entry's directory
-// after, so that a crash leaves no program or the whole one: renamed
-// unsynced, a crash could leave a zero-length program under the final
-// name. Read from the system calls of a build (strace; skipped without
-// it).
-func TestBuiltProgramIsSyncedBeforeItsRename(t *testing.T) {
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("needs strace to see the build's system calls")
-	}
-	if out, err := exec.CommandContext(t.Context(), strace, "-o", os.DevNull, "true").CombinedOutput(); err != nil {
-		t.Skipf("strace cannot trace here: %v %s", err, out)
-	}
-	t.Setenv(EnvAPIServer, "") // this test is about building
-	cache, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
+// TestInstallSyncsBeforeAndAfterItsRename: install syncs the program
+// before it renames it into place (so that the name cannot reach the disk
+// before the data: a crash would leave a zero-length program) and the
+// directory after (so that the rename itself is on disk). It renamed the
+// program unsynced.
+func TestInstallSyncsBeforeAndAfterItsRename(t *testing.T) {
+	dir := t.TempDir()
+	tmp, bin := filepath.Join(dir, "apiserver.tmp"), filepath.Join(dir, "apiserver")
+	if err := os.WriteFile(tmp, []byte("program"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	traceFile := filepath.Join(t.TempDir(), "strace")
-	helper := helperCmd(t, "build", EnvCacheDir+"="+cache)
-	cmd := exec.CommandContext(t.Context(), strace, append([]string{"-f", "-y", "-o", traceFile,
-		"-e", "trace=fsync,fdatasync,rename,renameat,renameat2"}, helper.Args...)...)
-	cmd.Env = helper.Env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("build: %v\n%s", err, stderr.Bytes())
-	}
-	bin := strings.TrimSpace(strings.TrimPrefix(stdout.String(), "bin="))
-	entry := filepath.Dir(bin)
-	if !strings.HasPrefix(entry, cache) {
-		t.Fatalf("built %q, not in the cache %s", bin, cache)
-	}
-	data, err := os.ReadFile(traceFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The builder's own calls: those of the process that renames.
-	var pid string
 	var calls []string
-	lines := strings.Split(string(data), "\n")
-	for _, l := range lines {
-		if strings.Contains(l, "rename") && strings.Contains(l, entry+"/apiserver.tmp-") && strings.Contains(l, `"`+bin+`"`) {
-			pid, _, _ = strings.Cut(l, " ")
-		}
+	old := syncPath
+	syncPath = func(path string) error {
+		_, binErr := os.Stat(bin)
+		calls = append(calls, fmt.Sprintf("sync %s (program installed: %t)", filepath.Base(path), binErr == nil))
+		return old(path)
 	}
-	if pid == "" {
-		t.Fatalf("no rename of the program into %s among the build's calls:\n%s", bin, data)
+	t.Cleanup(func() { syncPath = old })
+	if err := install(tmp, bin); err != nil {
+		t.Fatal(err)
 	}
-	for _, l := range lines {
-		p, call, _ := strings.Cut(l, " ")
-		if p != pid {
-			continue
-		}
-		call = strings.TrimSpace(call)
-		switch {
-		case strings.HasPrefix(call, "rename"):
-			calls = append(calls, "rename")
-		case strings.Contains(call, "sync(") && strings.Contains(call, "<"+entry+"/apiserver.tmp-"):
-			calls = append(calls, "sync program")
-		case strings.Contains(call, "sync(") && strings.Contains(call, "<"+entry+">"):
-			calls = append(calls, "sync entry")
-		}
+	want := []string{"sync apiserver.tmp (program installed: false)", fmt.Sprintf("sync %s (program installed: true)", filepath.Base(dir))}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("install synced %q, want %q", calls, want)
 	}
-	if got, want := strings.Join(calls, ", "), "sync program, rename, sync entry"; got != want {
-		t.Errorf("the builder's calls = %s, want %s", got, want)
+	if b, err := os.ReadFile(bin); err != nil || string(b) != "program" {
+		t.Fatalf("installed program %q, %v; want %q", b, err, "program")
 	}
 }
