@@ -4,12 +4,10 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,111 +222,6 @@ func TestShardingLaggingLeaseWatchMovesNothing(t *testing.T) {
 			t.Errorf("replica %s: Run() = %v while the test ran", id, err)
 		default:
 		}
-	}
-}
-
-// TestShardingMemberLeaseOutlivesTheRenewDeadline: with a LeaseDuration
-// that is not a whole number of seconds, a replica that cannot renew its
-// member Lease reconciles until RenewDeadline after its last renewal; its
-// objects must not move before then. The Lease holds whole seconds: cut
-// down, it said the replica was gone before the replica stopped.
-func TestShardingMemberLeaseOutlivesTheRenewDeadline(t *testing.T) {
-	t.Parallel() // a namespace and Leases of its own
-	ns := newNamespace(t)
-	ensureWidgetCRD(t)
-	const leaseDuration, renewDeadline = 2950 * time.Millisecond, 2900 * time.Millisecond
-	var refuse atomic.Bool // b's member Lease writes fail
-	wrapB := func(cfg *rest.Config) *rest.Config {
-		out := rest.CopyConfig(cfg)
-		out.Wrap(func(next http.RoundTripper) http.RoundTripper {
-			return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-				if refuse.Load() && req.Method != http.MethodGet && strings.HasSuffix(req.URL.Path, "/leases/"+shardRing+"-b") {
-					return nil, errors.New("member Lease writes refused by the test")
-				}
-				return next.RoundTrip(req)
-			})
-		})
-		return out
-	}
-	replica := func(id string, cfg *rest.Config) <-chan error {
-		config := shardConfig(cfg, ns, id)
-		config.LeaseDuration, config.RenewDeadline = leaseDuration, renewDeadline
-		op, err := operatorpkg.New(config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := op.Add(operatorFramework(t, op, ns, "widgets-ld", newOwnedConfigMapOps("ld", op.OwnWrites()))); err != nil {
-			t.Fatal(err)
-		}
-		stop, done := runOperator(op)
-		t.Cleanup(func() { _ = stop() })
-		return done
-	}
-	replica("a", env.Config())
-	leases := kubeClient(t).CoordinationV1().Leases(ns)
-	poll(t, "a to lead", func(ctx context.Context) (bool, error) {
-		l, err := leases.Get(ctx, shardRing, metav1.GetOptions{})
-		return err == nil && l.Spec.HolderIdentity != nil && strings.HasPrefix(*l.Spec.HolderIdentity, "a_"), nil
-	})
-	doneB := replica("b", wrapB(env.Config()))
-	const n = 20
-	for i := range n {
-		createWidget(t, newWidget(ns, "w"+string(rune('a'+i)), "", map[string]string{"k": "v"}))
-	}
-	ofB := func(ctx context.Context) (int, error) {
-		list, err := widgetClient(t, ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return 0, err
-		}
-		b := 0
-		for _, w := range list.Items {
-			switch w.GetLabels()[shardLabel] {
-			case "a":
-			case "b":
-				b++
-			default:
-				return 0, errors.New("not every widget assigned")
-			}
-		}
-		return b, nil
-	}
-	var owned int
-	poll(t, "every widget assigned, b owning some", func(ctx context.Context) (bool, error) {
-		b, err := ofB(ctx)
-		owned = b
-		return err == nil && b > 0, nil
-	})
-
-	refuse.Store(true)
-	var moved, last time.Time // last: b's last renewal, on this machine's clock
-	var lease *coordinationv1.Lease
-	if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		if l, err := leases.Get(ctx, shardRing+"-b", metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
-			lease, last = l, l.Spec.RenewTime.Time // until the assigner deletes it
-		}
-		b, err := ofB(ctx)
-		if err == nil && b < owned {
-			moved = time.Now()
-			return true, nil
-		}
-		return false, nil
-	}); err != nil {
-		t.Fatalf("waiting for b's widgets to move once b cannot renew its member Lease: %v", err)
-	}
-	if lease == nil {
-		t.Fatal("b's member Lease was never read")
-	}
-	if got := moved.Sub(last); got < renewDeadline {
-		t.Errorf("b's widgets moved %s after its last renewal, before b stopped reconciling (RenewDeadline %s); its Lease says %d s for LeaseDuration %s",
-			got.Round(time.Millisecond), renewDeadline, *lease.Spec.LeaseDurationSeconds, leaseDuration)
-	}
-	select {
-	case err := <-doneB:
-		if !errors.Is(err, operatorpkg.ErrLeaseLost) {
-			t.Errorf("b: Run() = %v, want ErrLeaseLost", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Error("b still runs 60 s after its member Lease writes began to fail")
 	}
 }
 

@@ -39,6 +39,10 @@ import (
 	"github.com/operatorkit/operatorkit/internal/promutil"
 )
 
+// leaseSecondsWhy says why RenewDeadline must be shorter than LeaseDuration
+// in whole seconds.
+const leaseSecondsWhy = "client-go's leader election writes the Lease's duration rounded down to the second, and another replica takes over once that has passed, while this one would still reconcile until its RenewDeadline"
+
 // Defaults of Config.
 const (
 	// DefaultLeaseDuration is how long a leader's Lease holds without
@@ -137,8 +141,11 @@ type Config struct {
 	// Sharding, LeaseDuration must be 1 s to math.MaxInt32 s (a Lease
 	// holds whole seconds in an int32; a member Lease of Sharding holds it
 	// rounded up, so that it outlives RenewDeadline), RenewDeadline must be shorter than
-	// LeaseDuration, and RetryPeriod shorter than RenewDeadline / 1.2
-	// (leaderelection.JitterFactor).
+	// LeaseDuration in whole seconds (client-go's leader election writes the
+	// Lease's duration rounded down to the second, and another replica takes
+	// over once that has passed: a leader still renewing until a longer
+	// RenewDeadline would reconcile beside it), and RetryPeriod shorter than
+	// RenewDeadline / 1.2 (leaderelection.JitterFactor).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// ShutdownTimeout bounds how long Run waits, after its context ended,
 	// for the reconciliations in flight. Defaults to
@@ -261,6 +268,9 @@ func New(config Config) (*Operator, error) {
 	}
 	if (config.LeaderElection || config.Sharding != nil) && config.RenewDeadline >= config.LeaseDuration {
 		return nil, fmt.Errorf("%w: %T.RenewDeadline (%s) must be shorter than LeaseDuration (%s)", ErrInvalidConfig, config, config.RenewDeadline, config.LeaseDuration)
+	}
+	if whole := config.LeaseDuration.Truncate(time.Second); (config.LeaderElection || config.Sharding != nil) && config.RenewDeadline >= whole {
+		return nil, fmt.Errorf("%w: %T.RenewDeadline (%s) must be shorter than LeaseDuration in whole seconds (%s of %s): %s", ErrInvalidConfig, config, config.RenewDeadline, whole, config.LeaseDuration, leaseSecondsWhy)
 	}
 	if (config.LeaderElection || config.Sharding != nil) && !retryFitsRenew(config.RetryPeriod, config.RenewDeadline) {
 		return nil, fmt.Errorf("%w: %T.RetryPeriod (%s) must be shorter than RenewDeadline (%s) / %.1f: a renewal retries within its deadline (client-go's leader election refuses less, and the sharding heartbeat would find its Lease lost on a healthy API server)",

@@ -323,8 +323,12 @@ func (o Options) Validate() error {
 	if (o.LeaderElect || o.Shard) && lease > 0 && (lease < time.Second || lease > math.MaxInt32*time.Second) {
 		errs = append(errs, fmt.Errorf("invalid value %s for flag --%s: must be 1s to %d s (a Lease holds whole seconds)", lease, flagLeaseDuration, math.MaxInt32))
 	}
-	if (o.LeaderElect || o.Shard) && renew >= lease {
+	switch whole := lease.Truncate(time.Second); {
+	case !(o.LeaderElect || o.Shard):
+	case renew >= lease:
 		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s (%s)", flagRenewDeadline, renew, flagLeaseDuration, lease))
+	case renew >= whole && lease >= time.Second:
+		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s in whole seconds (%s of %s): %s", flagRenewDeadline, renew, flagLeaseDuration, whole, lease, leaseSecondsWhy))
 	}
 	if retry := orDefaultDuration(o.RetryPeriod, DefaultRetryPeriod); (o.LeaderElect || o.Shard) && !retryFitsRenew(retry, renew) {
 		errs = append(errs, fmt.Errorf("flag --%s (%s) must be shorter than --%s (%s) / %.1f", flagRetryPeriod, retry, flagRenewDeadline, renew, leaderelection.JitterFactor))

@@ -179,6 +179,13 @@ func TestValidate(t *testing.T) {
 			want:   []string{`flag --leader-election-renew-deadline (5s) must be shorter than --leader-election-lease-duration (5s)`},
 		},
 		{
+			name: "renew deadline not shorter than the lease's whole seconds",
+			modify: func(o *Options) {
+				o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 2950*time.Millisecond, 2900*time.Millisecond, 100*time.Millisecond
+			},
+			want: []string{`flag --leader-election-renew-deadline (2.9s) must be shorter than --leader-election-lease-duration in whole seconds (2s of 2.95s)`},
+		},
+		{
 			name: "lease shorter than a second",
 			modify: func(o *Options) {
 				o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 900*time.Millisecond, 600*time.Millisecond, 100*time.Millisecond
