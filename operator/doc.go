@@ -160,8 +160,10 @@
 // what a map function returns. Neither enqueues on a resync (the owner's
 // own informer resyncs it) nor on the echo of the operator's own write
 // (announced with OwnWrites.Begin by whatever wrote it), nor on the delete
-// event of the operator's own delete (OwnWrites.BeginDelete), so that an
-// operator's create, apply or delete of a child does not make the owner
-// reconcile again; resource/child announces both. OwnWrites.Filter gives
+// event of the operator's own delete (OwnWrites.BeginDelete; not when
+// finalizers held the object, whose delete event comes later, when someone
+// else removes the last one), so that an operator's create, apply or
+// delete of a child does not make the owner reconcile again;
+// resource/child announces both. OwnWrites.Filter gives
 // the same filtering to any informer event handler.
 package operator

@@ -381,8 +381,13 @@ const DeleteEchoTTL = 10 * time.Minute
 // Watches), so that an owner whose chain deleted a child is not woken
 // again by that deletion. A failed delete (any error, NotFound included:
 // someone else deleted the object, and that event is theirs) takes the
-// announcement back. Every BeginDelete must be followed by one call of its
-// func. An empty uid announces nothing.
+// announcement back. A delete that finalizers (or a grace period) held
+// only marked the object for deletion: the delete event that comes when
+// the last finalizer is removed (by someone else, maybe long after) shows
+// the object's deletionTimestamp and passes, so that an owner that wants
+// the object back by then is woken to create it again. Every BeginDelete
+// must be followed by one call of its func. An empty uid announces
+// nothing.
 func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
 	if uid == "" {
 		return func(error) {}
@@ -506,7 +511,10 @@ func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func())
 }
 
 // forget drops what w remembers of the deleted obj, and reports whether
-// its delete was the operator's own (announced with BeginDelete).
+// its delete was the operator's own (announced with BeginDelete) and
+// immediate: a final state with a deletionTimestamp was held by finalizers
+// (or a grace period) after that delete marked it, and is gone by someone
+// else's doing since.
 func (w *OwnWrites) forget(obj any) (ours bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -522,7 +530,7 @@ func (w *OwnWrites) forget(obj any) (ours bool) {
 	if _, ours = w.deletes[uid]; ours {
 		delete(w.deletes, uid)
 	}
-	return ours
+	return ours && m.GetDeletionTimestamp() == nil
 }
 
 func resourceVersion(obj any) string {

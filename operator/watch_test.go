@@ -383,6 +383,34 @@ func TestOwnWritesFilterDeletes(t *testing.T) {
 	}
 }
 
+// TestOwnWritesFilterFinalizedDelete: an own delete that finalizers held
+// only marked the object; the delete event that comes when the last
+// finalizer goes (its final state has a deletionTimestamp) is someone
+// else's and passes, however often the object was deleted again while it
+// was terminating.
+func TestOwnWritesFilterFinalizedDelete(t *testing.T) {
+	w, h, want := filtered(t)
+	terminating := func(uid, rv string) *corev1.ConfigMap {
+		c := cm(uid, rv)
+		c.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		return c
+	}
+
+	w.BeginDelete("a")(nil)
+	h.OnUpdate(cm("a", "1"), terminating("a", "2"))
+	want("the own delete marking the object", "update 1->2")
+	w.BeginDelete("a")(nil) // deleted again while terminating: no event
+	h.OnDelete(terminating("a", "3"))
+	want("the delete when the last finalizer went", "delete 3")
+
+	w.BeginDelete("b")(nil)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: terminating("b", "4")})
+	want("the delete of a terminating object seen as a tombstone", "delete tombstone 4")
+	if len(w.deletes) != 0 {
+		t.Fatalf("announced deletes left: %v", w.deletes)
+	}
+}
+
 // TestWatchesRejectsANilPredicate: a nil predicate given to Owns or Watches
 // is an error naming it, not a panic on the informer's event path at the
 // first event.

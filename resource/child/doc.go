@@ -66,11 +66,13 @@
 //     (an object re-created since is not deleted: that counts as done), and
 //     NotFound is success. Children the desired set no longer names are
 //     deleted by EnsureCreated; all of them by EnsureDeleted (the owner is
-//     being deleted: Desired is not called then). So two resources of one
-//     resource set must not keep children of one kind with one ManagedBy:
-//     each would delete the other's; router.NewResourceSet refuses them
-//     (the resource is a resource.Claimer). Keep such children with one
-//     resource's DesiredSet, or give each resource a ManagedBy of its own.
+//     being deleted: Desired is not called then). A child that finalizers
+//     hold after its delete wakes its owner when it is gone (through
+//     operator.Owns), which creates it again if it is desired by then. So two resources of one resource set must not keep children
+//     of one kind with one ManagedBy: each would delete the other's;
+//     router.NewResourceSet refuses them (the resource is a
+//     resource.Claimer). Keep such children with one resource's
+//     DesiredSet, or give each resource a ManagedBy of its own.
 //     Resources of one claim in several resource sets (one per release)
 //     are what an owner that moves between releases needs: one set
 //     reconciles an owner at a time, they share the owner index (Reads),
