@@ -87,3 +87,51 @@ func TestSecretValuesHidden(t *testing.T) {
 		t.Errorf("the create of a Secret describes itself as\n%s\nwant the field named and its value hidden", lines)
 	}
 }
+
+// TestSecretStringDataIsNoDrift: a Secret whose desired state sets
+// stringData is compared with the data the API server made of it: no write
+// while data holds those values, a write when one of them differs.
+func TestSecretStringDataIsNoDrift(t *testing.T) {
+	client := newFakeClient[corev1.Secret]()
+	cache := informertest.New()
+	r, err := child.New(child.Config[*corev1.Secret, *corev1.Secret]{
+		Name: "secret", Client: client.For, Cache: cache, FieldManager: "op",
+		Desired: func(context.Context, *corev1.Secret) (*corev1.Secret, error) {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+				StringData: map[string]string{"password": "hunter2", "user": "admin"},
+				Data:       map[string][]byte{"user": []byte("overridden"), "token": []byte("t")}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's conversion: stringData merged into data, over it.
+	stored := client.objs["demo/creds"].DeepCopy()
+	for k, v := range stored.StringData {
+		stored.Data[k] = []byte(v)
+	}
+	stored.StringData = nil
+	stored.Type = corev1.SecretTypeOpaque
+	_ = cache.Add(stored)
+	if patch, err := r.Plan(ctx, owner(), false); err != nil || patch != nil {
+		t.Fatalf("Plan() of the stored secret = %v, %v; want no patch", patch, err)
+	}
+	drifted := stored.DeepCopy()
+	drifted.Data["password"] = []byte("other")
+	_ = cache.Update(drifted)
+	patch, err := r.Plan(ctx, owner(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update, ok := patch.UpdateChange()
+	if !ok {
+		t.Fatalf("Plan() of a changed password = %v, want an update", patch)
+	}
+	if lines := strings.Join(update.(child.Changes).Describe(), "\n"); strings.Contains(lines, "hunter2") || strings.Contains(lines, "other") || !strings.Contains(lines, "password") {
+		t.Errorf("the update describes itself as\n%s\nwant the password named and its values hidden", lines)
+	}
+}

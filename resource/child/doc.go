@@ -96,8 +96,10 @@
 // (other elements are someone else's); lists with patchStrategy merge and
 // no key (finalizers) as sets; other lists whole (same length, each element
 // compared as above). Quantities are compared by value ("64Mi" equals
-// "67108864"). The apply body holds exactly the compared fields, so what is
-// compared is what is owned.
+// "67108864"). A Secret's stringData, which the API server merges into data
+// and never returns, is compared with data (its values over data's). The
+// apply body holds exactly the compared fields, so what is compared is what
+// is owned.
 //
 // Limits of this rule, which reads no managedFields: a field, map key or
 // list element the desired object stops setting is not drift by itself (it

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -480,7 +481,11 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 	if exists && o.config.Matches != nil && o.config.Matches(c, d) {
 		return nil, nil
 	}
-	fields, more := diffObject(reflect.ValueOf(d).Elem(), cv, false)
+	compared := d
+	if exists && o.secret {
+		compared = asStored(d)
+	}
+	fields, more := diffObject(reflect.ValueOf(compared).Elem(), cv, false)
 	if exists && o.config.Matches == nil && len(fields) == 0 {
 		return nil, nil
 	}
@@ -502,6 +507,25 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 		change.UID = c.GetUID()
 	}
 	return change, nil
+}
+
+// asStored returns the Secret d as the API server stores it, to compare
+// with a current one: its stringData (write-only: the API server merges it
+// into data, over data's values, and never returns it) moved into data,
+// in a shallow copy with a new data map. Any other d is returned as it is.
+func asStored[C Object](d C) C {
+	s, ok := any(d).(*corev1.Secret)
+	if !ok || len(s.StringData) == 0 {
+		return d
+	}
+	stored := *s
+	stored.Data = make(map[string][]byte, len(s.Data)+len(s.StringData))
+	maps.Copy(stored.Data, s.Data)
+	for k, v := range s.StringData {
+		stored.Data[k] = []byte(v)
+	}
+	stored.StringData = nil
+	return any(&stored).(C)
 }
 
 // hideSecretValues replaces the values of a Secret's data and stringData in
