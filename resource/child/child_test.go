@@ -423,6 +423,42 @@ func TestControlledByAnother(t *testing.T) {
 	}
 }
 
+// TestChildOfAPreviousOwner: a child whose controller is an owner of the
+// same kind and name with another UID (deleted and created again; the
+// cache has not shown the old child's delete yet) is no bad input: the
+// error is retried, and the child is created once the cache shows it gone.
+// One of another kind of that name is another controller's.
+func TestChildOfAPreviousOwner(t *testing.T) {
+	f := newFixture(t, nil)
+	old := desiredDeployment(1, "x")
+	old.Namespace, old.UID = "demo", "old-child"
+	old.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "web", UID: "previous-owner-uid", Controller: new(true)}}
+	_ = f.cache.Add(old)
+	ctx := context.Background()
+	err := f.resource.EnsureCreated(ctx, owner())
+	if err == nil || errors.Is(err, child.ErrInvalidChild) || retry.IsPermanent(err) || !strings.Contains(err.Error(), "previous Secret of that name (uid previous-owner-uid)") {
+		t.Fatalf("error = %v, want a retried error naming the previous owner", err)
+	}
+	if len(f.client.applies) != 0 {
+		t.Fatalf("applies = %v, want none", f.client.applies)
+	}
+	_ = f.cache.Delete(old)
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.client.applies) != 1 {
+		t.Fatalf("applies = %v, want the child's create", f.client.applies)
+	}
+
+	other := newFixture(t, nil)
+	cm := old.DeepCopy()
+	cm.OwnerReferences[0].Kind = "ConfigMap"
+	_ = other.cache.Add(cm)
+	if err := other.resource.EnsureCreated(ctx, owner()); !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) {
+		t.Fatalf("child of a ConfigMap of the owner's name: error = %v, want a permanent ErrInvalidChild", err)
+	}
+}
+
 func TestWriteErrors(t *testing.T) {
 	f := newFixture(t, nil)
 	f.client.err = apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", nil)

@@ -60,7 +60,12 @@
 //     controller; one controlled by another owner is refused
 //     (ErrInvalidChild when the Cache holds it, else the API server's
 //     answer: an object has one controller). Name children so that they
-//     cannot collide.
+//     cannot collide. A child the Cache holds under a previous owner of
+//     the owner's kind and name (deleted, and created again with another
+//     UID) is not adopted: the step fails with an error that is retried
+//     (not ErrInvalidChild) until the Cache shows that child deleted (by
+//     the previous owner's delete chain, or the garbage collector), and
+//     the child is created then.
 //   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
 //     controller reference to the owner; with the UID seen as precondition
 //     (an object re-created since is not deleted: that counts as done), and
@@ -133,8 +138,9 @@
 //
 // A desired child without a name, in another namespace than the owner's,
 // named twice in a set, of another kind than Config.GVK, naming another
-// controller, existing under another controller, or rejected by the API
-// server as invalid (400, 422) or not served (404, 405) is a permanent error
+// controller, existing under another controller (not a previous owner of
+// the owner's kind and name: see Writes), or rejected by the API server as
+// invalid (400, 422) or not served (404, 405) is a permanent error
 // (retry.Permanent) matching [ErrInvalidChild] that names the resource, the
 // owner and the child; it is not retried with backoff, only when the owner
 // changes (or at the informer's periodic resync, which runs every owner

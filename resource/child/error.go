@@ -14,10 +14,11 @@ var ErrInvalidConfig = okerr.ErrInvalidConfig
 // ErrInvalidChild is matched by the errors about a desired child that can
 // never be written as it is: an empty name, a namespace other than the
 // owner's, two children of one name, a kind the client does not write, a
-// child another controller owns, or an object the API server rejects as
-// invalid. Such errors are marked retry.Permanent (not retried with
-// backoff: run again when the owner changes, or at the informer's resync)
-// and name the owner and the child.
+// child another controller owns (not a previous owner of the owner's kind
+// and name, deleted since: that error is retried), or an object the API
+// server rejects as invalid. Such errors are marked retry.Permanent (not
+// retried with backoff: run again when the owner changes, or at the
+// informer's resync) and name the owner and the child.
 var ErrInvalidChild = errors.New("invalid child")
 
 // ErrWrongType is matched by the error returned when the reconciled object

@@ -298,6 +298,22 @@ func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 
 var yes = true
 
+// previousOwner reports whether the controller reference ctrl names an
+// owner of the kind (group and kind) and name of ref, the controller
+// reference to the owner, with another UID: an owner of that name deleted
+// since (two objects of one kind and name do not exist at once).
+func previousOwner(ctrl *metav1.OwnerReference, ref metav1.OwnerReference) bool {
+	if ctrl.UID == ref.UID || ctrl.Kind != ref.Kind || ctrl.Name != ref.Name {
+		return false
+	}
+	cg, err := schema.ParseGroupVersion(ctrl.APIVersion)
+	if err != nil {
+		return false
+	}
+	rg, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && cg.Group == rg.Group
+}
+
 // ownerReference returns the controller reference to w.
 func (o *ops[O, C]) ownerReference(w O) (metav1.OwnerReference, error) {
 	gvk := o.config.OwnerGVK
@@ -355,6 +371,13 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		var ctrl *metav1.OwnerReference // c's controller, when c exists
 		if !reflect.ValueOf(c).IsNil() {
 			if ctrl = metav1.GetControllerOfNoCopy(c); ctrl != nil && ctrl.UID != w.GetUID() {
+				if previousOwner(ctrl, ref) {
+					// The child of a deleted owner of this name, whose
+					// delete (by its delete chain, which wakes no owner,
+					// or by the garbage collector) the cache has not
+					// shown yet: not bad input, and gone soon.
+					return nil, fmt.Errorf("resource %s: %s %s of %s %s is still the child of the previous %s of that name (uid %s), deleted since: waiting for it to go", o.config.Name, strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), ctrl.Kind, ctrl.UID)
+				}
 				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ctrl.Kind, ctrl.Name, ctrl.UID))
 			}
 		}
