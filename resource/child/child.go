@@ -115,7 +115,8 @@ type Cache interface {
 	List() []any
 }
 
-// Writes is told of each apply before it is sent and of its answer:
+// Writes is told of each apply before it is sent and of its answer (an
+// error when the Client panicked: every Begin's func is called once):
 // *operator.OwnWrites implements it, so that the watch event of the
 // resource's own write does not wake the owner again. When it also
 // implements [DeleteWrites] (OwnWrites does), it is told of each delete too.

@@ -1045,3 +1045,61 @@ func TestChildTheCacheWouldNotSelect(t *testing.T) {
 		}
 	}
 }
+
+// balancedWrites is a Writes and DeleteWrites that counts the writes begun
+// and those whose func was called.
+type balancedWrites struct{ begun, settled int }
+
+func (w *balancedWrites) Begin(schema.GroupResource, string, string) func(metav1.Object, error) {
+	w.begun++
+	return func(metav1.Object, error) { w.settled++ }
+}
+
+func (w *balancedWrites) BeginDelete(types.UID) func(error) {
+	w.begun++
+	return func(error) { w.settled++ }
+}
+
+// panickingClient is a Client whose Patch and Delete panic.
+type panickingClient struct{}
+
+func (panickingClient) Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*appsv1.Deployment, error) {
+	panic("patch")
+}
+
+func (panickingClient) Delete(context.Context, string, metav1.DeleteOptions) error { panic("delete") }
+
+// TestWritesToldOfAPanickingWrite: a write whose client panics (the
+// Framework recovers the panic and retries) is still settled with Writes:
+// OwnWrites would otherwise hold the child's watch events for ever, and
+// wake its owner for none of them again.
+func TestWritesToldOfAPanickingWrite(t *testing.T) {
+	writes := &balancedWrites{}
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.Client = func(string) child.Client[*appsv1.Deployment] { return panickingClient{} }
+		c.Writes = writes
+		c.Resource = schema.GroupResource{Group: "apps", Resource: "deployments"}
+	})
+	ensure := func(f func() error) (panicked bool) {
+		defer func() { panicked = recover() != nil }()
+		_ = f()
+		return false
+	}
+	ctx := context.Background()
+	if !ensure(func() error { return f.resource.EnsureCreated(ctx, owner()) }) {
+		t.Fatal("EnsureCreated did not panic")
+	}
+	cur := desiredDeployment(1, "x")
+	cur.Namespace, cur.UID = "demo", "child-uid"
+	cur.Labels[child.LabelManagedBy] = "test-operator"
+	cur.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "web", UID: "owner-uid", Controller: new(true)}}
+	_ = f.cache.Add(cur)
+	gone := owner()
+	gone.DeletionTimestamp = &metav1.Time{}
+	if !ensure(func() error { return f.resource.EnsureDeleted(ctx, gone) }) {
+		t.Fatal("EnsureDeleted did not panic")
+	}
+	if writes.begun != 2 || writes.settled != 2 {
+		t.Fatalf("writes begun %d, settled %d; want 2 and 2", writes.begun, writes.settled)
+	}
+}

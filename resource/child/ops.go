@@ -682,26 +682,11 @@ func (o *ops[O, C]) finish(ctx context.Context, c *Change) {
 }
 
 func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
-	force := true
-	opts := metav1.PatchOptions{FieldManager: o.config.FieldManager, Force: &force}
-	client := o.config.Client(c.Namespace)
-	var done func(metav1.Object, error)
-	if o.config.Writes != nil {
-		done = o.config.Writes.Begin(o.config.Resource, c.Namespace, c.Name)
-	}
-	answer, err := client.Patch(ctx, c.Name, types.ApplyPatchType, c.body, opts)
-	valid := err == nil && !reflect.ValueOf(answer).IsNil()
-	if done != nil {
-		var m metav1.Object
-		if valid {
-			m = answer
-		}
-		done(m, err)
-	}
+	answer, err := o.sendApply(ctx, c)
 	if err != nil {
 		return answer, err
 	}
-	if valid {
+	if !reflect.ValueOf(answer).IsNil() {
 		o.record(answer)
 		if o.owners != nil {
 			// At once, not when the informer's handler sees it: a
@@ -712,6 +697,45 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 		level.Debug(o.logger).Log("msg", "applied child", "action", c.Action, "kind", c.Kind, "child", c.Namespace+"/"+c.Name, "resourceVersion", answer.GetResourceVersion())
 	}
 	return answer, nil
+}
+
+// errPanicked is what Writes is told of a write whose client panicked.
+var errPanicked = errors.New("the write panicked")
+
+// sendApply sends the apply of c, told to Writes: Begin's func gets the
+// answer, or errPanicked when Patch panics (the panic goes on), since a
+// Begin without its func would hold the child's watch events for ever.
+func (o *ops[O, C]) sendApply(ctx context.Context, c *Change) (answer C, err error) {
+	force := true
+	opts := metav1.PatchOptions{FieldManager: o.config.FieldManager, Force: &force}
+	client := o.config.Client(c.Namespace)
+	if o.config.Writes == nil {
+		return client.Patch(ctx, c.Name, types.ApplyPatchType, c.body, opts)
+	}
+	done := o.config.Writes.Begin(o.config.Resource, c.Namespace, c.Name)
+	err = errPanicked // unless Patch returns
+	defer func() {
+		var m metav1.Object
+		if err == nil && !reflect.ValueOf(answer).IsNil() {
+			m = answer
+		}
+		done(m, err)
+	}()
+	return client.Patch(ctx, c.Name, types.ApplyPatchType, c.body, opts)
+}
+
+// sendDelete sends the delete of c with opts, told to Writes when it is a
+// DeleteWrites: BeginDelete's func gets the error, or errPanicked when
+// Delete panics (the panic goes on).
+func (o *ops[O, C]) sendDelete(ctx context.Context, c *Change, opts metav1.DeleteOptions) (err error) {
+	dw, ok := o.config.Writes.(DeleteWrites)
+	if !ok {
+		return o.config.Client(c.Namespace).Delete(ctx, c.Name, opts)
+	}
+	done := dw.BeginDelete(c.UID)
+	err = errPanicked // unless Delete returns
+	defer func() { done(err) }()
+	return o.config.Client(c.Namespace).Delete(ctx, c.Name, opts)
 }
 
 // record gives the answer of a write to the cache's mutation cache, in the
@@ -747,12 +771,7 @@ func (o *ops[O, C]) ApplyDeleteChange(ctx context.Context, obj, change any) erro
 			uid := c.UID
 			opts.Preconditions = &metav1.Preconditions{UID: &uid}
 		}
-		done := func(error) {}
-		if dw, ok := o.config.Writes.(DeleteWrites); ok {
-			done = dw.BeginDelete(c.UID)
-		}
-		err := o.config.Client(c.Namespace).Delete(ctx, c.Name, opts)
-		done(err)
+		err := o.sendDelete(ctx, c, opts)
 		switch {
 		case err == nil:
 			level.Debug(o.logger).Log("msg", "deleted child", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
