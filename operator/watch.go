@@ -281,29 +281,47 @@ func (o *Operator) OwnWrites() *OwnWrites {
 // reaches the writer, so a write is announced before it is sent (Begin)
 // and settled with its answer: events of the written object that arrive in
 // between are held, and released at the answer unless they carry the
-// answer's resourceVersion. Methods are safe for concurrent use. Memory:
-// one entry per write in flight, and one per written object whose echo has
-// not arrived yet (dropped when the object is deleted or written again, or
-// after DeleteEchoTTL: an echo no Filter ever sees, as of an object created
-// and deleted while the watch was down, or of a resource no Filter
-// watches, does not stay in memory).
+// answer's resourceVersion. Each handler made by Filter drops the echo
+// (several may watch one resource: two Owns, or Owns and Watches, over one
+// informer). Methods are safe for concurrent use. Memory: one entry per
+// write in flight, one per written object whose echo has not reached every
+// handler of its resource yet, and one per deleted object whose delete
+// event has not (dropped when the object is deleted or written again, or
+// after DeleteEchoTTL: an echo a handler never sees, as of an object
+// created and deleted while the watch was down, or of an object outside
+// that handler's informer, does not stay in memory; a write of a resource
+// no Filter watches keeps none).
 type OwnWrites struct {
 	mu      sync.Mutex
 	pending map[writeKey]*pendingWrite
-	echoes  map[types.UID]echo // answered writes whose event has not come
+	echoes  map[types.UID]echo // answered writes whose event has not reached every handler
 	// deletes are the UIDs of announced deletes (BeginDelete) whose event
-	// has not come, with the time of their announcement; made on first use.
-	deletes map[types.UID]time.Time
+	// has not reached every handler yet; made on first use.
+	deletes map[types.UID]announced
+	// filters counts the handlers Filter made for each resource: those
+	// that drop each echo. Made on first use.
+	filters map[schema.GroupResource]int
 	pruned  time.Time // when deletes and echoes were last pruned
 	// now is the clock (time.Now when nil; tests set it).
 	now func() time.Time
 }
 
 // echo is the resourceVersion of an answered write whose event has not
-// come, and the time of the answer.
+// reached every handler of its resource, the time of the answer, and how
+// many handlers are still to drop the event.
 type echo struct {
 	version string
 	at      time.Time
+	left    int
+}
+
+// announced is an announced delete: the time of its announcement, and how
+// many handlers are still to drop its event (0 until the first one did:
+// then the number of handlers of its resource, which BeginDelete is not
+// told, less one).
+type announced struct {
+	at   time.Time
+	left int
 }
 
 func (w *OwnWrites) clock() time.Time {
@@ -320,8 +338,8 @@ func (w *OwnWrites) pruneLocked(now time.Time) {
 		return
 	}
 	w.pruned = now
-	for u, at := range w.deletes {
-		if now.Sub(at) > DeleteEchoTTL {
+	for u, d := range w.deletes {
+		if now.Sub(d.at) > DeleteEchoTTL {
 			delete(w.deletes, u)
 		}
 	}
@@ -395,9 +413,9 @@ func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
 	w.mu.Lock()
 	now := w.clock()
 	if w.deletes == nil {
-		w.deletes = map[types.UID]time.Time{}
+		w.deletes = map[types.UID]announced{}
 	}
-	w.deletes[uid] = now
+	w.deletes[uid] = announced{at: now}
 	w.pruneLocked(now)
 	w.mu.Unlock()
 	return func(err error) {
@@ -417,7 +435,9 @@ func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
 // own delete (announced with BeginDelete). Other deletes pass. It is
 // the filtering of Owns and Watches, for a handler of your own that calls
 // framework.Framework.Enqueue: register the result with the informer's
-// AddEventHandler.
+// AddEventHandler. Each handler Filter returns drops the echoes (every
+// handler of resource is counted until the end: do not call Filter for a
+// handler you do not register, or echoes wait DeleteEchoTTL in memory).
 //
 // An add or update that arrives while a write of the same object is in
 // flight is held until the write's answer (see OwnWrites) and then passed
@@ -426,6 +446,12 @@ func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
 // it must be safe for concurrent use (Framework.Enqueue is) and must not
 // block.
 func (w *OwnWrites) Filter(resource schema.GroupResource, h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.filters == nil {
+		w.filters = map[schema.GroupResource]int{}
+	}
+	w.filters[resource]++
 	return &filteredHandler{writes: w, resource: resource, next: h}
 }
 
@@ -448,7 +474,7 @@ func (h *filteredHandler) OnUpdate(oldObj, newObj any) {
 }
 
 func (h *filteredHandler) OnDelete(obj any) {
-	if h.writes.forget(obj) {
+	if h.writes.forget(h.resource, obj) {
 		return // the echo of the operator's own delete
 	}
 	h.next.OnDelete(obj)
@@ -458,19 +484,19 @@ func (w *OwnWrites) settle(key writeKey, answer metav1.Object, err error) {
 	w.mu.Lock()
 	p := w.pending[key]
 	ours := err == nil && answer != nil && answer.GetUID() != ""
-	seen := false
+	seen := 0 // handlers whose echo came first
 	var release []heldEvent
 	for _, e := range p.held {
 		if ours && e.uid == answer.GetUID() && e.version == answer.GetResourceVersion() {
-			seen = true // the echo came first: drop it
+			seen++ // drop it
 			continue
 		}
 		release = append(release, e)
 	}
 	p.held = nil
-	if ours && !seen {
+	if left := w.filters[key.resource] - seen; ours && left > 0 {
 		now := w.clock()
-		w.echoes[answer.GetUID()] = echo{version: answer.GetResourceVersion(), at: now}
+		w.echoes[answer.GetUID()] = echo{version: answer.GetResourceVersion(), at: now, left: left}
 		w.pruneLocked(now)
 	}
 	p.inFlight--
@@ -497,7 +523,11 @@ func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func())
 	}
 	w.mu.Lock()
 	if e, ok := w.echoes[m.GetUID()]; ok && e.version == m.GetResourceVersion() {
-		delete(w.echoes, m.GetUID())
+		if e.left--; e.left > 0 {
+			w.echoes[m.GetUID()] = e
+		} else {
+			delete(w.echoes, m.GetUID())
+		}
 		w.mu.Unlock()
 		return
 	}
@@ -510,12 +540,13 @@ func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func())
 	fire()
 }
 
-// forget drops what w remembers of the deleted obj, and reports whether
-// its delete was the operator's own (announced with BeginDelete) and
+// forget drops what w remembers of the deleted obj (of resource, for one
+// handler), and reports whether its delete was the operator's own
+// (announced with BeginDelete) and
 // immediate: a final state with a deletionTimestamp was held by finalizers
 // (or a grace period) after that delete marked it, and is gone by someone
 // else's doing since.
-func (w *OwnWrites) forget(obj any) (ours bool) {
+func (w *OwnWrites) forget(resource schema.GroupResource, obj any) (ours bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -527,8 +558,16 @@ func (w *OwnWrites) forget(obj any) (ours bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.echoes, uid)
-	if _, ours = w.deletes[uid]; ours {
-		delete(w.deletes, uid)
+	d, ours := w.deletes[uid]
+	if ours {
+		if d.left == 0 { // the first handler to see it
+			d.left = w.filters[resource]
+		}
+		if d.left--; d.left > 0 {
+			w.deletes[uid] = d
+		} else {
+			delete(w.deletes, uid)
+		}
 	}
 	return ours && m.GetDeletionTimestamp() == nil
 }

@@ -52,6 +52,7 @@ func TestOwnWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
+			w.Filter(configMaps, &recordingHandler{}) // the one handler, whose events observe gets
 			var fired []string
 			var done func(metav1.Object, error)
 			for _, s := range tt.steps {
@@ -84,8 +85,12 @@ func TestOwnWrites(t *testing.T) {
 
 func TestOwnWritesForgetOnDelete(t *testing.T) {
 	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
+	w.Filter(configMaps, &recordingHandler{})
 	w.Begin(configMaps, "ns", "c")(cm("u", "5"), nil)
-	w.forget(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cm("u", "5")})
+	if len(w.echoes) != 1 {
+		t.Fatalf("echoes after the write = %v, want its echo", w.echoes)
+	}
+	w.forget(configMaps, cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: cm("u", "5")})
 	if len(w.echoes) != 0 {
 		t.Fatalf("echoes after the object's delete = %v, want none", w.echoes)
 	}
@@ -375,7 +380,7 @@ func TestOwnWritesFilterDeletes(t *testing.T) {
 	// An announced delete whose event never comes is dropped after
 	// DeleteEchoTTL, at the next announcement a minute after the last prune.
 	w.BeginDelete("e")(nil)
-	w.deletes["e"] = w.deletes["e"].Add(-DeleteEchoTTL - time.Second)
+	w.deletes["e"] = announced{at: w.deletes["e"].at.Add(-DeleteEchoTTL - time.Second)}
 	w.pruned = w.pruned.Add(-2 * time.Minute)
 	w.BeginDelete("f")(nil)
 	if _, ok := w.deletes["e"]; ok || len(w.deletes) != 1 {
@@ -408,6 +413,49 @@ func TestOwnWritesFilterFinalizedDelete(t *testing.T) {
 	want("the delete of a terminating object seen as a tombstone", "delete tombstone 4")
 	if len(w.deletes) != 0 {
 		t.Fatalf("announced deletes left: %v", w.deletes)
+	}
+}
+
+// TestOwnWritesFilterEveryHandler: with two handlers filtered for the
+// same resource (two Owns, or Owns and Watches, over one informer), the
+// echo of an own write and the event of an own delete stop at both,
+// whichever sees them first and whether they came before or after the
+// answer; a foreign change passes both.
+func TestOwnWritesFilterEveryHandler(t *testing.T) {
+	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
+	rec1, rec2 := &recordingHandler{}, &recordingHandler{}
+	h1, h2 := w.Filter(configMaps, rec1), w.Filter(configMaps, rec2)
+	want := func(step string, events ...string) {
+		t.Helper()
+		for i, rec := range []*recordingHandler{rec1, rec2} {
+			if strings.Join(rec.events, ", ") != strings.Join(events, ", ") {
+				t.Fatalf("after %s: handler %d passed on [%s], want [%s]", step, i+1, strings.Join(rec.events, ", "), strings.Join(events, ", "))
+			}
+			rec.events = nil
+		}
+	}
+
+	w.Begin(configMaps, "ns", "c")(cm("u", "2"), nil)
+	h1.OnUpdate(cm("u", "1"), cm("u", "2"))
+	h2.OnUpdate(cm("u", "1"), cm("u", "2"))
+	want("the echo of an answered write")
+
+	done := w.Begin(configMaps, "ns", "c")
+	h2.OnUpdate(cm("u", "2"), cm("u", "3"))
+	done(cm("u", "3"), nil)
+	h1.OnUpdate(cm("u", "2"), cm("u", "3"))
+	want("the echo, held at one handler and after the answer at the other")
+
+	h1.OnUpdate(cm("u", "3"), cm("u", "4"))
+	h2.OnUpdate(cm("u", "3"), cm("u", "4"))
+	want("a foreign change", "update 3->4")
+
+	w.BeginDelete("u")(nil)
+	h2.OnDelete(cm("u", "5"))
+	h1.OnDelete(cm("u", "5"))
+	want("the event of an own delete")
+	if len(w.echoes) != 0 || len(w.deletes) != 0 || len(w.pending) != 0 {
+		t.Fatalf("left: echoes %v, deletes %v, pending %v", w.echoes, w.deletes, w.pending)
 	}
 }
 
