@@ -15,10 +15,11 @@ var ErrInvalidConfig = okerr.ErrInvalidConfig
 // never be written as it is: an empty name, a namespace other than the
 // owner's, two children of one name, a kind the client does not write, a
 // child another controller owns (not a previous owner of the owner's kind
-// and name, deleted since: that error is retried), or an object the API
-// server rejects as invalid. Such errors are marked retry.Permanent (not
-// retried with backoff: run again when the owner changes, or at the
-// informer's resync) and name the owner and the child.
+// and name, deleted since: that error is retried), a cluster-scoped child
+// of a namespaced owner, or an object the API server rejects as invalid.
+// Such errors are marked retry.Permanent (not retried with backoff: run
+// again when the owner changes, or at the informer's resync) and name the
+// owner and the child.
 var ErrInvalidChild = errors.New("invalid child")
 
 // ErrWrongType is matched by the error returned when the reconciled object

@@ -57,6 +57,10 @@ type ops[O, C Object] struct {
 	// secret is set for Secret children: a Change names the data fields
 	// that differ, not their values.
 	secret bool
+	// clusterScoped is set once an apply of a child in a namespace was
+	// answered with a child in none: the kind is cluster-scoped, and a
+	// namespaced owner cannot own its objects.
+	clusterScoped atomic.Bool
 }
 
 // apiVersionOf is a GroupVersion with its string.
@@ -265,6 +269,9 @@ func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 	if c.GetName() == "" {
 		return o.invalid(w, "(no name)", "has an empty name")
 	}
+	if o.clusterScoped.Load() && w.GetNamespace() != "" {
+		return o.invalid(w, c.GetName(), clusterScopedProblem)
+	}
 	switch ns := c.GetNamespace(); {
 	case ns == "" && w.GetNamespace() != "":
 		c.SetNamespace(w.GetNamespace())
@@ -297,6 +304,10 @@ func (o *ops[O, C]) prepare(w O, c C, ref metav1.OwnerReference) error {
 }
 
 var yes = true
+
+// clusterScopedProblem is the problem of a cluster-scoped child of a
+// namespaced owner.
+const clusterScopedProblem = "is cluster-scoped, and its owner is namespaced: Kubernetes' garbage collector never resolves such an owner reference (give it a cluster-scoped owner)"
 
 // previousOwner reports whether the controller reference ctrl names an
 // owner of the kind (group and kind) and name of ref, the controller
@@ -663,6 +674,17 @@ func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
 		answer, err := o.apply(ctx, c)
 		if err != nil {
 			return o.writeError(obj, c, err)
+		}
+		if c.Namespace != "" && !reflect.ValueOf(answer).IsNil() && answer.GetNamespace() == "" {
+			// Written, but found in every reconciliation under another
+			// key than its name and namespace: applied again, and
+			// deleted as not desired.
+			o.clusterScoped.Store(true)
+			w, err := o.owner(obj)
+			if err != nil {
+				return err
+			}
+			return o.invalid(w, c.Name, clusterScopedProblem)
 		}
 		if c.wait != nil {
 			if r := o.notReady(answer); r != "" {
