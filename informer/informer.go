@@ -74,7 +74,9 @@ type Config struct {
 	// The price: one object that the Go type cannot hold (a value of the
 	// wrong type that the CRD's schema let through) fails the whole list or
 	// watch, which client-go retries with backoff while the cache stays as
-	// it was. RESTConfig has no such price.
+	// it was; and the client's serializer decodes metadata.managedFields,
+	// which DropManagedFields then drops, where RESTConfig's decoder cuts
+	// them before decoding. RESTConfig has neither price.
 	RESTClient rest.Interface
 	// ObjectType is an empty object of the Go type to cache, such as
 	// &corev1.ConfigMap{}: a non-nil pointer to a struct. Required with
