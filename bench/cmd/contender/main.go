@@ -65,7 +65,8 @@ func main() {
 		listen     = fs.String("listen", "127.0.0.1:0", "address of the stats listener")
 		cpus       = fs.String("cpus", "", "comma-separated CPUs to pin the process to (empty: no pinning)")
 		idle       = fs.Bool("idle", false, "connect nothing; only serve the stats listener (memory baseline)")
-		items      = fs.String("items", "rest", "operatorkit: how the Item informer reads Items: rest (typed REST client), transform (dynamic client, converted in a Transform) or unstructured")
+		items      = fs.String("items", "typed", "operatorkit: how the Item informer reads Items: typed (informer.Config.RESTConfig with ObjectType), rest-client (informer.Config.RESTClient from informer.NewRESTClient, with a scheme), transform (dynamic client, converted in a Transform) or unstructured")
+		cmInformer = fs.String("configmap-informer", "typed", "operatorkit: how the ConfigMap informer reads ConfigMaps: typed (informer.Config.RESTConfig with ObjectType, protobuf) or rest-client (the clientset's CoreV1().RESTClient() as informer.Config.RESTClient)")
 		superseded = fs.Bool("run-superseded", false, "operatorkit: framework.Config.RunSuperseded (run the whole chain for a generation the cache has already replaced)")
 		status     = fs.String("status", "conditions", "operatorkit: how status.observedGeneration is written: conditions (framework.Config.Conditions, server-side apply), merge-precondition or merge (a resource's merge patch with or without a resourceVersion precondition)")
 		configMap  = fs.String("configmap", "child", "operatorkit: how the ConfigMap is kept: child (resource/child, server-side apply) or crud (hand-written crud.Ops with create and update)")
@@ -136,7 +137,7 @@ func main() {
 	var r runner
 	switch *kind {
 	case KindOperatorkit:
-		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{items: *items, status: *status, configMap: *configMap, traceObjects: *traceObjs, runSuperseded: *superseded})
+		r, err = newOperatorkit(cfg, *namespace, *workers, okitOptions{items: *items, configMapInformer: *cmInformer, status: *status, configMap: *configMap, traceObjects: *traceObjs, runSuperseded: *superseded})
 	case KindOperatorkitReadme:
 		r, err = newOperatorkitReadme(cfg, *namespace, *workers)
 	case KindControllerRuntime:
