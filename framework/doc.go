@@ -78,12 +78,15 @@
 //   - Own writes are waited for: a resource that writes the reconciled
 //     object itself (a status patch) reports the resourceVersion the API
 //     server returned with resourceversioncontext; the Framework does the
-//     same for its finalizer patch. Until the cache shows that version, a
-//     reconciliation woken up by something else (a child's event) is
-//     deferred (result "stale") and runs as soon as the cache catches up,
-//     instead of computing from the old object and failing its write with a
-//     conflict. A newer generation ends the wait at once, and it is bounded
-//     by DefaultWriteExpectationTTL. A conflict that happens anyway (someone
+//     same for its finalizer patch. Until the cache shows that version, or
+//     a newer one (a relist after a restarted watch can skip it; versions
+//     are compared as integers, and one that is not an integer, as an
+//     aggregated API server's can be, only by equality), a reconciliation
+//     woken up by something else (a child's event) is deferred (result
+//     "stale") and runs as soon as the cache catches up, instead of
+//     computing from the old object and failing its write with a conflict.
+//     A newer generation ends the wait at once, and it is bounded by
+//     DefaultWriteExpectationTTL. A conflict that happens anyway (someone
 //     else wrote) is result "conflict", logged at info, not reported as a
 //     failure, and retried with the latest object: at once when the cache
 //     already holds the version that won, otherwise with backoff.

@@ -758,6 +758,50 @@ func TestStaleCacheWaitsForOwnWrite(t *testing.T) {
 	}
 }
 
+// TestStaleEndsWhenRelistSkipsOwnWrite: a relist after a restarted watch
+// can skip the resourceVersion of the Framework's own write, the cache
+// jumping to a newer version of the object (same generation, a status-only
+// change the update predicate drops). A reconciliation deferred for the
+// write runs then, not after DefaultWriteExpectationTTL.
+func TestStaleEndsWhenRelistSkipsOwnWrite(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var calls atomic.Int64
+	r := &funcResource{name: "status", create: func(ctx context.Context, obj any) error {
+		if calls.Add(1) == 1 {
+			resourceversioncontext.SetResourceVersion(ctx, "7") // as a status patch would return
+		}
+		return nil
+	}}
+	inf := informertest.New(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true, TracesPerObject: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.writeExpectationTTL = time.Hour // only the cache can end the wait within the test
+	boot(t, f)
+	pollUntil(t, "first reconciliation", func() bool { return len(f.Traces("ns/a")) == 1 })
+
+	f.Enqueue("ns/a") // a child's event; the cache still has resourceVersion 1
+	pollUntil(t, "deferred reconciliation", func() bool { return len(f.Traces("ns/a")) == 2 })
+	if got := f.Traces("ns/a")[1].Result; got != ResultStale {
+		t.Fatalf("second reconciliation = %q, want %q", got, ResultStale)
+	}
+
+	relisted := object("a", 1, nil)
+	relisted.SetResourceVersion("9") // 7 was never delivered
+	if err := inf.Update(relisted); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the deferred reconciliation, once the cache jumped past the write", func() bool { return calls.Load() == 2 })
+	if got := f.Traces("ns/a")[2].Result; got != ResultSuccess {
+		t.Fatalf("third reconciliation = %q, want %q", got, ResultSuccess)
+	}
+
+	// The next wake-up (a child's event) is not deferred either.
+	f.Enqueue("ns/a")
+	pollUntil(t, "fourth reconciliation", func() bool { return calls.Load() == 3 })
+}
+
 // stepBackOff waits 10 ms after a first failure and an hour after any
 // later one.
 type stepBackOff struct{ n int }

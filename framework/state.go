@@ -1,11 +1,11 @@
 package framework
 
 import (
-	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/operatorkit/operatorkit/router"
 )
@@ -184,7 +184,8 @@ func (s *objectState) isReleased(key string) bool {
 // end records the end of key's reconciliation, whose last write to the
 // object (uid) left it at resourceVersion rv (written is false when it
 // wrote nothing) at generation: the write is expected in the cache before
-// the next reconciliation, unless the cache delivered it already.
+// the next reconciliation, unless the cache delivered it (or a newer
+// version, see shows) already.
 func (s *objectState) end(key string, uid types.UID, rv string, generation int64, written bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,7 +202,7 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 	if e.expected != nil && e.expected.observed {
 		e.expected = nil // the cache shows it
 	}
-	if written && !slices.Contains(seen, rv) {
+	if written && !anyShows(seen, rv) {
 		e.expected = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
 	}
 	s.prune(key, e)
@@ -374,8 +375,8 @@ func (s *objectState) recovered(key string) bool {
 
 // stale reports whether the cached object (uid, rv, generation) is older
 // than the last write expected for key, and how long to wait at most. The
-// expectation ends when the cache shows the written resourceVersion, a newer
-// generation, another object (uid), or after ttl.
+// expectation ends when the cache shows the written resourceVersion or a
+// newer one (shows), a newer generation, another object (uid), or after ttl.
 func (s *objectState) stale(key string, uid types.UID, rv string, generation int64, ttl time.Duration) (bool, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -385,7 +386,7 @@ func (s *objectState) stale(key string, uid types.UID, rv string, generation int
 	}
 	x := e.expected
 	age := s.now().Sub(x.since)
-	if x.uid != uid || x.rv == rv || generation > x.generation || age >= ttl {
+	if x.uid != uid || shows(rv, x.rv) || generation > x.generation || age >= ttl {
 		e.expected = nil
 		s.prune(key, e)
 		return false, 0
@@ -401,7 +402,7 @@ func (s *objectState) stale(key string, uid types.UID, rv string, generation int
 }
 
 // observed is called with every resourceVersion the cache delivers for key.
-// It ends the expectation the version fulfils (while key is reconciled,
+// It ends the expectation the version fulfils (shows) (while key is reconciled,
 // marks it for that reconciliation's stale check, or its end) and reports
 // whether a reconciliation was deferred for it.
 func (s *objectState) observed(key, rv string) (deferred bool) {
@@ -418,7 +419,7 @@ func (s *objectState) observed(key, rv string) (deferred bool) {
 		e.seen = append(e.seen, rv)
 	}
 	x := e.expected
-	if x == nil || x.rv != rv {
+	if x == nil || !shows(rv, x.rv) {
 		return false
 	}
 	if e.running {
@@ -496,4 +497,30 @@ func (s *objectState) stats() (inDeletion int, oldestDeletion, oldestPending tim
 		perSet[k] = v
 	}
 	return inDeletion, oldestDeletion, oldestPending, perSet
+}
+
+// shows reports whether an object the cache holds at resourceVersion cached
+// shows a write that returned resourceVersion written: the same version, or
+// a newer one. A relist after a restarted watch can skip the written
+// version, the cache jumping to a newer one. Versions are compared as
+// integers, as client-go's MutationCache does (etcd's are); when either is
+// not one (an aggregated API server's can be anything), only the written
+// version itself shows the write.
+func shows(cached, written string) bool {
+	if cached == written {
+		return true
+	}
+	c, err := resourceversion.CompareResourceVersion(cached, written)
+	return err == nil && c > 0
+}
+
+// anyShows reports whether one of the resourceVersions seen shows the write
+// that returned written.
+func anyShows(seen []string, written string) bool {
+	for _, v := range seen {
+		if shows(v, written) {
+			return true
+		}
+	}
+	return false
 }

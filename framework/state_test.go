@@ -158,3 +158,67 @@ func TestFinalizedMarkEndsWithTheObject(t *testing.T) {
 		t.Errorf("%d marks after the delete event, want none", n)
 	}
 }
+
+// TestWriteExpectationEndsAtNewerVersion: a watch restarted by a relist can
+// skip the written resourceVersion, the cache jumping to a newer one of the
+// object (same generation). The cache then shows the write: the expectation
+// ends, whether the newer version comes before the check (stale), as an
+// event (observed), or during the reconciliation that wrote (end). A
+// resourceVersion that is not an integer (an aggregated API server's) ends
+// it only when it is the written one.
+func TestWriteExpectationEndsAtNewerVersion(t *testing.T) {
+	const ttl = 10 * time.Second
+	s := newObjectState()
+
+	s.begin("ns/a")
+	s.end("ns/a", "uid", "7", 1, true)
+	if stale, _ := s.stale("ns/a", "uid", "9", 1, ttl); stale {
+		t.Error("the cache at 9 is stale, although it is newer than the write (7)")
+	}
+	if stale, _ := s.stale("ns/a", "uid", "6", 1, ttl); stale {
+		t.Error("the expectation outlived the check that ended it")
+	}
+
+	s.begin("ns/a")
+	s.end("ns/a", "uid", "9", 1, true)
+	if stale, _ := s.stale("ns/a", "uid", "8", 1, ttl); !stale {
+		t.Error("the cache at 8 is not stale, although the write is 9")
+	}
+	if !s.observed("ns/a", "10") {
+		t.Error("an event newer than the write (9) did not end the deferred wait")
+	}
+	if stale, _ := s.stale("ns/a", "uid", "10", 1, ttl); stale {
+		t.Error("stale after the cache showed a version newer than the write")
+	}
+
+	// A longer number is newer: no comparison of strings.
+	s.begin("ns/a")
+	s.end("ns/a", "uid", "99", 1, true)
+	if stale, _ := s.stale("ns/a", "uid", "100", 1, ttl); stale {
+		t.Error("the cache at 100 is stale, although it is newer than the write (99)")
+	}
+
+	// The newer version came while the writing reconciliation ran.
+	s.begin("ns/a")
+	s.observed("ns/a", "12")
+	s.end("ns/a", "uid", "11", 1, true)
+	if stale, _ := s.stale("ns/a", "uid", "12", 1, ttl); stale {
+		t.Error("the cache at 12, delivered during the reconciliation that wrote 11, is stale")
+	}
+
+	// Not integers: only the written version ends it.
+	s.begin("ns/b")
+	s.end("ns/b", "uid", "b7", 1, true)
+	if stale, _ := s.stale("ns/b", "uid", "b9", 1, ttl); !stale {
+		t.Error("a resourceVersion that is not an integer was taken as newer")
+	}
+	if s.observed("ns/b", "9") {
+		t.Error("an integer resourceVersion ended the wait for one that is not")
+	}
+	if !s.observed("ns/b", "b7") {
+		t.Error("the written resourceVersion did not end the wait")
+	}
+	if len(s.objects) != 0 {
+		t.Errorf("entries after every expectation ended: %v, want none", s.objects)
+	}
+}
