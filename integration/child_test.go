@@ -599,3 +599,94 @@ func TestChildWaitUnderConditions(t *testing.T) {
 		t.Error("the resource after the child never ran")
 	}
 }
+
+// TestChildTerminatingNotDeletedAgain: a child the desired set stopped
+// naming, whose delete a finalizer of someone else holds (it is
+// terminating), is not sent a DELETE again by every later reconciliation of
+// its owner, nor by the owner's delete chain.
+func TestChildTerminatingNotDeletedAgain(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	admin := kubeClient(t)
+	kc, counter := countedClient(t)
+	inf := childInformer(t, admin.CoreV1().RESTClient(), corev1.SchemeGroupVersion.WithResource("configmaps"), &corev1.ConfigMap{}, ns, true)
+	owner := childOwner(t, admin, ns)
+	var want atomic.Bool
+	want.Store(true)
+	r, err := child.New(child.Config[*corev1.Secret, *corev1.ConfigMap]{
+		Name: "configmap", Client: child.Typed(kc.CoreV1().ConfigMaps), Cache: inf, FieldManager: childManager,
+		Desired: func(context.Context, *corev1.Secret) (*corev1.ConfigMap, error) {
+			if !want.Load() {
+				return nil, nil
+			}
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"a": "1"}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	key := ns + "/cm"
+	if err := r.EnsureCreated(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else's finalizer holds the child's delete.
+	const hold = "example.com/hold"
+	held, err := admin.CoreV1().ConfigMaps(ns).Patch(ctx, "cm", types.MergePatchType, []byte(`{"metadata":{"finalizers":["`+hold+`"]}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, err := admin.CoreV1().ConfigMaps(ns).Patch(context.Background(), "cm", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("release the child: %v", err)
+		}
+	})
+	waitCached(t, inf, key, held)
+
+	want.Store(false)
+	before := counter.Snapshot()
+	if err := r.EnsureCreated(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.Snapshot().Sub(before); got.ByVerb[requestcount.VerbDelete] != 1 {
+		t.Fatalf("the child the owner stopped wanting: %v requests, want one DELETE", got.ByVerb)
+	}
+	poll(t, "the child terminating in the cache", func(context.Context) (bool, error) {
+		x, ok, _ := inf.Get(key)
+		return ok && x.(metav1.Object).GetDeletionTimestamp() != nil, nil
+	})
+
+	before = counter.Snapshot()
+	for range 3 {
+		if err := r.EnsureCreated(ctx, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counter.Snapshot().Sub(before); got.Total != 0 {
+		t.Errorf("3 reconciliations of the owner of a terminating child sent %v, want no request", got.ByVerb)
+	}
+	// Nor does the owner's delete chain.
+	gone := owner.DeepCopy()
+	gone.DeletionTimestamp = &metav1.Time{}
+	before = counter.Snapshot()
+	if err := r.EnsureDeleted(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.Snapshot().Sub(before); got.Total != 0 {
+		t.Errorf("the owner's delete chain sent %v for its terminating child, want no request", got.ByVerb)
+	}
+
+	// Let go, it is gone, and nothing is sent either.
+	if _, err := admin.CoreV1().ConfigMaps(ns).Patch(ctx, "cm", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, inf, key, nil)
+	before = counter.Snapshot()
+	if err := r.EnsureCreated(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.Snapshot().Sub(before); got.Total != 0 {
+		t.Errorf("reconciliation after the child went sent %v, want no request", got.ByVerb)
+	}
+}

@@ -72,8 +72,10 @@
 //     NotFound is success. Children the desired set no longer names are
 //     deleted by EnsureCreated; all of them by EnsureDeleted (the owner is
 //     being deleted: Desired is not called then). A child that finalizers
-//     hold after its delete wakes its owner when it is gone (through
-//     operator.Owns), which creates it again if it is desired by then. So two resources of one resource set must not keep children
+//     hold after its delete (one the Cache shows with a deletionTimestamp,
+//     whoever deleted it) is not deleted again; it wakes its owner when it
+//     is gone (through operator.Owns), which creates it again if it is
+//     desired by then. So two resources of one resource set must not keep children
 //     of one kind with one ManagedBy: each would delete the other's;
 //     router.NewResourceSet refuses them (the resource is a
 //     resource.Claimer). Keep such children with one resource's

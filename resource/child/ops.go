@@ -411,7 +411,9 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		}
 	}
 	for _, c := range cur.owned {
-		if !des.names(c.GetNamespace(), c.GetName()) {
+		// One that is terminating (finalizers hold its delete) is not
+		// deleted again: its delete event wakes the owner when it goes.
+		if !des.names(c.GetNamespace(), c.GetName()) && c.GetDeletionTimestamp() == nil {
 			deletes = append(deletes, o.deleteChange(c))
 		}
 	}
@@ -451,7 +453,8 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 	return patch, nil
 }
 
-// NewDeletePatch deletes every child of the owner that the cache holds.
+// NewDeletePatch deletes every child of the owner that the cache holds, but
+// those terminating already.
 func (o *ops[O, C]) NewDeletePatch(_ context.Context, _, currentState, _ any) (*crud.Patch, error) {
 	cur, _, err := o.states(currentState, nil)
 	if err != nil {
@@ -460,7 +463,9 @@ func (o *ops[O, C]) NewDeletePatch(_ context.Context, _, currentState, _ any) (*
 	patch := crud.NewPatch()
 	var deletes Changes
 	for _, c := range cur.owned {
-		deletes = append(deletes, o.deleteChange(c))
+		if c.GetDeletionTimestamp() == nil {
+			deletes = append(deletes, o.deleteChange(c))
+		}
 	}
 	if len(deletes) > 0 {
 		patch.SetDeleteChange(deletes)
