@@ -413,7 +413,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 	for _, c := range cur.owned {
 		// One that is terminating (finalizers hold its delete) is not
 		// deleted again: its delete event wakes the owner when it goes.
-		if !des.names(c.GetNamespace(), c.GetName()) && c.GetDeletionTimestamp() == nil {
+		if !des.names(c.GetNamespace(), c.GetName()) && !o.terminating(c) {
 			deletes = append(deletes, o.deleteChange(c))
 		}
 	}
@@ -453,6 +453,23 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 	return patch, nil
 }
 
+// terminating reports whether the owned child c, about to be deleted, is
+// being deleted already (finalizers hold it): its delete event wakes the
+// owner when it goes, so it is not deleted again. The owner index shows a
+// change of c a moment after the cache does, so the cache's object of c's
+// name and UID is asked too (only for children to delete: no cost to a
+// no-op).
+func (o *ops[O, C]) terminating(c C) bool {
+	if c.GetDeletionTimestamp() != nil {
+		return true
+	}
+	x, err := o.lookup(c.GetNamespace(), c.GetName())
+	if err != nil || reflect.ValueOf(x).IsNil() {
+		return false
+	}
+	return x.GetUID() == c.GetUID() && x.GetDeletionTimestamp() != nil
+}
+
 // NewDeletePatch deletes every child of the owner that the cache holds, but
 // those terminating already.
 func (o *ops[O, C]) NewDeletePatch(_ context.Context, _, currentState, _ any) (*crud.Patch, error) {
@@ -463,7 +480,7 @@ func (o *ops[O, C]) NewDeletePatch(_ context.Context, _, currentState, _ any) (*
 	patch := crud.NewPatch()
 	var deletes Changes
 	for _, c := range cur.owned {
-		if c.GetDeletionTimestamp() == nil {
+		if !o.terminating(c) {
 			deletes = append(deletes, o.deleteChange(c))
 		}
 	}
