@@ -75,16 +75,17 @@ func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, 
 
 // Permissions lists what an operator binary run with opts and fopts needs
 // of the rules of its ClusterRole: every rule's verbs in fopts.Namespace,
-// but not get (the Framework, the child resources and Plan read through
-// informers; a role may still grant get for people and tools), only list
-// and watch with fopts.DryRun; and, in opts.LeaderElectionNamespaceOrDefault(),
+// only get, list and watch with fopts.DryRun (get too: besides its
+// informers, the Framework reads its object from the API server where its
+// cache cannot tell, such as a deleted object's tombstone, and so does
+// Sharding's hand-over); and, in opts.LeaderElectionNamespaceOrDefault(),
 // what the mode needs of Leases (coordination.k8s.io) whatever the rules
 // say, so that a role that lacks it fails Preflight: get, create and update
 // with opts.LeaderElect (leader election), and list, watch and delete too
 // with opts.Shard (the member Leases: see Sharding).
 func Permissions(rules []rbacv1.PolicyRule, opts Options, fopts FrameworkOptions) []Permission {
 	perms := PermissionsOf(rules, fopts.Namespace, func(verb, group, _ string) bool {
-		return group != leaseGroup && verb != "get" && (!fopts.DryRun || verb == "list" || verb == "watch")
+		return group != leaseGroup && (!fopts.DryRun || verb == "get" || verb == "list" || verb == "watch")
 	})
 	var verbs []string
 	switch {

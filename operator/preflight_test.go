@@ -46,16 +46,17 @@ func TestPermissions(t *testing.T) {
 		want  string
 	}{
 		{name: "operator with leader election", opts: Options{LeaderElect: true, LeaderElectionNamespace: "ops"}, fopts: FrameworkOptions{Namespace: "apps"},
-			want: `list things.example.com in namespace "apps"|watch things.example.com in namespace "apps"|patch things.example.com in namespace "apps"|` +
-				`list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
+			want: `get things.example.com in namespace "apps"|list things.example.com in namespace "apps"|watch things.example.com in namespace "apps"|patch things.example.com in namespace "apps"|` +
+				`get things.example.com/status in namespace "apps"|list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
 				`create events in namespace "apps"|get leases.coordination.k8s.io in namespace "ops"|create leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io in namespace "ops"`},
 		{name: "sharded operator", opts: Options{Shard: true, LeaderElectionNamespace: "ops"}, fopts: FrameworkOptions{Namespace: "apps"},
-			want: `list things.example.com in namespace "apps"|watch things.example.com in namespace "apps"|patch things.example.com in namespace "apps"|` +
-				`list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
+			want: `get things.example.com in namespace "apps"|list things.example.com in namespace "apps"|watch things.example.com in namespace "apps"|patch things.example.com in namespace "apps"|` +
+				`get things.example.com/status in namespace "apps"|list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
 				`create events in namespace "apps"|get leases.coordination.k8s.io in namespace "ops"|list leases.coordination.k8s.io in namespace "ops"|watch leases.coordination.k8s.io in namespace "ops"|` +
 				`create leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io in namespace "ops"|delete leases.coordination.k8s.io in namespace "ops"`},
 		{name: "dry run without leader election", fopts: FrameworkOptions{DryRun: true},
-			want: `list things.example.com in all namespaces|watch things.example.com in all namespaces|list things.example.com/status in all namespaces|watch things.example.com/status in all namespaces`},
+			want: `get things.example.com in all namespaces|list things.example.com in all namespaces|watch things.example.com in all namespaces|` +
+				`get things.example.com/status in all namespaces|list things.example.com/status in all namespaces|watch things.example.com/status in all namespaces`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,14 +109,14 @@ func TestPreflight(t *testing.T) {
 		wantErr string // "" for none
 	}{
 		{name: "no rest config", cfg: nil, wantErr: "no rest.Config to check (nil)"},
-		{name: "all granted, served", cfg: authServer(t, map[string]bool{"list": true, "watch": true, "patch": true, "create": true}, "things"),
+		{name: "all granted, served", cfg: authServer(t, map[string]bool{"get": true, "list": true, "watch": true, "patch": true, "create": true}, "things"),
 			config: PreflightConfig{Permissions: perms, Served: thingsGVR}},
-		{name: "missing verbs", cfg: authServer(t, map[string]bool{"list": true, "watch": true}, "things"),
+		{name: "missing verbs", cfg: authServer(t, map[string]bool{"get": true, "list": true, "watch": true}, "things"),
 			config:  PreflightConfig{Permissions: perms, Served: thingsGVR},
 			wantErr: `missing permissions: patch things.example.com in namespace "apps"; patch things.example.com/status in namespace "apps"; create events in namespace "apps"`},
-		{name: "not served", cfg: authServer(t, map[string]bool{"list": true, "watch": true, "patch": true, "create": true}),
+		{name: "not served", cfg: authServer(t, map[string]bool{"get": true, "list": true, "watch": true, "patch": true, "create": true}),
 			config: PreflightConfig{Permissions: perms, Served: thingsGVR}, wantErr: "does not serve things.example.com: install its CRD"},
-		{name: "served not required", cfg: authServer(t, map[string]bool{"list": true, "watch": true, "patch": true, "create": true}),
+		{name: "served not required", cfg: authServer(t, map[string]bool{"get": true, "list": true, "watch": true, "patch": true, "create": true}),
 			config: PreflightConfig{Permissions: perms}},
 		{name: "unreachable", cfg: &rest.Config{Host: "http://127.0.0.1:1"}, wantErr: "cannot reach the API server at http://127.0.0.1:1"},
 	}
