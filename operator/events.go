@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,8 +19,10 @@ import (
 // broadcaster, which aggregates and rate-limits them per object. Run starts
 // it when the first Event is recorded (an operator whose objects are all
 // well records none, and runs no broadcaster and keeps no event queue), and
-// shuts it down after the Frameworks stopped: Events recorded before Run or
-// after it are dropped, and no goroutine runs for it outside Run. A
+// shuts it down after the Frameworks stopped, giving the writes of Events
+// in flight up to 2 seconds before it ends their requests:
+// Events recorded before Run or after it are dropped, and no goroutine
+// runs for it outside Run, even when the API server does not answer. A
 // recorder asked for while Run runs records from then on. Calls with
 // different schemes return recorders that share one broadcaster.
 func (o *Operator) EventRecorder(scheme *runtime.Scheme) clientrecord.EventRecorder {
@@ -37,7 +40,8 @@ func (o *Operator) EventRecorder(scheme *runtime.Scheme) clientrecord.EventRecor
 // broadcaster with their first Event, and returns the func that shuts it
 // down (if it started) and drops later Events.
 func (o *Operator) startEvents(ctx context.Context) (stop func()) {
-	s := &eventSink{ctx: ctx, events: o.kube.CoreV1().Events("")}
+	writeCtx, endWrites := context.WithCancel(ctx)
+	s := &eventSink{ctx: ctx, events: o.kube.CoreV1().Events(""), writeCtx: writeCtx, endWrites: endWrites}
 	o.mu.Lock()
 	for _, r := range o.recorders {
 		s.add(r)
@@ -55,15 +59,30 @@ func (o *Operator) startEvents(ctx context.Context) (stop func()) {
 	}
 }
 
+// eventFlushTimeout is how long the shutdown of the event broadcaster
+// waits for the writes of Events in flight before it ends their requests.
+const eventFlushTimeout = 2 * time.Second
+
 // eventSink is the broadcaster of one Run, made by the first Event.
 type eventSink struct {
 	ctx       context.Context
 	events    typedcorev1.EventInterface
 	recorders []*deferredRecorder
+	// writeCtx is the context of the Events' writes; endWrites ends it
+	// when the broadcaster is shut down, so that a write the API server
+	// does not answer does not hold the broadcaster's goroutine past Run.
+	writeCtx  context.Context
+	endWrites context.CancelFunc
 
 	mu      sync.Mutex
 	b       clientrecord.EventBroadcaster // nil until the first Event
 	stopped bool
+
+	// writing counts the writes in flight; idle, when not nil, is closed
+	// when it drops to zero.
+	wmu     sync.Mutex
+	writing int
+	idle    chan struct{}
 }
 
 // add makes r record through s: at once when the broadcaster runs, else
@@ -90,23 +109,84 @@ func (s *eventSink) start() {
 		return
 	}
 	s.b = clientrecord.NewBroadcaster(clientrecord.WithContext(s.ctx))
-	s.b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.events})
+	s.b.StartRecordingToSink(sinkWithContext{s})
 	for _, r := range s.recorders {
 		r.set(s.b.NewRecorder(r.scheme, corev1.EventSource{Component: r.component}))
 	}
 }
 
+// stop shuts the broadcaster down: the Events queued are handed to its
+// goroutine, which gets up to eventFlushTimeout to write them before
+// their requests are ended.
 func (s *eventSink) stop() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.stopped = true
 	for _, r := range s.recorders {
 		r.sink.Store(nil)
 		r.target.Store(nil)
 	}
-	if s.b != nil {
-		s.b.Shutdown()
+	b := s.b
+	s.mu.Unlock()
+	if b != nil {
+		b.Shutdown()
+		t := time.NewTimer(eventFlushTimeout)
+		select {
+		case <-s.idleWrites():
+		case <-t.C:
+		}
+		t.Stop()
 	}
+	s.endWrites()
+	<-s.idleWrites() // ended with their context
+}
+
+// begin counts a write in flight until the func returned is called.
+func (s *eventSink) begin() (end func()) {
+	s.wmu.Lock()
+	s.writing++
+	s.wmu.Unlock()
+	return func() {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if s.writing--; s.writing == 0 && s.idle != nil {
+			close(s.idle)
+			s.idle = nil
+		}
+	}
+}
+
+// idleWrites returns a channel closed once no write is in flight.
+func (s *eventSink) idleWrites() <-chan struct{} {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.writing == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	return s.idle
+}
+
+// sinkWithContext writes the broadcaster's Events with the sink's
+// writeCtx, counting them in flight.
+type sinkWithContext struct{ s *eventSink }
+
+func (k sinkWithContext) Create(e *corev1.Event) (*corev1.Event, error) {
+	defer k.s.begin()()
+	return k.s.events.CreateWithEventNamespaceWithContext(k.s.writeCtx, e)
+}
+
+func (k sinkWithContext) Update(e *corev1.Event) (*corev1.Event, error) {
+	defer k.s.begin()()
+	return k.s.events.UpdateWithEventNamespaceWithContext(k.s.writeCtx, e)
+}
+
+func (k sinkWithContext) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	defer k.s.begin()()
+	return k.s.events.PatchWithEventNamespaceWithContext(k.s.writeCtx, e, data)
 }
 
 // deferredRecorder forwards to the recorder of the running broadcaster, and

@@ -1,0 +1,87 @@
+package integration
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kit/log"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	operatorpkg "github.com/operatorkit/operatorkit/operator"
+)
+
+// hangingEvents holds every request for Events until the request's context
+// ends or release is closed, and tells held of the first one.
+type hangingEvents struct {
+	next    http.RoundTripper
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (h *hangingEvents) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.Contains(r.URL.Path, "/events") && r.Method != http.MethodGet {
+		select {
+		case h.held <- struct{}{}:
+		default:
+		}
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-h.release:
+		}
+	}
+	return h.next.RoundTrip(r)
+}
+
+// TestEventWriteDoesNotOutliveRun: an Event whose write the API server does
+// not answer (it hangs, as one behind a broken connection does) must not
+// keep the event broadcaster's goroutine running after Run returned: the
+// recorder's doc says no goroutine runs for it outside Run.
+func TestEventWriteDoesNotOutliveRun(t *testing.T) {
+	// Not parallel: it looks at every goroutine of the process.
+	ns := newNamespace(t)
+	hang := &hangingEvents{held: make(chan struct{}, 1), release: make(chan struct{})}
+	t.Cleanup(func() { close(hang.release) })
+	cfg := env.Config()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { hang.next = rt; return hang })
+	op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: cfg, Name: "op-events-hang", Logger: log.NewNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := operatorFramework(t, op, ns, "widgets", newOwnedConfigMapOps("a", op.OwnWrites()))
+	if err := op.Add(f); err != nil {
+		t.Fatal(err)
+	}
+	events := op.EventRecorder(clientgoscheme.Scheme)
+	stop, done := runOperator(op)
+	t.Cleanup(func() { _ = stop() })
+	select {
+	case <-f.Booted():
+	case err := <-done:
+		t.Fatalf("Run returned before booting: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("framework not booted within 60 s")
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subject", Namespace: ns, UID: "0b7c5a2e-0000-4000-8000-000000000001"}}
+	events.Event(cm, corev1.EventTypeWarning, "Checked", "an Event the API server does not answer")
+	select {
+	case <-hang.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Event was not written within 30 s")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run() = %v, want nil", err)
+	}
+	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		return eventGoroutines() == "", nil
+	})
+	if err != nil {
+		t.Fatalf("20 s after Run returned, the event broadcaster still runs:\n%s", eventGoroutines())
+	}
+}
