@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 const leaseGroup = "coordination.k8s.io"
 
 // Permission is one verb on one resource (and subresource) in one
-// namespace ("" means every namespace, or a cluster-scoped resource).
+// namespace ("" means every namespace, or a cluster-scoped resource), on
+// the objects of any name or on one object.
 type Permission struct {
 	// Verb is the API verb, such as "list" or "patch".
 	Verb string
@@ -35,9 +37,13 @@ type Permission struct {
 	// Namespace is where the verb must be allowed; "" for every
 	// namespace, or a cluster-scoped resource.
 	Namespace string
+	// Name, when set, is the one object the verb must be allowed on, as a
+	// rule's resourceNames allow it; "" for objects of any name.
+	Name string
 }
 
-// String reads like `create events in namespace "demo"`.
+// String reads like `create events in namespace "demo"`, or `update
+// leases.coordination.k8s.io "op" in namespace "demo"` with a Name.
 func (p Permission) String() string {
 	r := p.Resource
 	if p.Group != "" {
@@ -45,6 +51,9 @@ func (p Permission) String() string {
 	}
 	if p.Subresource != "" {
 		r += "/" + p.Subresource
+	}
+	if p.Name != "" {
+		r += " " + strconv.Quote(p.Name)
 	}
 	where := "in all namespaces"
 	if p.Namespace != "" {
@@ -55,16 +64,24 @@ func (p Permission) String() string {
 
 // PermissionsOf lists the permissions that rules grant, in namespace, for
 // the verbs that keep(verb, group, resource) accepts (nil keeps all), in
-// the order of the rules. resource may be "resource/subresource".
+// the order of the rules. resource may be "resource/subresource". A rule
+// with resourceNames grants its verbs on each of those objects (Name).
 func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, group, resource string) bool) []Permission {
 	var out []Permission
 	for _, rule := range rules {
+		names := rule.ResourceNames
+		if len(names) == 0 {
+			names = []string{""}
+		}
 		for _, g := range rule.APIGroups {
 			for _, res := range rule.Resources {
 				resource, sub, _ := strings.Cut(res, "/")
 				for _, v := range rule.Verbs {
-					if keep == nil || keep(v, g, res) {
-						out = append(out, Permission{Verb: v, Group: g, Resource: resource, Subresource: sub, Namespace: namespace})
+					if keep != nil && !keep(v, g, res) {
+						continue
+					}
+					for _, name := range names {
+						out = append(out, Permission{Verb: v, Group: g, Resource: resource, Subresource: sub, Namespace: namespace, Name: name})
 					}
 				}
 			}
@@ -80,22 +97,30 @@ func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, 
 // cache cannot tell, such as a deleted object's tombstone, and so does
 // Sharding's hand-over); and, in opts.LeaderElectionNamespaceOrDefault(),
 // what the mode needs of Leases (coordination.k8s.io) whatever the rules
-// say, so that a role that lacks it fails Preflight: get, create and update
-// with opts.LeaderElect (leader election), and list, watch and delete too
-// with opts.Shard (the member Leases: see Sharding).
+// say, so that a role that lacks it fails Preflight: with opts.LeaderElect
+// (leader election) create, and get and update of the Lease
+// opts.LeaderElectionID alone (when set), which a role may grant by its
+// name (resourceNames); with opts.Shard get, list, watch, create, update
+// and delete of any Lease (the member Leases: see Sharding).
 func Permissions(rules []rbacv1.PolicyRule, opts Options, fopts FrameworkOptions) []Permission {
 	perms := PermissionsOf(rules, fopts.Namespace, func(verb, group, _ string) bool {
 		return group != leaseGroup && (!fopts.DryRun || verb == "get" || verb == "list" || verb == "watch")
 	})
 	var verbs []string
+	name := ""
 	switch {
 	case opts.Shard:
 		verbs = []string{"get", "list", "watch", "create", "update", "delete"}
 	case opts.LeaderElect:
 		verbs = []string{"get", "create", "update"}
+		name = opts.LeaderElectionID
 	}
 	for _, v := range verbs {
-		perms = append(perms, Permission{Verb: v, Group: leaseGroup, Resource: "leases", Namespace: opts.LeaderElectionNamespaceOrDefault()})
+		p := Permission{Verb: v, Group: leaseGroup, Resource: "leases", Namespace: opts.LeaderElectionNamespaceOrDefault()}
+		if v != "create" { // the name of a create is in its body: RBAC cannot allow it by name
+			p.Name = name
+		}
+		perms = append(perms, p)
 	}
 	return perms
 }
@@ -136,7 +161,7 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 	for _, p := range config.Permissions {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource,
+				Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Name: p.Name,
 			},
 		}}
 		res, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})

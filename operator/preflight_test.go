@@ -33,6 +33,12 @@ func TestPermissionsOf(t *testing.T) {
 	if got != want {
 		t.Fatalf("PermissionsOf = %q, want %q", got, want)
 	}
+	named := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"a", "b"}, Verbs: []string{"get", "update"}}}
+	got = permissionStrings(PermissionsOf(named, "ns", nil))
+	want = `get configmaps "a" in namespace "ns"|get configmaps "b" in namespace "ns"|update configmaps "a" in namespace "ns"|update configmaps "b" in namespace "ns"`
+	if got != want {
+		t.Fatalf("PermissionsOf(resourceNames) = %q, want %q", got, want)
+	}
 	if p := (Permission{Verb: "list", Resource: "configmaps"}); p.String() != "list configmaps in all namespaces" {
 		t.Fatalf("String() = %q", p)
 	}
@@ -54,6 +60,10 @@ func TestPermissions(t *testing.T) {
 				`get things.example.com/status in namespace "apps"|list things.example.com/status in namespace "apps"|watch things.example.com/status in namespace "apps"|patch things.example.com/status in namespace "apps"|` +
 				`create events in namespace "apps"|get leases.coordination.k8s.io in namespace "ops"|list leases.coordination.k8s.io in namespace "ops"|watch leases.coordination.k8s.io in namespace "ops"|` +
 				`create leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io in namespace "ops"|delete leases.coordination.k8s.io in namespace "ops"`},
+		{name: "leader election Lease by name", opts: Options{LeaderElect: true, LeaderElectionNamespace: "ops", LeaderElectionID: "op"}, fopts: FrameworkOptions{DryRun: true},
+			want: `get things.example.com in all namespaces|list things.example.com in all namespaces|watch things.example.com in all namespaces|` +
+				`get things.example.com/status in all namespaces|list things.example.com/status in all namespaces|watch things.example.com/status in all namespaces|` +
+				`get leases.coordination.k8s.io "op" in namespace "ops"|create leases.coordination.k8s.io in namespace "ops"|update leases.coordination.k8s.io "op" in namespace "ops"`},
 		{name: "dry run without leader election", fopts: FrameworkOptions{DryRun: true},
 			want: `get things.example.com in all namespaces|list things.example.com in all namespaces|watch things.example.com in all namespaces|` +
 				`get things.example.com/status in all namespaces|list things.example.com/status in all namespaces|watch things.example.com/status in all namespaces`},
