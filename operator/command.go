@@ -47,8 +47,10 @@ import (
 // --shard and --dry-run do not go together: the replica that assigns the
 // objects writes their shard label.
 //
-// Exit codes: 0 after a clean stop, -h or --help (the usage goes to
-// stdout), or a printed plan; 2 for a bad flag or argument; 1 when the
+// Exit codes: 0 after a clean stop (also when ctx ends, or the first
+// signal comes, while Check or New runs: the error they return then is
+// logged, not a failure), -h or --help (the usage goes to stdout), or a
+// printed plan; 2 for a bad flag or argument; 1 when the
 // cluster, Check, New or the Operator fail, or a plan fails for another
 // reason than its object (a plan stopped by a permanent error, such as an
 // invalid spec, or by no resource set is a finding, printed, not a
@@ -89,7 +91,7 @@ type Command struct {
 	// Check, when set, runs with the cluster's config before the Operator
 	// is created: a preflight (the API server answers, the CRD is served,
 	// the identity holds its permissions) whose error ends the command
-	// with exit code 1. For plan, opts has only the client options and
+	// with exit code 1 (0 when ctx ended meanwhile: see Run). For plan, opts has only the client options and
 	// fopts only Namespace and DryRun (true).
 	Check func(ctx context.Context, restConfig *rest.Config, opts Options, fopts FrameworkOptions) error
 	// New adds the binary's Framework to op (see Operator.NewFramework),
@@ -217,7 +219,13 @@ func (c Command) run(ctx context.Context, args []string, stdout, stderr io.Write
 	logger, _ := opts.NewLogger(stderr)
 	defer RedirectKlog(logger)()
 	op, _, err := c.operator(ctx, opts, fopts, c.Name, logger)
-	if err == nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// ctx ended while Check or New ran (a signal while it starts):
+		// a clean stop, as during Run, not their failure.
+		level.Info(logger).Log("msg", "stopped before starting: the context ended", "err", err)
+		return 0
+	case err == nil:
 		err = op.Run(ctx)
 	}
 	if err != nil {

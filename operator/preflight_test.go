@@ -1,16 +1,24 @@
 package operator
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-kit/log"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/operatorkit/operatorkit/framework"
 )
 
 var testRules = []rbacv1.PolicyRule{
@@ -140,5 +148,71 @@ func TestPreflight(t *testing.T) {
 				t.Fatalf("Preflight() = %v, want one line containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestCommandStopsCleanlyDuringPreflight: the context of Command.Run ends
+// (the first SIGTERM, as a pod deleted while it starts) while Check's
+// Preflight waits for the API server: a clean stop, exit code 0, as the
+// same signal a moment later, during Run, is; not exit code 1 with
+// "cannot reach the API server ...: context canceled".
+func TestCommandStopsCleanlyDuringPreflight(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/version":
+			_ = json.NewEncoder(w).Encode(map[string]string{"major": "1", "minor": "35", "gitVersion": "v1.35.0"})
+		case strings.HasSuffix(r.URL.Path, "/selfsubjectaccessreviews"):
+			_, _ = io.Copy(io.Discard, r.Body) // then the server sees the client go
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			select { // an API server that does not answer yet
+			case <-r.Context().Done():
+			case <-release:
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	kubeconfig := t.TempDir() + "/kubeconfig"
+	if err := writeKubeconfig(kubeconfig, srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	cmd := Command{
+		Name: "thing-operator",
+		Check: func(ctx context.Context, restConfig *rest.Config, opts Options, fopts FrameworkOptions) error {
+			return Preflight(ctx, restConfig, PreflightConfig{Permissions: Permissions(testRules, opts, fopts)})
+		},
+		New: func(*Operator, FrameworkOptions, log.Logger) (*framework.Framework, error) {
+			return nil, errors.New("New must not run: the context ended during Check")
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- cmd.Run(ctx, []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, &stdout, &stderr)
+	}()
+	select {
+	case <-entered:
+	case c := <-code:
+		t.Fatalf("Command.Run returned %d before the preflight; stderr %q", c, stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatal("the preflight did not start within a minute")
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 || strings.Contains(stderr.String(), "thing-operator: ") {
+			t.Errorf("Command.Run = %d, stderr %q; want 0 and no error line: a clean stop", c, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Command.Run did not return within 30 s of its context ending")
 	}
 }
