@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -629,6 +630,25 @@ func TestEventsOnFailureAndRecovery(t *testing.T) {
 	}
 	if n := r.calls.Load(); n != 2 {
 		t.Fatalf("reconciliations = %d, want 2 (the permanent error is not retried)", n)
+	}
+}
+
+// TestEventMessageCutAtARune: a message longer than an Event's is cut,
+// and not inside a UTF-8 character: a cut one byte into a two-byte
+// character left invalid UTF-8 in the Event.
+func TestEventMessageCutAtARune(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{in: "short", want: "short"},
+		{in: strings.Repeat("x", 1024), want: strings.Repeat("x", 1024)},
+		{in: strings.Repeat("x", 1025), want: strings.Repeat("x", 1024) + "..."},
+		{in: strings.Repeat("x", 1023) + "é and more", want: strings.Repeat("x", 1023) + "..."},
+		{in: strings.Repeat("x", 1022) + "€ and more", want: strings.Repeat("x", 1022) + "..."},
+	} {
+		got := eventMessage(tt.in)
+		if got != tt.want || !utf8.ValidString(got) {
+			t.Errorf("eventMessage(%d bytes ending %q) = %d bytes ending %q (valid UTF-8: %t), want %d bytes ending %q",
+				len(tt.in), tt.in[max(0, len(tt.in)-12):], len(got), got[max(0, len(got)-12):], utf8.ValidString(got), len(tt.want), tt.want[max(0, len(tt.want)-12):])
+		}
 	}
 }
 

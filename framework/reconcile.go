@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -574,11 +575,22 @@ func (f *Framework) event(ctx context.Context, obj any, eventType, reason, messa
 	if !ok || ro == nil {
 		return
 	}
+	f.recorder.Event(ro, eventType, reason, eventMessage(message))
+}
+
+// eventMessage returns message cut to 1024 bytes, at the start of a UTF-8
+// character, with "..." when it was cut: the API server keeps an Event's
+// message whole, and an error can be long.
+func eventMessage(message string) string {
 	const maxMessage = 1024
-	if len(message) > maxMessage {
-		message = message[:maxMessage] + "..."
+	if len(message) <= maxMessage {
+		return message
 	}
-	f.recorder.Event(ro, eventType, reason, message)
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "..."
 }
 
 // finalizerPatch is a JSON merge patch of metadata.finalizers with a
