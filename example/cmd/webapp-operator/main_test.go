@@ -126,7 +126,7 @@ func TestOperatorPermissionsFollowTheRole(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range pc.Permissions {
-			if p.Verb != "list" && p.Verb != "watch" {
+			if p.Verb != "get" && p.Verb != "list" && p.Verb != "watch" { // get: the Framework reads an object it lost from its cache
 				t.Errorf("dry run (--install-crd=%v) checks %s", installCRD, p)
 			}
 		}
