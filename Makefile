@@ -66,7 +66,7 @@ STAGES := test-unit apiserver lint build-tests bg:test-example bg:test-guide bg:
 test:
 	@bash hack/stages.sh "$(MAKE)" $(STAGES)
 
-## apiserver: build the test API server program once (6 to 7 minutes on 2 cores with
+## apiserver: build the test API server program once (4 to 8 minutes on 2 cores with
 ## empty Go caches, a minute with a warm build cache, nothing when it is cached).
 apiserver:
 	cd testenv && $(COMPILE) run ./cmd/testenv build >/dev/null

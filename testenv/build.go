@@ -125,7 +125,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 		return "", cacheError(root, err)
 	}
 	fmt.Fprintf(progress, "testenv: building the test API server (kube-apiserver and etcd from Go modules) into %s.\n"+
-		"testenv: this happens once per Kubernetes and Go version: about 8 minutes on 2 cores with empty Go caches\n"+
+		"testenv: this happens once per Kubernetes and Go version: 4 to 8 minutes on 2 cores with empty Go caches\n"+
 		"testenv: (3 GB of memory when linking), about a minute when Go's build cache is warm.\n", entry)
 	start := time.Now()
 	bctx, cancel := buildContext(ctx)
