@@ -527,13 +527,13 @@ func (i *Informer) getMutated(m *mutations, key string) (obj any, exists bool, e
 //
 // obj must be of the type the informer caches (after Config.Transform) and
 // belongs to the informer afterwards: the informer's transform
-// (DropManagedFields, Config.Transform) is applied to it. A nil obj, or one
-// without metadata, is ignored; so is, with a warning, an object of another
+// (DropManagedFields, Config.Transform) is applied to it. A nil obj (or a
+// nil pointer in it), or one without metadata, is ignored; so is, with a warning, an object of another
 // type than the cached ones when the informer knows that type (no
 // Config.Transform), or one whose resourceVersion is not an integer (an
 // aggregated API server's). Safe for concurrent use.
 func (i *Informer) Mutation(obj runtime.Object) {
-	if obj == nil {
+	if nilptr.Is(obj) { // nil, or a nil pointer (a failed write's answer): its getters would panic
 		return
 	}
 	acc, err := meta.Accessor(obj)

@@ -1,6 +1,10 @@
 package informer
 
-import "testing"
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 // TestMutationNonIntegerResourceVersion: the mutation cache compares
 // resourceVersions as integers, and panicked in a later Get when one was
@@ -34,5 +38,23 @@ func TestMutationNonIntegerResourceVersion(t *testing.T) {
 	got, ok, err = inf.Get("ns/b")
 	if err != nil || !ok || got == nil {
 		t.Errorf("Get(ns/b) = %v, %v, %v; want an object, no panic", got, ok, err)
+	}
+}
+
+// TestMutationTypedNil: Mutation of a nil pointer of the cached type (the
+// answer of a failed write, passed on unchecked) panicked in its getters;
+// it is ignored, as a nil obj is.
+func TestMutationTypedNil(t *testing.T) {
+	cached := widget("ns", "a", nil)
+	cached.SetResourceVersion("1")
+	client := newFakeClient(cached)
+	inf, err := New(Config{Client: client, GVR: widgets, ResyncPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf, client)
+	inf.Mutation((*unstructured.Unstructured)(nil))
+	if got, ok, err := inf.Get("ns/a"); err != nil || !ok || got.(*unstructured.Unstructured).GetResourceVersion() != "1" {
+		t.Errorf("Get(ns/a) after Mutation(nil pointer) = %v, %v, %v; want the cached object (1)", got, ok, err)
 	}
 }
