@@ -28,7 +28,10 @@ type ObjectDebug struct {
 
 // DebugHandler returns an http.Handler for DebugPath and below. It answers
 // JSON, or readable text when the request accepts text/plain (curl -H
-// 'Accept: text/plain') or has ?format=text. Mount it next to /metrics:
+// 'Accept: text/plain') or has ?format=text: a line per object, or per
+// trace and step, with control characters in names and errors (the lines
+// of a multi-line error) escaped as in a Go string ("\n"). Mount it next
+// to /metrics:
 //
 //	mux.Handle(framework.DebugPath, f.DebugHandler())
 //	mux.Handle(framework.DebugPath+"/", f.DebugHandler())
@@ -113,10 +116,7 @@ func (f *Framework) serveList(w http.ResponseWriter, text bool) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-50s %-10s %-16s %12s  %s\n", "OBJECT", "SET", "RESULT", "DURATION", "ERROR")
-	for _, s := range list {
-		fmt.Fprintf(&b, "%-50s %-10s %-16s %12s  %s\n", s.Object, s.ResourceSet, s.Result, s.Duration, s.Error)
-	}
+	formatSummaries(&b, list)
 	writeText(w, b.String())
 }
 

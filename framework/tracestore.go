@@ -4,9 +4,11 @@ import (
 	"container/list"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -341,9 +343,12 @@ func (l traceLine) String() string {
 	return b.String()
 }
 
-// formatTrace writes a readable multi-line form of t.
+// formatTrace writes a readable multi-line form of t: a header line, the
+// trace's error on a line of its own, and a line per step. Control
+// characters in names and errors (the lines of a multi-line error) are
+// escaped (textField), so that every line is one of these.
 func formatTrace(b *strings.Builder, t trace.Trace) {
-	fmt.Fprintf(b, "%s  %s  set=%s  result=%s  duration=%s", t.Start.Format(time.RFC3339Nano), t.Object, t.ResourceSet, t.Result, t.Duration)
+	fmt.Fprintf(b, "%s  %s  set=%s  result=%s  duration=%s", t.Start.Format(time.RFC3339Nano), textField(t.Object), textField(t.ResourceSet), textField(t.Result), t.Duration)
 	if t.RequeueAfter > 0 {
 		fmt.Fprintf(b, "  requeueAfter=%s", t.RequeueAfter)
 	}
@@ -352,13 +357,41 @@ func formatTrace(b *strings.Builder, t trace.Trace) {
 	}
 	b.WriteByte('\n')
 	if t.Error != "" {
-		fmt.Fprintf(b, "  error: %s\n", t.Error)
+		fmt.Fprintf(b, "  error: %s\n", textField(t.Error))
 	}
 	for _, st := range t.Steps {
-		fmt.Fprintf(b, "  %-24s %-20s %-8s %10s", st.Resource, st.Step, st.Outcome, st.Duration)
+		fmt.Fprintf(b, "  %-24s %-20s %-8s %10s", textField(st.Resource), textField(st.Step), st.Outcome, st.Duration)
 		if st.Error != "" {
-			fmt.Fprintf(b, "  %s", st.Error)
+			fmt.Fprintf(b, "  %s", textField(st.Error))
 		}
 		b.WriteByte('\n')
 	}
+}
+
+// formatSummaries writes the debug endpoint's text index: a header line
+// and one line per object, with names and errors as textField writes them.
+func formatSummaries(b *strings.Builder, list []ObjectSummary) {
+	fmt.Fprintf(b, "%-50s %-10s %-16s %12s  %s\n", "OBJECT", "SET", "RESULT", "DURATION", "ERROR")
+	for _, s := range list {
+		fmt.Fprintf(b, "%-50s %-10s %-16s %12s  %s\n", textField(s.Object), textField(s.ResourceSet), textField(s.Result), s.Duration, textField(s.Error))
+	}
+}
+
+// textField returns s with its control characters (newlines, tabs, ...)
+// escaped as in a Go string literal ("\n"), so that a field of the text
+// format never breaks or forges its lines; other text is kept as it is.
+func textField(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
