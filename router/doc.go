@@ -16,9 +16,9 @@
 //     Config.ResourceSets; a Router is safe for concurrent use when the
 //     Handles functions are.
 //   - Resource names are unique (and valid UTF-8) within a set, and set
-//     names (when given) are unique within a router, so that logs, traces
-//     and metrics identify them; [New] refuses an unnamed set given twice
-//     too, which would handle its objects twice.
+//     names are valid UTF-8 and (when given) unique within a router, so
+//     that logs, traces and metrics identify them; [New] refuses an
+//     unnamed set given twice too, which would handle its objects twice.
 //
 // # Objects that move between sets
 //

@@ -36,7 +36,7 @@ type ResourceSetConfig struct {
 	// and no two may make the same claim (see NewResourceSet).
 	Resources []resource.Interface
 	// Name identifies the set in errors, logs, traces and metrics, for
-	// example the version "v1" it handles. Optional.
+	// example the version "v1" it handles. Optional; valid UTF-8.
 	Name string
 }
 
@@ -53,7 +53,7 @@ type ResourceSet struct {
 
 // NewResourceSet returns a ResourceSet. It returns an error matching
 // [ErrInvalidConfig], naming the field, when Handles or Resources is empty,
-// when Logger holds a nil pointer, when an entry of Resources is nil or its
+// when Logger holds a nil pointer, when Name is not valid UTF-8, when an entry of Resources is nil or its
 // name is not valid UTF-8, when two resources have the same name, or when
 // two resources make the same claim ([resource.Claimer], looked for through
 // wrappers that have an Unwrap method): each would delete the objects the
@@ -67,6 +67,11 @@ func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 	}
 	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
 		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
+	}
+	if !utf8.ValidString(config.Name) {
+		// The resource_set label of the Framework's objects gauge:
+		// prometheus would panic at the first scrape.
+		return nil, fmt.Errorf("%w: %T.Name is not valid UTF-8: %q", ErrInvalidConfig, config, config.Name)
 	}
 	seen := make(map[string]int, len(config.Resources))
 	var claims map[string]int

@@ -349,3 +349,22 @@ func TestResourceSetInitCtxNilContext(t *testing.T) {
 		t.Errorf("InitCtx() = %v, %v; want an error about the nil context", ctx, err)
 	}
 }
+
+// TestNewResourceSetRejectsInvalidUTF8Name: a set's name is the
+// resource_set label of the Framework's objects gauge, whose scrape
+// panicked (MustNewConstMetric), taking the operator down, once an object
+// was routed to a set whose name was not valid UTF-8. NewResourceSet
+// refuses such a name, as it refuses such a resource name.
+func TestNewResourceSetRejectsInvalidUTF8Name(t *testing.T) {
+	_, err := router.NewResourceSet(router.ResourceSetConfig{
+		Name:      "v\xff",
+		Handles:   func(any) bool { return true },
+		Resources: []resource.Interface{newCrud(t, "a")},
+	})
+	if !errors.Is(err, router.ErrInvalidConfig) || !strings.Contains(err.Error(), "Name") {
+		t.Fatalf("NewResourceSet(Name: invalid UTF-8) error = %v, want ErrInvalidConfig naming Name", err)
+	}
+	if _, err := router.Single("v\xff", newCrud(t, "a")); !errors.Is(err, router.ErrInvalidConfig) {
+		t.Fatalf("Single(invalid UTF-8 name) error = %v, want ErrInvalidConfig", err)
+	}
+}
