@@ -355,7 +355,7 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 	// signals of a reconciliation, fresh for the plan (none of the
 	// caller's), which InitCtx may set.
 	if ctx, err = initCtx(signal.WithFresh(ctx), rs, obj); err != nil {
-		p.Err = fmt.Errorf("init context of resource set %s: %w", rs.Name(), err)
+		p.Err = err
 		return p, p.Err
 	}
 	if p.Deleting && f.ownsFinalizer {

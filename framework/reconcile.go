@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -289,11 +290,17 @@ func (f *Framework) route(obj any) (set *router.ResourceSet, err error) {
 	return f.router.ResourceSet(obj)
 }
 
-// initCtx is set.InitCtx, with a panic in it as a *PanicError.
+// initCtx is set.InitCtx, with a panic in it as a *PanicError. Its error
+// names the set ("resource set "v1": init ctx: ..."), as set.InitCtx's
+// does: callers return it as it is.
 func initCtx(ctx context.Context, set *router.ResourceSet, obj any) (_ context.Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Resource: "resource set " + set.Name(), Value: r, Stack: debug.Stack()}
+			name := "(unnamed)"
+			if set.Name() != "" {
+				name = strconv.Quote(set.Name())
+			}
+			err = fmt.Errorf("resource set %s: init ctx: %w", name, &PanicError{Resource: "resource set " + set.Name(), Value: r, Stack: debug.Stack()})
 		}
 	}()
 	return set.InitCtx(ctx, obj)
@@ -349,7 +356,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		if f.dryRun {
 			f.traces.addPlans(key, nil)
 		}
-		return errorOutcome(fmt.Errorf("init context of resource set %s: %w", set.Name(), err))
+		return errorOutcome(err)
 	}
 
 	if f.dryRun {
