@@ -3,6 +3,7 @@ package informer
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -23,7 +24,8 @@ import (
 //
 // An object that does not convert (possible only when the API server
 // enforces no schema that fits T) stays unstructured, and a warning naming
-// its key and the error, never its content, goes to logger (nil, or a nil pointer: no log);
+// its key and the error (with the values it quotes cut out), never its
+// content, goes to logger (nil, or a nil pointer: no log);
 // the resources then meet an object of an unexpected type. The transform
 // never returns an error, which would make client-go list and watch again,
 // forever, and never panics. Objects that are not unstructured pass
@@ -43,11 +45,22 @@ func ConvertTo[T runtime.Object](logger log.Logger) cache.TransformFunc {
 		}
 		typed, err := convert(u, t.Elem())
 		if err != nil {
-			level.Warn(logger).Log("msg", "cannot convert object; leaving it unstructured", "object", cache.NewObjectName(u.GetNamespace(), u.GetName()).String(), "type", t.String(), "err", err)
+			level.Warn(logger).Log("msg", "cannot convert object; leaving it unstructured", "object", cache.NewObjectName(u.GetNamespace(), u.GetName()).String(), "type", t.String(), "err", withoutValues(err))
 			return u, nil
 		}
 		return typed, nil
 	}
+}
+
+// quoted matches a double-quoted string in an error message, escapes
+// included.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// withoutValues returns err's message with its double-quoted strings
+// replaced by "…": the converter quotes the value it could not parse
+// (parsing time "<value>"), which must not reach the log.
+func withoutValues(err error) string {
+	return quoted.ReplaceAllLiteralString(err.Error(), `"…"`)
 }
 
 // convert returns u as a new object of type t, turning a panic of the

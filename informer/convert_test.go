@@ -74,3 +74,22 @@ func TestConvertToNilPointerLogger(t *testing.T) {
 type nilPointerLogger struct{}
 
 func (*nilPointerLogger) Log(...any) error { panic("logged through a nil pointer") }
+
+// TestConvertToLogsNoValue: a value the converter cannot parse (a time
+// that is not one) was quoted in its error, and so logged, though
+// ConvertTo logs an object's key and the error, never its content. The
+// logged error has its quoted values cut out now.
+func TestConvertToLogsNoValue(t *testing.T) {
+	var logs bytes.Buffer
+	transform := ConvertTo[*corev1.ConfigMap](log.NewLogfmtLogger(&logs))
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": "ns", "name": "a", "creationTimestamp": "secret-value"},
+	}}
+	if got, err := transform(u); err != nil || got != u {
+		t.Fatalf("transform = %v, %v; want the object left unstructured", got, err)
+	}
+	if s := logs.String(); !strings.Contains(s, "object=ns/a") || !strings.Contains(s, "parsing time") || strings.Contains(s, "secret-value") {
+		t.Fatalf("log = %q, want a warning naming ns/a and the error, without the value", s)
+	}
+}
