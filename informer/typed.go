@@ -219,7 +219,8 @@ func (c *typedCodec) ofElemType(gvk schema.GroupVersionKind) bool {
 
 // decodeObject decodes one object into a new value of the Go type, or,
 // when the type cannot hold it, into an *unstructured.Unstructured; nil
-// (logged) when not even that can, which a list or watch of the API server
+// (logged, the error's quoted values cut out as ConvertTo does: a value
+// that does not parse is quoted in it) when not even that can, which a list or watch of the API server
 // never sends: Decode makes that an error, a list drops the item.
 func (c *typedCodec) decodeObject(data []byte) runtime.Object {
 	obj := reflect.New(c.elem).Interface().(runtime.Object)
@@ -230,11 +231,11 @@ func (c *typedCodec) decodeObject(data []byte) runtime.Object {
 	c.undecodable()
 	u := &unstructured.Unstructured{}
 	if uerr := u.UnmarshalJSON(data); uerr != nil {
-		level.Warn(c.logger).Log("msg", "cannot decode object; dropping it", "type", "*"+c.elem.String(), "err", err)
+		level.Warn(c.logger).Log("msg", "cannot decode object; dropping it", "type", "*"+c.elem.String(), "err", withoutValues(err))
 		return nil
 	}
 	level.Warn(c.logger).Log("msg", "cannot decode object into its Go type; leaving it unstructured",
-		"object", cache.NewObjectName(u.GetNamespace(), u.GetName()).String(), "type", "*"+c.elem.String(), "err", err)
+		"object", cache.NewObjectName(u.GetNamespace(), u.GetName()).String(), "type", "*"+c.elem.String(), "err", withoutValues(err))
 	return u
 }
 

@@ -35,6 +35,22 @@ const (
 	badCM  = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"ns","name":"bad"},"data":{"k":42},"binaryData":{"b":"c2VjcmV0LXZhbHVl"}}`
 )
 
+// TestTypedCodecLogsNoValue: an object whose field does not parse (a time
+// that is not one) is left unstructured and logged with its key and the
+// error; the decoder's error quotes the value, which must not reach the
+// log (ConvertTo's rule).
+func TestTypedCodecLogsNoValue(t *testing.T) {
+	var logs bytes.Buffer
+	c := newTestCodec(&logs, nil)
+	obj, _, err := c.Decode([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"ns","name":"t","creationTimestamp":"secret-value"}}`), nil, nil)
+	if _, ok := obj.(*unstructured.Unstructured); err != nil || !ok {
+		t.Fatalf("Decode = %T, %v; want it unstructured and no error", obj, err)
+	}
+	if s := logs.String(); !strings.Contains(s, "object=ns/t") || !strings.Contains(s, "parsing time") || strings.Contains(s, "secret-value") {
+		t.Fatalf("log = %q, want a warning naming ns/t and the error, without the value", s)
+	}
+}
+
 func TestTypedCodecDecodesObjects(t *testing.T) {
 	var logs bytes.Buffer
 	var undecodable int
