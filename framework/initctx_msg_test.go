@@ -54,3 +54,21 @@ func TestInitCtxErrorNamesTheSetOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestInitCtxPanicOfAnUnnamedSet: a panic in the InitCtx of a set without
+// a name is the panic of "resource set (unnamed)" (the resource label of
+// errors_total and the PanicError's Resource); it was "resource set ",
+// naming nothing.
+func TestInitCtxPanicOfAnUnnamedSet(t *testing.T) {
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Handles: func(any) bool { return true },
+		InitCtx:   func(context.Context, any) (context.Context, error) { panic("boom") },
+		Resources: []resource.Interface{&funcResource{name: "r"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = initCtx(context.Background(), set, object("a", 1, nil))
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Resource != "resource set (unnamed)" || !strings.Contains(err.Error(), "resource set (unnamed): init ctx: ") {
+		t.Fatalf("initCtx of an unnamed set that panics = %v (PanicError %+v), want the panic of \"resource set (unnamed)\"", err, pe)
+	}
+}

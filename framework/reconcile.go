@@ -296,11 +296,11 @@ func (f *Framework) route(obj any) (set *router.ResourceSet, err error) {
 func initCtx(ctx context.Context, set *router.ResourceSet, obj any) (_ context.Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			name := "(unnamed)"
+			name, label := "(unnamed)", "(unnamed)" // label: PanicError.Resource, errors_total's resource
 			if set.Name() != "" {
-				name = strconv.Quote(set.Name())
+				name, label = strconv.Quote(set.Name()), set.Name()
 			}
-			err = fmt.Errorf("resource set %s: init ctx: %w", name, &PanicError{Resource: "resource set " + set.Name(), Value: r, Stack: debug.Stack()})
+			err = fmt.Errorf("resource set %s: init ctx: %w", name, &PanicError{Resource: "resource set " + label, Value: r, Stack: debug.Stack()})
 		}
 	}()
 	return set.InitCtx(ctx, obj)
