@@ -152,18 +152,16 @@ func notifySignals(ctx context.Context) (_ context.Context, forced <-chan os.Sig
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for first := true; ; first = false {
-			select {
-			case <-done:
-				return
-			case sig := <-sigs:
-				if first {
-					cancel()
-					continue
-				}
-				second <- sig
-				return
-			}
+		select {
+		case <-done:
+			return
+		case <-sigs:
+			cancel()
+		}
+		select {
+		case <-done:
+		case sig := <-sigs:
+			second <- sig
 		}
 	})
 	return ctx, second, func() {
@@ -370,16 +368,14 @@ func namespacedObjects(op *Operator, f *framework.Framework) (bool, error) {
 		return false, nil
 	}
 	gvr := inf.GVR()
-	list, err := op.Kubernetes().Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if err != nil {
+	r, err := servedResource(op.Kubernetes().Discovery(), gvr)
+	switch {
+	case err != nil:
 		return false, fmt.Errorf("discover the resources of %s: %w", gvr.GroupVersion(), err)
+	case r == nil:
+		return false, fmt.Errorf("the API server does not serve %s", gvr.GroupResource())
 	}
-	for _, r := range list.APIResources {
-		if r.Name == gvr.Resource {
-			return r.Namespaced, nil
-		}
-	}
-	return false, fmt.Errorf("the API server does not serve %s", gvr.GroupResource())
+	return r.Namespaced, nil
 }
 
 // lockedWriter serializes the writes to w, and drops them once closed.

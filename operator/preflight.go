@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -180,18 +181,32 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 	case config.Served.Empty():
 		return nil
 	}
-	resources, err := client.Discovery().ServerResourcesForGroupVersion(config.Served.GroupVersion().String())
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch r, err := servedResource(client.Discovery(), config.Served); {
+	case err != nil:
 		return reachError(cfg.Host, err)
+	case r == nil:
+		return fmt.Errorf("the API server at %s does not serve %s: install its CRD", cfg.Host, config.Served.GroupResource())
 	}
-	if resources != nil {
-		for _, r := range resources.APIResources {
-			if r.Name == config.Served.Resource {
-				return nil
-			}
+	return nil
+}
+
+// servedResource returns the API server's discovery entry of gvr: nil, and
+// no error, when the server does not serve it (its group version unknown,
+// a CRD not installed).
+func servedResource(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (*metav1.APIResource, error) {
+	list, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.APIResources {
+		if list.APIResources[i].Name == gvr.Resource {
+			return &list.APIResources[i], nil
 		}
 	}
-	return fmt.Errorf("the API server at %s does not serve %s: install its CRD", cfg.Host, config.Served.GroupResource())
+	return nil, nil
 }
 
 // reachError explains a failed request to the API server at host.
