@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -202,7 +203,7 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 	if e.expected != nil && e.expected.observed {
 		e.expected = nil // the cache shows it
 	}
-	if written && !anyShows(seen, rv) {
+	if written && !slices.ContainsFunc(seen, func(v string) bool { return shows(v, rv) }) {
 		e.expected = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
 	}
 	s.prune(key, e)
@@ -512,15 +513,4 @@ func shows(cached, written string) bool {
 	}
 	c, err := resourceversion.CompareResourceVersion(cached, written)
 	return err == nil && c > 0
-}
-
-// anyShows reports whether one of the resourceVersions seen shows the write
-// that returned written.
-func anyShows(seen []string, written string) bool {
-	for _, v := range seen {
-		if shows(v, written) {
-			return true
-		}
-	}
-	return false
 }
