@@ -168,7 +168,11 @@ type Config struct {
 	FieldManager string
 	// DisableFinalizers stops the Framework from adding its finalizer. A
 	// delete is then processed from the informer's last state of the object,
-	// and lost if the process is down when it happens.
+	// and lost if the process is down when it happens. The finalizer of an
+	// earlier run with finalizers is still removed after the object's delete
+	// chain, with Client or MetadataClient; without either, that
+	// reconciliation fails with a permanent error asking to remove it by
+	// hand.
 	DisableFinalizers bool
 	// TraceObjects caps how many objects keep traces (least recently
 	// reconciled objects are dropped first). Objects whose last

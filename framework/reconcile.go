@@ -702,7 +702,17 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 // patch takes the mark back. A 404 keeps it, for the deletion event that
 // may still come; one that came before the mark left a tombstone, whose
 // reconciliation forgets the key, and the mark with it.
+//
+// Without a client (DisableFinalizers and neither Client nor
+// MetadataClient) a finalizer left from a run with finalizers cannot be
+// removed: that is a permanent error asking for its removal by hand.
 func (f *Framework) removeFinalizer(ctx context.Context, key string, acc metav1.Object) error {
+	if f.client == nil && f.metaClient == nil {
+		err := retry.Permanent(fmt.Errorf("remove finalizer %s of %s: the Framework has no Client or MetadataClient to write it with (DisableFinalizers): remove it by hand", f.finalizer, key))
+		tr := trace.FromContext(ctx)
+		tr.Record("framework", StepRemoveFinalizer, tr.Now(), trace.OutcomeError, err)
+		return err
+	}
 	finalizers := slices.DeleteFunc(slices.Clone(acc.GetFinalizers()), func(s string) bool { return s == f.finalizer })
 	// The object as the delete chain left it: a resource that wrote it (a
 	// Guard's lock, a status patch) reported the version it made, which the
