@@ -67,7 +67,10 @@
 //     the chain's own writes of the object left (resourceversioncontext), so
 //     that a Guard in the delete chain does not make it conflict. An object
 //     deleted while the operator is down keeps the finalizer and is cleaned
-//     up after the next Boot. An object in deletion that no resource set
+//     up after the next Boot. A finalizer that someone else removes from an
+//     object that is not being deleted is added back at once
+//     ([Framework.UpdateFunc] enqueues the object whatever the update
+//     predicate says). An object in deletion that no resource set
 //     handles (relabelled out of every set) runs the delete chain of the
 //     set that last reconciled it in this process; one that none did here
 //     waits (result no_resource_set) for labels a set handles.

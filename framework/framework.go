@@ -131,7 +131,9 @@ type Config struct {
 	ReconcileTimeout time.Duration
 	// UpdatePredicate decides whether an update event enqueues the object.
 	// Defaults to DefaultUpdatePredicate, which ignores the Framework's own
-	// finalizer and status writes.
+	// finalizer and status writes. An update that removed the Framework's
+	// finalizer from an object not being deleted enqueues it whatever the
+	// predicate says (UpdateFunc), so that the finalizer is added back.
 	UpdatePredicate func(oldObj, newObj any) bool
 	// DryRun makes the Framework reconcile without writing: each crud
 	// resource computes its plan (see Plan), which is traced and logged;

@@ -20,15 +20,27 @@ func (f *Framework) AddFunc(obj any) {
 }
 
 // UpdateFunc enqueues newObj when the update predicate (Config.UpdatePredicate)
-// says the change matters. It is the informer's UpdateFunc; Boot registers
-// it, and it can be used as a drop-in with an informer of one's own. The
-// worker always reconciles the latest object from the cache, never newObj.
+// says the change matters, and, whatever the predicate says, when someone
+// else removed the Framework's finalizer from an object that is not being
+// deleted, so that it is added back at once (the Framework itself removes
+// it only from objects in deletion). It is the informer's UpdateFunc; Boot
+// registers it, and it can be used as a drop-in with an informer of one's
+// own. The worker always reconciles the latest object from the cache, never
+// newObj.
 func (f *Framework) UpdateFunc(oldObj, newObj any) {
 	if acc, err := meta.Accessor(newObj); err == nil {
 		if key, err := cache.MetaNamespaceKeyFunc(newObj); err == nil && f.state.observed(key, acc.GetResourceVersion()) {
 			// A reconciliation waited for the cache to show this write.
 			f.Enqueue(key)
 			return
+		}
+		if f.finalizers && acc.GetDeletionTimestamp() == nil && !slices.Contains(acc.GetFinalizers(), f.finalizer) {
+			if old, err := meta.Accessor(oldObj); err == nil && old.GetUID() == acc.GetUID() && slices.Contains(old.GetFinalizers(), f.finalizer) {
+				// Until it is back, a delete while the operator is down
+				// would be lost.
+				f.enqueueObject(newObj)
+				return
+			}
 		}
 	}
 	if !f.updatePredicate(oldObj, newObj) {
