@@ -19,7 +19,8 @@ import (
 // Config.BackOffFactory defaults to [DefaultRequeueBackOff]. Given as
 // Config.BackOffFactory, its stop does not drop the object: the Framework
 // holds a stopped backoff at its last interval, so a failing object is then
-// retried about every 30s for good.
+// retried for good at the tenth interval it drew: about 19s (9.6s to 28.8s
+// by its jitter; the 5 minutes are not reached first).
 func DefaultBackOffFactory() func() backoff.BackOff {
 	return func() backoff.BackOff {
 		return backoff.WithMaxRetries(backoff.NewExponentialBackOff(
