@@ -2,14 +2,17 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-kit/log"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -83,5 +86,95 @@ func TestEventWriteDoesNotOutliveRun(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("20 s after Run returned, the event broadcaster still runs:\n%s", eventGoroutines())
+	}
+}
+
+// slowEvents delays every write of an Event by delay, as an API server
+// under load answers late, or holds it (until the request's context ends)
+// while hold is set.
+type slowEvents struct {
+	next  http.RoundTripper
+	delay time.Duration
+	hold  atomic.Bool
+}
+
+func (s *slowEvents) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.Contains(r.URL.Path, "/events") && r.Method != http.MethodGet {
+		wait := s.delay
+		if s.hold.Load() {
+			wait = time.Hour
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-t.C:
+		}
+	}
+	return s.next.RoundTrip(r)
+}
+
+// TestEventsQueuedAtShutdownAreWritten: the Events recorded just before
+// Run's context ends, queued behind a write in flight, reach an API server
+// that answers within the recorder's 2 s allowance; client-go's Shutdown of
+// the broadcaster dropped those not yet in flight. An API server that does
+// not answer holds Run no longer than the allowance.
+func TestEventsQueuedAtShutdownAreWritten(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		hold bool
+	}{{name: "answered"}, {name: "not answered", hold: true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t)
+			slow := &slowEvents{delay: 100 * time.Millisecond}
+			cfg := env.Config()
+			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { slow.next = rt; return slow })
+			op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: cfg, Name: "op-events-" + dnsName(tt.name), Logger: log.NewNopLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := operatorFramework(t, op, ns, "widgets", newOwnedConfigMapOps("a", op.OwnWrites()))
+			if err := op.Add(f); err != nil {
+				t.Fatal(err)
+			}
+			events := op.EventRecorder(clientgoscheme.Scheme)
+			stop, done := runOperator(op)
+			t.Cleanup(func() { _ = stop() })
+			select {
+			case <-f.Booted():
+			case err := <-done:
+				t.Fatalf("Run returned before booting: %v", err)
+			case <-time.After(60 * time.Second):
+				t.Fatal("framework not booted within 60 s")
+			}
+			slow.hold.Store(tt.hold)
+			const n = 8 // 8 writes of 100 ms: well within the 2 s
+			for i := range n {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("subject-%d", i), Namespace: ns, UID: types.UID(fmt.Sprintf("0b7c5a2e-0000-4000-8000-00000000001%d", i))}}
+				events.Event(cm, corev1.EventTypeWarning, "Deleted", "an Event recorded just before shutdown")
+			}
+			start := time.Now()
+			if err := stop(); err != nil {
+				t.Fatalf("Run() = %v, want nil", err)
+			}
+			// 2 s for the Events, and as much again for the Frameworks' and
+			// the informers' own shutdown on a busy machine.
+			if took := time.Since(start); took > 4*time.Second {
+				t.Errorf("Run returned %v after its context ended, want within the 2 s allowance for Events", took)
+			}
+			if tt.hold {
+				return
+			}
+			list, err := kubeClient(t).CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=Deleted"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != n {
+				t.Errorf("%d of the %d Events recorded before shutdown reached the API server, want all", len(list.Items), n)
+			}
+		})
 	}
 }

@@ -19,8 +19,9 @@ import (
 // broadcaster, which aggregates and rate-limits them per object. Run starts
 // it when the first Event is recorded (an operator whose objects are all
 // well records none, and runs no broadcaster and keeps no event queue), and
-// shuts it down after the Frameworks stopped, giving the writes of Events
-// in flight up to 2 seconds before it ends their requests:
+// shuts it down after the Frameworks stopped, giving the Events recorded
+// until then, queued or in flight, up to 2 seconds to be written (retried
+// as client-go retries them) before it ends their requests:
 // Events recorded before Run or after it are dropped, and no goroutine
 // runs for it outside Run, even when the API server does not answer. A
 // recorder asked for while Run runs records from then on. Calls with
@@ -77,6 +78,11 @@ type eventSink struct {
 	mu      sync.Mutex
 	b       clientrecord.EventBroadcaster // nil until the first Event
 	stopped bool
+	// flushed, made by stop, is closed when the sink is handed stop's
+	// marker Event (markerSeen): every Event before it was written or
+	// given up.
+	flushed    chan struct{}
+	markerSeen bool
 
 	// writing counts the writes in flight; idle, when not nil, is closed
 	// when it drops to zero.
@@ -115,9 +121,13 @@ func (s *eventSink) start() {
 	}
 }
 
-// stop shuts the broadcaster down: the Events queued are handed to its
-// goroutine, which gets up to eventFlushTimeout to write them before
-// their requests are ended.
+// stop shuts the broadcaster down: its goroutine gets up to
+// eventFlushTimeout to write the Events queued and in flight, and then
+// their requests are ended. client-go's Shutdown alone would drop the
+// Events queued: it ends the context that its goroutine selects on beside
+// the queue. So a marker Event is queued after the last one, and Shutdown
+// waits until the goroutine, which writes one Event after the other,
+// handed the marker to the sink.
 func (s *eventSink) stop() {
 	s.mu.Lock()
 	s.stopped = true
@@ -126,18 +136,40 @@ func (s *eventSink) stop() {
 		r.target.Store(nil)
 	}
 	b := s.b
+	flushed := make(chan struct{})
+	s.flushed = flushed
 	s.mu.Unlock()
 	if b != nil {
-		b.Shutdown()
+		b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: flushMarker.Name}).
+			Event(flushMarker, corev1.EventTypeNormal, "Flush", "the Events before this one were handled")
 		t := time.NewTimer(eventFlushTimeout)
 		select {
-		case <-s.idleWrites():
+		case <-flushed:
 		case <-t.C:
 		}
 		t.Stop()
+		b.Shutdown()
 	}
 	s.endWrites()
 	<-s.idleWrites() // ended with their context
+}
+
+// flushMarker is the object of the Event that stop queues after the last
+// one; the sink writes no Event about it.
+var flushMarker = &corev1.ObjectReference{Kind: "OperatorkitEventFlush", Name: "operatorkit-event-flush", UID: "operatorkit-event-flush"}
+
+// marker tells whether e is stop's marker Event, and if so tells stop.
+func (s *eventSink) marker(e *corev1.Event) bool {
+	if e.InvolvedObject.UID != flushMarker.UID {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flushed != nil && !s.markerSeen {
+		s.markerSeen = true
+		close(s.flushed)
+	}
+	return true
 }
 
 // begin counts a write in flight until the func returned is called.
@@ -171,20 +203,29 @@ func (s *eventSink) idleWrites() <-chan struct{} {
 }
 
 // sinkWithContext writes the broadcaster's Events with the sink's
-// writeCtx, counting them in flight.
+// writeCtx, counting them in flight, all but stop's marker.
 type sinkWithContext struct{ s *eventSink }
 
 func (k sinkWithContext) Create(e *corev1.Event) (*corev1.Event, error) {
+	if k.s.marker(e) {
+		return e, nil
+	}
 	defer k.s.begin()()
 	return k.s.events.CreateWithEventNamespaceWithContext(k.s.writeCtx, e)
 }
 
 func (k sinkWithContext) Update(e *corev1.Event) (*corev1.Event, error) {
+	if k.s.marker(e) {
+		return e, nil
+	}
 	defer k.s.begin()()
 	return k.s.events.UpdateWithEventNamespaceWithContext(k.s.writeCtx, e)
 }
 
 func (k sinkWithContext) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	if k.s.marker(e) {
+		return e, nil
+	}
 	defer k.s.begin()()
 	return k.s.events.PatchWithEventNamespaceWithContext(k.s.writeCtx, e, data)
 }
