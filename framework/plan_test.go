@@ -630,7 +630,46 @@ func TestFrameworkPlanRecoversAPanicInHandles(t *testing.T) {
 		p, err = f.Plan(context.Background(), object("web", 1, nil), "")
 	}()
 	var pe *PanicError
-	if !errors.As(err, &pe) || pe.Resource != "router" || !errors.Is(p.Err, ErrPanic) || p.Object != "ns/web" || p.ResourceSet != "" {
-		t.Fatalf("Plan() = %+v, %v; want the panic of Handles as a *PanicError of the router", p, err)
+	if !errors.As(err, &pe) || pe.Resource != "resource set v1" || !errors.Is(p.Err, ErrPanic) || p.Object != "ns/web" || p.ResourceSet != "" {
+		t.Fatalf("Plan() = %+v, %v; want the panic of Handles as a *PanicError of the set", p, err)
+	}
+}
+
+// TestPanicInHandlesNamesTheSet: the error of a panic in a set's Handles
+// names the set, as the error of a panic in its InitCtx does ("resource set
+// "v2": handles: panic: ..."), and PanicError.Resource (errors_total's
+// resource label) is "resource set v2"; it was "panic: ..." of the
+// "router", naming no set among several. An unnamed set is named by its
+// position, as in ErrMultipleResourceSets.
+func TestPanicInHandlesNamesTheSet(t *testing.T) {
+	for _, tt := range []struct {
+		name, setName, wantMsg, wantResource string
+	}{
+		{name: "named", setName: "v2", wantMsg: `resource set "v2": handles: panic: nil label map`, wantResource: "resource set v2"},
+		{name: "unnamed", wantMsg: `resource set #1: handles: panic: nil label map`, wantResource: "resource set (unnamed)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v1, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return false }, Resources: []resource.Interface{&funcResource{name: "r"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v2, err := router.NewResourceSet(router.ResourceSetConfig{Name: tt.setName, Handles: func(any) bool { panic("nil label map") }, Resources: []resource.Interface{&funcResource{name: "r"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{v1, v2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := New(Config{Name: "plan", Informer: informertest.New(), ResourceRouter: rt, DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.Plan(context.Background(), object("web", 1, nil), "")
+			var pe *PanicError
+			if !errors.As(err, &pe) || err.Error() != tt.wantMsg || pe.Resource != tt.wantResource || !strings.Contains(string(pe.Stack), "TestPanicInHandlesNamesTheSet") {
+				t.Fatalf("Plan() error = %v (%+v), want %q, a *PanicError of %q with the stack of the panic", err, pe, tt.wantMsg, tt.wantResource)
+			}
+		})
 	}
 }

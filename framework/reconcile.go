@@ -278,16 +278,32 @@ func routeOutcome(err error) outcome {
 }
 
 // route returns the resource set for obj, with a panic in a set's Handles
-// (the user's code) as a *PanicError: the reconciliation then ends like
-// one whose resource panicked (counted, retried with backoff, its status
-// written), not in reconcile's last-resort recover, which writes no status.
-func (f *Framework) route(obj any) (set *router.ResourceSet, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Resource: "router", Value: r, Stack: debug.Stack()}
-		}
-	}()
-	return f.router.ResourceSet(obj)
+// (the user's code, recovered by the router) as a *PanicError naming the
+// set as initCtx's does ("resource set "v1": handles: panic: ..."): the
+// reconciliation then ends like one whose resource panicked (counted,
+// retried with backoff, its status written), not in reconcile's
+// last-resort recover, which writes no status.
+func (f *Framework) route(obj any) (*router.ResourceSet, error) {
+	set, err := f.router.ResourceSet(obj)
+	if err != nil {
+		return nil, handlesPanic(err)
+	}
+	return set, nil
+}
+
+// handlesPanic returns route's error for the router's err: a
+// *router.PanicError as a *PanicError, others as they are. Apart, so that
+// the *router.PanicError that errors.As needs escapes only then.
+func handlesPanic(err error) error {
+	var rp *router.PanicError
+	if !errors.As(err, &rp) {
+		return err
+	}
+	name, label := "#"+strconv.Itoa(rp.Index), "(unnamed)" // label: PanicError.Resource, errors_total's resource
+	if rp.ResourceSet.Name() != "" {
+		name, label = strconv.Quote(rp.ResourceSet.Name()), rp.ResourceSet.Name()
+	}
+	return fmt.Errorf("resource set %s: handles: %w", name, &PanicError{Resource: "resource set " + label, Value: rp.Value, Stack: rp.Stack})
 }
 
 // initCtx is set.InitCtx, with a panic in it as a *PanicError. Its error
@@ -308,8 +324,8 @@ func initCtx(ctx context.Context, set *router.ResourceSet, obj any) (_ context.C
 
 // recovered runs fn and returns a panic in it as a *PanicError naming what,
 // as ensure does for a resource's operation: Plan's step of a resource. (A
-// closure: route and initCtx, which run in every reconciliation, recover
-// on their own.)
+// closure: initCtx, which runs in every reconciliation, recovers on its
+// own, and the router recovers a panic in Handles.)
 func recovered(what string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

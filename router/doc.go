@@ -11,7 +11,9 @@
 //   - [Router.ResourceSet] returns exactly one set or an error: one matching
 //     [ErrNoResourceSet] when no set handles the object (normal when several
 //     operators share a kind), one matching [ErrMultipleResourceSets] when
-//     several do (a bug in the Handles functions). Errors name the object.
+//     several do (a bug in the Handles functions), a [*PanicError] naming
+//     the set when a Handles function panicked. Errors name the object,
+//     or the set that panicked.
 //   - Every Handles function is called once per lookup, in the order of
 //     Config.ResourceSets; a Router is safe for concurrent use when the
 //     Handles functions are.

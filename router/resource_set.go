@@ -162,8 +162,6 @@ func (s *ResourceSet) Resources() []resource.Interface { return s.resources }
 // Name returns ResourceSetConfig.Name; it may be empty.
 func (s *ResourceSet) Name() string { return s.name }
 
-// displayName returns the set's name quoted, or its position in the router
-// when it has none (i < 0: unknown).
 // resourceNames returns the quoted names of the set's resources, comma
 // separated, to tell an unnamed set in an error.
 func (s *ResourceSet) resourceNames() string {
@@ -174,6 +172,8 @@ func (s *ResourceSet) resourceNames() string {
 	return strings.Join(names, ", ")
 }
 
+// displayName returns the set's name quoted, or its position in the router
+// when it has none (i < 0: unknown).
 func (s *ResourceSet) displayName(i int) string {
 	switch {
 	case s.name != "":

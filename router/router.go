@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/go-kit/log"
@@ -91,11 +92,23 @@ func handlesAll(any) bool { return true }
 // ResourceSet returns the one resource set whose Handles returns true for
 // obj. It returns an error matching [ErrNoResourceSet] when there is none and
 // one matching [ErrMultipleResourceSets], naming how many and which, when
-// there are several. Both errors name the object.
-func (r *Router) ResourceSet(obj any) (*ResourceSet, error) {
+// there are several. Both errors name the object. A panic in a set's
+// Handles is recovered and returned as a [*PanicError] naming the set; the
+// sets after it are not asked.
+func (r *Router) ResourceSet(obj any) (_ *ResourceSet, err error) {
+	asking := -1 // the set whose Handles runs
+	defer func() {
+		if asking < 0 {
+			return
+		}
+		if v := recover(); v != nil {
+			err = &PanicError{ResourceSet: r.sets[asking], Index: asking, Value: v, Stack: debug.Stack()}
+		}
+	}()
 	first := -1
 	var matches []int // indexes of all matches, built only once there are two
 	for i, s := range r.sets {
+		asking = i
 		if !s.Handles(obj) {
 			continue
 		}
@@ -108,6 +121,7 @@ func (r *Router) ResourceSet(obj any) (*ResourceSet, error) {
 		}
 		matches = append(matches, i)
 	}
+	asking = -1
 	switch {
 	case first < 0:
 		level.Debug(r.logger).Log("msg", "no resource set handles the object", "object", objectName(obj))

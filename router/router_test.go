@@ -368,3 +368,39 @@ func TestNewResourceSetRejectsInvalidUTF8Name(t *testing.T) {
 		t.Fatalf("Single(invalid UTF-8 name) error = %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestRouterResourceSetRecoversAPanicInHandles: a panic in a set's Handles
+// is returned as a *PanicError naming the set (its name, or its position
+// when it has none) with the panic's value and stack; the sets after it
+// are not asked.
+func TestRouterResourceSetRecoversAPanicInHandles(t *testing.T) {
+	boom := errors.New("nil label map")
+	for _, tt := range []struct{ name, setName, want string }{
+		{name: "named", setName: "v2", want: `resource set "v2": handles: panic: nil label map`},
+		{name: "unnamed", want: `resource set #1: handles: panic: nil label map`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			panics, err := router.NewResourceSet(router.ResourceSetConfig{Name: tt.setName, Handles: func(any) bool { panic(boom) }, Resources: []resource.Interface{newCrud(t, "a")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			asked := false
+			after, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v3", Handles: func(any) bool { asked = true; return true }, Resources: []resource.Interface{newCrud(t, "a")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{versionSet(t, "v1", "1"), panics, after}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := r.ResourceSet(configMap("2"))
+			var pe *router.PanicError
+			if set != nil || !errors.As(err, &pe) || err.Error() != tt.want || pe.ResourceSet != panics || pe.Index != 1 || !errors.Is(err, boom) || !strings.Contains(string(pe.Stack), "TestRouterResourceSetRecoversAPanicInHandles") {
+				t.Fatalf("ResourceSet() = %v, %v (%+v); want the *PanicError %q of set 1 with the stack", set, err, pe, tt.want)
+			}
+			if asked {
+				t.Error("the set after the one that panicked was asked")
+			}
+		})
+	}
+}
