@@ -254,6 +254,9 @@ type Framework struct {
 	state   *objectState
 	// traceSteps is the room each reconciliation's trace is made with.
 	traceSteps int
+	// traceLimit is the most steps a reconciliation's trace holds
+	// (maxLiveSteps).
+	traceLimit int
 
 	bootOnce sync.Once
 	booted   chan struct{}
@@ -404,6 +407,7 @@ func New(config Config) (*Framework, error) {
 		// Framework's own steps (finalizer, status) add a few.
 		f.traceSteps = max(f.traceSteps, 7*len(set.Resources())+4)
 	}
+	f.traceLimit = maxLiveSteps(f.traceSteps)
 	if logDebug {
 		f.debugLogger = level.Debug(f.logger)
 	}

@@ -129,6 +129,7 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key string) (o outcome) {
 	start := time.Now()
 	tr := trace.NewSized(key, start, f.traceSteps)
+	tr.Limit(f.traceLimit)
 
 	var obj any
 	var rv string

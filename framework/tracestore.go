@@ -16,8 +16,21 @@ import (
 )
 
 // MaxStepsPerTrace caps the steps one stored trace keeps; a chain with more
-// steps keeps its first MaxStepsPerTrace-1 and its last one.
+// steps keeps its first MaxStepsPerTrace-1 and its last one, and counts the
+// others in trace.Trace.DroppedSteps (the debug page's text shows a line
+// "(N steps dropped)" where they were). Steps that a resource records into
+// a kept trace after its reconciliation ended count against it too.
 const MaxStepsPerTrace = 64
+
+// maxLiveSteps returns the most steps the trace of a reconciliation in
+// progress holds (trace.Trace.Limit), for a Framework whose longest chain
+// records about traceSteps: twice that, and at least 4*MaxStepsPerTrace,
+// so that only a pathological chain (a resource that records in a loop)
+// reaches it. The failure that ends a reconciliation is found among the
+// steps held.
+func maxLiveSteps(traceSteps int) int {
+	return max(4*MaxStepsPerTrace, 2*traceSteps)
+}
 
 // traceStore keeps the last traces of recently reconciled objects: at most
 // maxObjects objects (least recently reconciled dropped first), at most
@@ -153,9 +166,11 @@ func (s *traceStore) add(key string, tr *trace.Trace) (kept bool) {
 	keep := tr
 	if tr.Len() > MaxStepsPerTrace {
 		snap := tr.Snapshot()
-		n := len(snap.Steps)
-		snap.Steps = append(snap.Steps[:MaxStepsPerTrace-1:MaxStepsPerTrace-1], snap.Steps[n-1])
+		snap.Limit(MaxStepsPerTrace)
+		snap.Steps = append(make([]trace.Step, 0, MaxStepsPerTrace), snap.Steps...)
 		keep = &snap
+	} else {
+		tr.Limit(MaxStepsPerTrace) // for steps recorded after the reconciliation
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -337,7 +352,10 @@ func (l traceLine) String() string {
 	s := l.t.Snapshot()
 	var b strings.Builder
 	fmt.Fprintf(&b, "set=%s result=%s duration=%s", s.ResourceSet, s.Result, s.Duration)
-	for _, st := range s.Steps {
+	for i, st := range s.Steps {
+		if s.DroppedSteps > 0 && i == len(s.Steps)-1 {
+			fmt.Fprintf(&b, " [%d steps dropped]", s.DroppedSteps)
+		}
 		fmt.Fprintf(&b, " [%s %s %s %s]", st.Resource, st.Step, st.Outcome, st.Duration)
 	}
 	return b.String()
@@ -359,7 +377,10 @@ func formatTrace(b *strings.Builder, t trace.Trace) {
 	if t.Error != "" {
 		fmt.Fprintf(b, "  error: %s\n", textField(t.Error))
 	}
-	for _, st := range t.Steps {
+	for i, st := range t.Steps {
+		if t.DroppedSteps > 0 && i == len(t.Steps)-1 {
+			fmt.Fprintf(b, "  (%d steps dropped)\n", t.DroppedSteps)
+		}
 		fmt.Fprintf(b, "  %-24s %-20s %-8s %10s", textField(st.Resource), textField(st.Step), st.Outcome, st.Duration)
 		if st.Error != "" {
 			fmt.Fprintf(b, "  %s", textField(st.Error))

@@ -20,6 +20,12 @@
 // steps run one after the other read the clock once each with
 // [Trace.RecordNext], which returns where the next one starts.
 //
+// Bounds: a Trace keeps every step unless [Trace.Limit] bounds it; then it
+// keeps its first steps and the last one recorded, and counts the steps in
+// between in [Trace.DroppedSteps], so that a chain that records a great
+// many steps, or a resource that goes on recording after its
+// reconciliation ended, takes bounded memory.
+//
 // Keeping traces: a store of the last traces of an object (the framework's)
 // folds a trace into the one before it when both went the same way
 // ([Trace.Fold]): a run of no-op reconciliations takes one place, counted in

@@ -58,7 +58,9 @@ type Trace struct {
 	Start time.Time `json:"start"`
 	// Duration is how long the reconciliation took; set by Finish.
 	Duration time.Duration `json:"duration"`
-	// Steps are the recorded steps in the order they ended.
+	// Steps are the recorded steps in the order they ended: all of them,
+	// or, once the Trace held its limit ([Trace.Limit]), the first ones
+	// and the last (see DroppedSteps).
 	Steps []Step `json:"steps"`
 	// Result is the caller's summary of the outcome, such as "success",
 	// "error" or "requeue"; set by Finish.
@@ -74,6 +76,11 @@ type Trace struct {
 	// FirstStart is the Start of the first of the reconciliations folded
 	// into this Trace; zero when Repeats is 0.
 	FirstStart time.Time `json:"firstStart,omitzero"`
+	// DroppedSteps is how many recorded steps the Trace did not keep,
+	// because it held the most steps [Trace.Limit] allows: they ended
+	// after the second-to-last step of Steps and before the last one.
+	// 0 when every step is in Steps.
+	DroppedSteps int `json:"droppedSteps,omitempty"`
 
 	// mu guards the fields once the Trace is in a context. It is a pointer,
 	// set by NewContext, so that a Trace value from Snapshot can be copied
@@ -82,6 +89,8 @@ type Trace struct {
 	// buf is the pooled buffer Steps was made from by NewSized, until
 	// Compact or Release gives it back; nil otherwise.
 	buf *[]Step
+	// limit is the most steps the Trace holds (Limit); 0: no limit.
+	limit int
 }
 
 // New returns a Trace of object that started at start, ready for
@@ -255,6 +264,40 @@ func (t *Trace) Len() int {
 	return len(t.Steps)
 }
 
+// Limit makes t hold at most n steps, so that a chain that records a great
+// many (a resource that records in a loop, or goes on recording after its
+// reconciliation ended) takes bounded memory: t keeps its first n-1 steps
+// and the last one recorded, each later step taking the last one's place,
+// and counts the others in DroppedSteps. A t with more than n steps is cut
+// so at once. A limit below 1 is 1; a later Limit replaces an earlier one.
+// It does nothing on a nil t and is safe for concurrent use.
+func (t *Trace) Limit(n int) {
+	if t == nil {
+		return
+	}
+	n = max(n, 1)
+	t.lock()
+	defer t.unlock()
+	t.limit = n
+	if k := len(t.Steps); k > n {
+		t.Steps[n-1] = t.Steps[k-1]
+		clear(t.Steps[n:]) // their strings must not outlive them
+		t.Steps = t.Steps[:n]
+		t.DroppedSteps += k - n
+	}
+}
+
+// add appends s to t.Steps, or puts it in the last step's place when t
+// holds its limit. t's lock is held.
+func (t *Trace) add(s Step) {
+	if t.limit > 0 && len(t.Steps) >= t.limit {
+		t.Steps[len(t.Steps)-1] = s
+		t.DroppedSteps++
+		return
+	}
+	t.Steps = append(t.Steps, s)
+}
+
 // NewContext returns a child of ctx carrying t, so that the steps of the
 // reconciliation run with that context are recorded into t. It sets t.Start
 // to the current time when it is zero. Call it before t is shared with other
@@ -309,7 +352,7 @@ func (t *Trace) RecordNext(resource, step string, start time.Time, outcome Outco
 		s.Error = err.Error()
 	}
 	t.lock()
-	t.Steps = append(t.Steps, s)
+	t.add(s)
 	t.unlock()
 	return start.Add(d)
 }
@@ -328,7 +371,7 @@ func (t *Trace) RecordNotRun(resource, step string, outcome Outcome) {
 	if n := len(t.Steps); n > 0 {
 		start = t.Steps[n-1].Start.Add(t.Steps[n-1].Duration)
 	}
-	t.Steps = append(t.Steps, Step{Resource: resource, Step: step, Outcome: outcome, Start: start})
+	t.add(Step{Resource: resource, Step: step, Outcome: outcome, Start: start})
 	t.unlock()
 }
 
@@ -368,8 +411,8 @@ func (t *Trace) Finish(result string, requeueAfter time.Duration, err error) tim
 }
 
 // Snapshot returns a copy of t, with its own Steps slice, taken under t's
-// lock. The copy is a plain value, detached from any context. Snapshot of a
-// nil t returns the zero Trace.
+// lock, and t's limit (Limit). The copy is a plain value, detached from any
+// context. Snapshot of a nil t returns the zero Trace.
 func (t *Trace) Snapshot() Trace {
 	if t == nil {
 		return Trace{}
@@ -387,6 +430,8 @@ func (t *Trace) Snapshot() Trace {
 		Error:        t.Error,
 		Repeats:      t.Repeats,
 		FirstStart:   t.FirstStart,
+		DroppedSteps: t.DroppedSteps,
+		limit:        t.limit,
 	}
 }
 
@@ -405,7 +450,8 @@ func Reconciliations(traces []Trace) int {
 // Fold makes t, a finished Trace, stand also for newer, the finished
 // Trace of the next reconciliation of the same object, when newer went the
 // same way: the same resource set, result, requeue delay and error, and
-// the same steps (resource, step, outcome and error) in the same order.
+// the same steps (resource, step, outcome and error) in the same order,
+// with as many dropped (DroppedSteps).
 // Then t takes newer's times (Start, Duration and the steps' times), counts
 // newer and the reconciliations newer stood for in Repeats, keeps the
 // Start of the first of them in FirstStart, and Fold reports true. When
@@ -426,7 +472,7 @@ func (t *Trace) Fold(newer *Trace) bool {
 	newer.lock()
 	defer newer.unlock()
 	if t.ResourceSet != newer.ResourceSet || t.Result != newer.Result || t.RequeueAfter != newer.RequeueAfter ||
-		t.Error != newer.Error || len(t.Steps) != len(newer.Steps) {
+		t.Error != newer.Error || len(t.Steps) != len(newer.Steps) || t.DroppedSteps != newer.DroppedSteps {
 		return false
 	}
 	for i := range t.Steps {

@@ -515,3 +515,67 @@ func TestNowWhileFolded(t *testing.T) {
 		t.Errorf("Now() = %s, before the trace's start %s", now, t0)
 	}
 }
+
+// TestLimit: a Trace with a limit of n keeps its first n-1 steps and the
+// last one recorded, counts the others in DroppedSteps (in the JSON too),
+// cuts what it held beyond a new limit at once, and folds only into a
+// Trace that dropped as many; recorders from many goroutines keep it so.
+func TestLimit(t *testing.T) {
+	tr := trace.NewSized("ns/a", time.Now(), 4)
+	ctx := trace.NewContext(context.Background(), tr)
+	for i := range 10 {
+		trace.Record(ctx, "r", strings.Repeat("s", i+1), time.Now(), trace.OutcomeDone, nil)
+	}
+	tr.Limit(4)
+	if got := tr.Snapshot(); len(got.Steps) != 4 || got.DroppedSteps != 6 || got.Steps[2].Step != "sss" || got.Steps[3].Step != strings.Repeat("s", 10) {
+		t.Fatalf("after Limit(4) of 10 steps: %d steps, %d dropped, %+v; want the first 3 and the last, 6 dropped", len(got.Steps), got.DroppedSteps, got.Steps)
+	}
+	tr.RecordNotRun("r", "late", trace.OutcomeCanceled)
+	if got := tr.Snapshot(); len(got.Steps) != 4 || got.DroppedSteps != 7 || got.Steps[3].Step != "late" {
+		t.Fatalf("a step past the limit: %d steps, %d dropped, last %q; want 4, 7, late", len(got.Steps), got.DroppedSteps, got.Steps[3].Step)
+	}
+	b, err := json.Marshal(tr.Snapshot())
+	if err != nil || !strings.Contains(string(b), `"droppedSteps":7`) {
+		t.Fatalf("JSON = %s, %v; want droppedSteps", b, err)
+	}
+
+	same := trace.New("ns/a", time.Now())
+	ctx2 := trace.NewContext(context.Background(), same)
+	for range 4 {
+		trace.Record(ctx2, "r", "s", time.Now(), trace.OutcomeDone, nil)
+	}
+	other := trace.New("ns/a", time.Now())
+	ctx3 := trace.NewContext(context.Background(), other)
+	for range 5 {
+		trace.Record(ctx3, "r", "s", time.Now(), trace.OutcomeDone, nil)
+	}
+	other.Limit(4)
+	same2 := trace.New("ns/a", time.Now())
+	ctx4 := trace.NewContext(context.Background(), same2)
+	for range 5 {
+		trace.Record(ctx4, "r", "s", time.Now(), trace.OutcomeDone, nil)
+	}
+	same2.Limit(4)
+	if same.Fold(other) {
+		t.Error("a Trace folded one that dropped a step it did not")
+	}
+	if !other.Fold(same2) {
+		t.Error("a Trace did not fold one with the same steps and as many dropped")
+	}
+
+	conc := trace.New("ns/b", time.Now())
+	conc.Limit(8)
+	ctx5 := trace.NewContext(context.Background(), conc)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				trace.Record(ctx5, "r", "s", time.Now(), trace.OutcomeDone, nil)
+			}
+		})
+	}
+	wg.Wait()
+	if got := conc.Snapshot(); len(got.Steps) != 8 || got.DroppedSteps != 392 {
+		t.Fatalf("400 concurrent steps into a limit of 8: %d kept, %d dropped", len(got.Steps), got.DroppedSteps)
+	}
+}
