@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,7 +93,8 @@ func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, 
 }
 
 // Permissions lists what an operator binary run with opts and fopts needs
-// of the rules of its ClusterRole: every rule's verbs in fopts.Namespace,
+// of the rules of its ClusterRole: every rule's verbs in fopts.Namespace
+// (Preflight checks those on cluster-scoped resources at the cluster scope),
 // only get, list and watch with fopts.DryRun (get too: besides its
 // informers, the Framework reads its object from the API server where its
 // cache cannot tell, such as a deleted object's tombstone, and so does
@@ -141,10 +143,15 @@ type PreflightConfig struct {
 // permission of config (with SelfSubjectAccessReviews, which every
 // authenticated user may create) and that the API server serves
 // config.Served, so that a binary fails at once with one clear line rather
-// than with Forbidden errors later. The error is one line: the server
-// cannot be reached (or rejects the credentials), every missing permission
-// at once ("missing permissions: create events in namespace "demo"; ..."),
-// or the resource not served. A nil restConfig is an error too.
+// than with Forbidden errors later. A permission given in a namespace on a
+// resource that the server's discovery shows cluster-scoped (nodes, a
+// cluster-scoped custom resource) is checked at the cluster scope, as its
+// requests are: a RoleBinding in the namespace cannot grant it, a
+// ClusterRoleBinding can. The error is one line: the server cannot be
+// reached (or rejects the credentials), every missing permission at once
+// ("missing permissions: create events in namespace "demo"; list nodes
+// (cluster-scoped)"), or the resource not served. A nil restConfig is an
+// error too.
 func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightConfig) error {
 	if restConfig == nil {
 		return errors.New("no rest.Config to check (nil)")
@@ -158,8 +165,13 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 	if _, err := client.Discovery().ServerVersion(); err != nil {
 		return reachError(cfg.Host, err)
 	}
+	clusterScoped := clusterScopedResources(client.Discovery(), config.Permissions)
 	var missing []string
 	for _, p := range config.Permissions {
+		scoped := p.Namespace != "" && clusterScoped[schema.GroupResource{Group: p.Group, Resource: p.Resource}]
+		if scoped {
+			p.Namespace = "" // as its requests are: a RoleBinding cannot grant it
+		}
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Namespace: p.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Name: p.Name,
@@ -169,7 +181,11 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 		if err != nil {
 			return reachError(cfg.Host, err)
 		}
-		if !res.Status.Allowed {
+		switch {
+		case res.Status.Allowed:
+		case scoped:
+			missing = append(missing, strings.TrimSuffix(p.String(), " in all namespaces")+" (cluster-scoped)")
+		default:
 			missing = append(missing, p.String())
 		}
 	}
@@ -188,6 +204,33 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 		return fmt.Errorf("the API server at %s does not serve %s: install its CRD", cfg.Host, config.Served.GroupResource())
 	}
 	return nil
+}
+
+// clusterScopedResources returns the resources that the API server's
+// discovery shows cluster-scoped (in any version of their group); nil when
+// perms give none in a namespace. Resources it does not serve (a CRD not
+// installed), and those of groups whose discovery failed (an aggregated
+// API that is down), are not among them: their permissions are checked
+// where they are given, and a server that cannot be reached fails the
+// access reviews that follow.
+func clusterScopedResources(d discovery.DiscoveryInterface, perms []Permission) map[schema.GroupResource]bool {
+	if !slices.ContainsFunc(perms, func(p Permission) bool { return p.Namespace != "" }) {
+		return nil
+	}
+	_, lists, _ := d.ServerGroupsAndResources() // what it found, even with an error
+	scoped := map[schema.GroupResource]bool{}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if !r.Namespaced && !strings.Contains(r.Name, "/") {
+				scoped[schema.GroupResource{Group: gv.Group, Resource: r.Name}] = true
+			}
+		}
+	}
+	return scoped
 }
 
 // servedResource returns the API server's discovery entry of gvr: nil, and

@@ -1,0 +1,73 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	operatorpkg "github.com/operatorkit/operatorkit/operator"
+	"github.com/operatorkit/operatorkit/testenv"
+)
+
+// TestPreflightClusterScopedRuleUnderARoleBinding: an operator run in one
+// namespace (FrameworkOptions.Namespace) whose ClusterRole has a rule on a
+// cluster-scoped resource (here: list nodes) needs that rule bound at the
+// cluster scope: under a RoleBinding in the namespace, its list of nodes
+// is refused. Preflight checked the rule in the namespace, which the
+// RoleBinding grants, and passed; it checks it at the cluster scope now,
+// which discovery tells, and fails naming it, and passes under a
+// ClusterRoleBinding.
+func TestPreflightClusterScopedRuleUnderARoleBinding(t *testing.T) {
+	t.Parallel()
+	own := testenv.New(t, testenv.Options{RBAC: true})
+	admin := kubernetes.NewForConfigOrDie(own.Config())
+	const ns = "scoped"
+	createNamespace(t, admin, ns)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "scoped-operator"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
+	}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const user = "scoped-operator"
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: ns}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := own.UserConfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc := kubernetes.NewForConfigOrDie(cfg)
+	poll(t, "the role binding to take effect", func(ctx context.Context) (bool, error) {
+		_, err := uc.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	// What the operator would meet: its list of nodes is refused.
+	if _, err := uc.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list nodes under a RoleBinding = %v, want Forbidden", err)
+	}
+	perms := operatorpkg.Permissions(role.Rules, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
+	err = operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms})
+	if err == nil || !strings.Contains(err.Error(), "list nodes (cluster-scoped)") || strings.Contains(err.Error(), "configmaps") {
+		t.Fatalf("Preflight() under a RoleBinding = %v, want the one missing permission list nodes (cluster-scoped)", err)
+	}
+
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the cluster role binding to take effect", func(ctx context.Context) (bool, error) {
+		_, err := uc.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err := operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms}); err != nil {
+		t.Fatalf("Preflight() under a ClusterRoleBinding = %v, want nil", err)
+	}
+}
