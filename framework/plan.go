@@ -25,10 +25,19 @@ import (
 type ResourcePlan struct {
 	// Resource is the resource's name.
 	Resource string `json:"resource"`
-	// Create, Update and Delete are the patch parts the resource would apply;
-	// nil when the part is not set.
+	// Create is the create part of the resource's patch (its
+	// NewUpdatePatch's, or NewDeletePatch's when ObjectPlan.Deleting;
+	// crud.Patch.CreateChange): what a reconciliation now would pass to
+	// its ApplyCreateChange, first. nil when the part is not set: nothing
+	// to create.
 	Create any `json:"create,omitempty"`
+	// Update is the update part of the same patch (crud.Patch.UpdateChange):
+	// what a reconciliation now would pass to its ApplyUpdateChange, after
+	// the create. nil when the part is not set: nothing to update.
 	Update any `json:"update,omitempty"`
+	// Delete is the delete part of the same patch (crud.Patch.DeleteChange):
+	// what a reconciliation now would pass to its ApplyDeleteChange, last.
+	// nil when the part is not set: nothing to delete.
 	Delete any `json:"delete,omitempty"`
 	// Unsupported is true for a resource that cannot plan (it is not a crud
 	// resource, nor wraps one); it is skipped, never run.

@@ -57,7 +57,10 @@ type Item struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   Spec   `json:"spec"`
+	// Spec is what the benchmark asks of the Item's ConfigMap.
+	Spec Spec `json:"spec"`
+	// Status is what the contender reports; written through the status
+	// subresource.
 	Status Status `json:"status,omitempty"`
 }
 
@@ -66,6 +69,7 @@ type List struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 
+	// Items are the Items listed.
 	Items []Item `json:"items"`
 }
 

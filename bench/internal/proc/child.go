@@ -15,8 +15,12 @@ import (
 // announces the address it serves on with one line "LISTEN <address>" on
 // its stdout.
 type Child struct {
-	Cmd     *exec.Cmd
-	Addr    string // from the LISTEN line
+	// Cmd is the started command; its Process is the child's.
+	Cmd *exec.Cmd
+	// Addr is the address from the child's LISTEN line.
+	Addr string
+	// LogPath is the file that receives the child's stderr, and its
+	// stdout after the LISTEN line.
 	LogPath string
 	what    string // names the process in errors
 	done    chan struct{}
