@@ -94,6 +94,7 @@ type desired[C Object] struct {
 	one      [1]C // backs children for one child
 }
 
+// Name implements crud.Ops: Config.Name.
 func (o *ops[O, C]) Name() string { return o.config.Name }
 
 // Claim implements resource.Claimer: the children this resource deletes
