@@ -99,7 +99,8 @@ func Typed[C any, W Client[C]](client func(namespace string) W) func(namespace s
 //
 // Optional methods, found by type assertion: Mutation(runtime.Object), to
 // record the answers of writes (informer.Informer.Mutation); GVR(), for
-// Config.Writes; SharedIndexInformer(), so that New adds an event handler
+// Config.Writes and to check that the Cache is of the children's API group;
+// SharedIndexInformer(), so that New adds an event handler
 // that indexes the children by owner, and finding an owner's children does
 // not scan the whole cache.
 type Cache interface {
@@ -151,6 +152,10 @@ type Config[Owner, Child Object] struct {
 	// shared informer of the Child kind (operator.Operator.Informer),
 	// ideally label-filtered on LabelManagedBy=ManagedBy and with a typed
 	// RESTClient; the resource never GETs a child. When Cache has a method
+	// GVR() schema.GroupVersionResource, as informer.Informer does, New
+	// fails when its group is not GVK's (an informer of another group's
+	// resource, such as "cronjobs" of the core group for a CronJob, never
+	// holds the children). When Cache has a method
 	// Selection() (string, labels.Selector), as informer.Informer does, New
 	// fails on a label selector that excludes LabelManagedBy=ManagedBy,
 	// and a child outside the Cache's namespace, or one whose labels as
@@ -343,6 +348,17 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	}
 	if config.OwnerGVK.Empty() {
 		config.OwnerGVK, _ = schemeKind(ownerType) // else from each owner's TypeMeta
+	}
+	if g, ok := config.Cache.(interface {
+		GVR() schema.GroupVersionResource
+	}); ok {
+		// A cache of another API group never holds the children either: the
+		// resource would apply them in every reconciliation, never see them,
+		// and never delete them.
+		if gvr := g.GVR(); gvr.Group != config.GVK.Group {
+			return nil, fmt.Errorf("%w: %T.Cache holds %q of group %q, which never holds this resource's children: they are %s of group %q (GVK)",
+				ErrInvalidConfig, config, gvr.Resource, gvr.Group, config.GVK.Kind, config.GVK.Group)
+		}
 	}
 	if config.Writes != nil && config.Resource.Empty() {
 		g, ok := config.Cache.(interface {

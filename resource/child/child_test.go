@@ -1103,3 +1103,45 @@ func TestWritesToldOfAPanickingWrite(t *testing.T) {
 		t.Fatalf("writes begun %d, settled %d; want 2 and 2", writes.begun, writes.settled)
 	}
 }
+
+// gvrCache is a cache that names the resource it holds, as
+// informer.Informer does.
+type gvrCache struct {
+	*informertest.Informer
+	gvr schema.GroupVersionResource
+}
+
+func (c gvrCache) GVR() schema.GroupVersionResource { return c.gvr }
+
+// TestCacheOfAnotherGroup: a Cache of another API group than the children's
+// kind (an informer of "cronjobs" in the core group, for a CronJob of group
+// batch) fails New naming both, instead of a resource that applies its
+// child in every reconciliation, never sees it, and never deletes it; a
+// Cache of the children's group passes.
+func TestCacheOfAnotherGroup(t *testing.T) {
+	for _, tc := range []struct {
+		gvr     schema.GroupVersionResource
+		wantErr bool
+	}{
+		{gvr: appsv1.SchemeGroupVersion.WithResource("deployments")},
+		{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1beta2", Resource: "deployments"}},
+		{gvr: corev1.SchemeGroupVersion.WithResource("deployments"), wantErr: true},
+		{gvr: corev1.SchemeGroupVersion.WithResource("configmaps"), wantErr: true},
+	} {
+		t.Run(tc.gvr.String(), func(t *testing.T) {
+			_, err := child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{
+				Name: "deployment", Client: newFakeClient[appsv1.Deployment]().For,
+				Cache: gvrCache{Informer: informertest.New(), gvr: tc.gvr},
+				Desired: func(context.Context, *corev1.Secret) (*appsv1.Deployment, error) {
+					return desiredDeployment(1, "nginx"), nil
+				},
+			})
+			switch {
+			case tc.wantErr && (!errors.Is(err, child.ErrInvalidConfig) || !strings.Contains(err.Error(), `Cache holds "`+tc.gvr.Resource+`" of group ""`) || !strings.Contains(err.Error(), `Deployment of group "apps"`)):
+				t.Errorf("New() error = %v, want ErrInvalidConfig naming the Cache's resource and group and the children's", err)
+			case !tc.wantErr && err != nil:
+				t.Errorf("New() error = %v, want none", err)
+			}
+		})
+	}
+}
