@@ -483,9 +483,11 @@ func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 
 // Get returns the cached object with the key "namespace/name" (just "name"
 // for cluster-scoped objects); exists is false when there is none. The
-// object is an *unstructured.Unstructured unless Config.Transform returns
-// something else. It belongs to the cache: never modify it; DeepCopy it
-// first.
+// object is of ObjectType's type with RESTConfig or RESTClient (with
+// RESTConfig, an object of a custom resource that the type cannot hold is
+// an *unstructured.Unstructured), an *unstructured.Unstructured with
+// Client, or what Config.Transform returns. It belongs to the cache: never
+// modify it; DeepCopy it first.
 func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 	if m := i.mutations.Load(); m != nil {
 		return i.getMutated(m, key)
@@ -584,8 +586,8 @@ func (i *Informer) mutationCache() cache.MutationCache {
 	return i.mutations.Load().cache
 }
 
-// List returns every cached object, in no particular order. The objects
-// belong to the cache: never modify them.
+// List returns every cached object, in no particular order, of the types
+// Get returns. The objects belong to the cache: never modify them.
 func (i *Informer) List() []any { return i.informer.GetIndexer().List() }
 
 // AddEventHandler registers h and returns its registration, which

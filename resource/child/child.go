@@ -93,7 +93,8 @@ func Typed[C any, W Client[C]](client func(namespace string) W) func(namespace s
 // children from: *informer.Informer and *operator.SharedInformer (the
 // operator's shared informers) and informertest.Informer implement it. Get
 // returns the object "namespace/name", List every object. The objects may be
-// of the Child type (an informer with a typed RESTClient, recommended) or
+// of the Child type (a typed informer, recommended: Operator.Informer with
+// informer.Config.ObjectType set to an empty Child) or
 // *unstructured.Unstructured (a dynamic informer), which the resource
 // converts on each read.
 //
@@ -150,18 +151,19 @@ type Config[Owner, Child Object] struct {
 	Client func(namespace string) Client[Child]
 	// Cache holds the current children. Required. Give the operator's
 	// shared informer of the Child kind (operator.Operator.Informer),
-	// ideally label-filtered on LabelManagedBy=ManagedBy and with a typed
-	// RESTClient; the resource never GETs a child. When Cache has a method
-	// GVR() schema.GroupVersionResource, as informer.Informer does, New
-	// fails when its group is not GVK's (an informer of another group's
-	// resource, such as "cronjobs" of the core group for a CronJob, never
-	// holds the children). When Cache has a method
-	// Selection() (string, labels.Selector), as informer.Informer does, New
-	// fails on a label selector that excludes LabelManagedBy=ManagedBy,
-	// and a child outside the Cache's namespace, or one whose labels as
-	// written the selector does not select (such as a sharded child
-	// without its owner's shard label: see OwnerLabels), is a permanent
-	// error of the step: either would be applied in every reconciliation.
+	// ideally label-filtered on LabelManagedBy=ManagedBy and typed
+	// (informer.Config.ObjectType); the resource never GETs a child. When
+	// Cache has a method GVR() schema.GroupVersionResource, as
+	// informer.Informer does, New fails when its group is not GVK's (an
+	// informer of another group's resource, such as "cronjobs" of the core
+	// group for a CronJob, never holds the children). When Cache has a
+	// method Selection() (string, labels.Selector), as informer.Informer
+	// does, New fails on a label selector that excludes
+	// LabelManagedBy=ManagedBy, and a child outside the Cache's namespace,
+	// or one whose labels as written the selector does not select (such
+	// as a sharded child without its owner's shard label: see
+	// OwnerLabels), is a permanent error of the step: either would be
+	// applied in every reconciliation.
 	Cache Cache
 
 	// Desired returns the one child owner should have, or a nil Child for
