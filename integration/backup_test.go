@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
@@ -59,7 +58,6 @@ func (b *Backup) DeepCopyObject() runtime.Object {
 
 const (
 	backupOperator   = "backup-operator"
-	backupBySecret   = "secret"                         // index of the Backups by the key of their Secret
 	backupSecretHash = "backup.example.com/secret-hash" // on the CronJob's pods: a new Secret rolls them
 )
 
@@ -97,13 +95,6 @@ func runBackupOperator(t *testing.T, ns string, crd *apiextensionsv1.CustomResou
 	}
 	backups, err := op.Informer(informer.Config{GVR: gvr, ObjectType: &Backup{}, Namespace: ns})
 	must(t, err)
-	// Which Backups reference a Secret: an index of our own, for Watches.
-	must(t, backups.SharedIndexInformer().AddIndexers(cache.Indexers{backupBySecret: func(obj any) ([]string, error) {
-		if b, ok := obj.(*Backup); ok {
-			return []string{b.Namespace + "/" + b.Spec.SecretName}, nil
-		}
-		return nil, nil
-	}}))
 	secrets := inf("secrets", &corev1.Secret{}, "")
 	configMaps := inf("configmaps", &corev1.ConfigMap{}, child.LabelManagedBy+"="+backupOperator)
 	cronJobs, err := op.Informer(informer.Config{GVR: batchv1.SchemeGroupVersion.WithResource("cronjobs"), ObjectType: &batchv1.CronJob{},
@@ -151,15 +142,10 @@ func runBackupOperator(t *testing.T, ns string, crd *apiextensionsv1.CustomResou
 	kind := schema.GroupKind{Group: gvr.Group, Kind: "Backup"}
 	must(t, op.Owns(f, kind, configMaps))
 	must(t, op.Owns(f, kind, cronJobs))
-	must(t, op.Watches(f, secrets, func(obj any) []string {
-		s := obj.(*corev1.Secret)
-		referrers, _ := backups.SharedIndexInformer().GetIndexer().ByIndex(backupBySecret, s.Namespace+"/"+s.Name)
-		keys := make([]string, 0, len(referrers))
-		for _, b := range referrers {
-			key, _ := cache.MetaNamespaceKeyFunc(b)
-			keys = append(keys, key)
-		}
-		return keys
+	// A Backup refers to its Secret: the Secret's events wake it.
+	must(t, op.References(f, secrets, func(obj any) []string {
+		b := obj.(*Backup)
+		return []string{b.Namespace + "/" + b.Spec.SecretName}
 	}))
 	stop, _ := runOperator(op)
 	t.Cleanup(func() { must(t, stop()) })
@@ -184,7 +170,7 @@ func must(t *testing.T, err error) {
 // TestBackupOperator runs an operator of another shape than the guide's:
 // a Backup whose CronJob waits for its Secret (Ready False, a Warning
 // event), follows a change of the Secret (which it does not own, through
-// Watches), waits for its last run (ReadyWhen), and goes with its children.
+// References), waits for its last run (ReadyWhen), and goes with its children.
 func TestBackupOperator(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)

@@ -44,7 +44,7 @@
 //     rest.Config: no scheme, no AddToScheme, no conversion from a map.
 //     Without ObjectType it reads *unstructured.Unstructured through the
 //     dynamic client.
-//   - Child watches: [Operator.Owns] and [Operator.Watches] skip resyncs and
+//   - Child watches: [Operator.Owns], [Operator.References] and [Operator.Watches] skip resyncs and
 //     the echoes of the operator's own writes (see below); a handler of
 //     your own that calls framework.Framework.Enqueue gets the same from
 //     [OwnWrites.Filter].
@@ -156,8 +156,10 @@
 // the number of Frameworks. A Framework booted on a SharedInformer does not
 // run it a second time: Run does, once.
 //
-// Child watches: Owns enqueues a child's controller owner; Watches enqueues
-// what a map function returns. Neither enqueues on a resync (the owner's
+// Child watches: Owns enqueues a child's controller owner; References
+// enqueues the objects that refer to the object that changed (by an index of
+// what each refers to); Watches enqueues what a map function returns. None
+// enqueues on a resync (the owner's
 // own informer resyncs it) nor on the echo of the operator's own write
 // (announced with OwnWrites.Begin by whatever wrote it), nor on the delete
 // event of the operator's own delete (OwnWrites.BeginDelete; not when
