@@ -154,3 +154,54 @@ func TestDeleteRightAfterCreate(t *testing.T) {
 		t.Errorf("delete requests = %d, want 2 (the delete, then one that found the child gone)", client.deleteCalls)
 	}
 }
+
+// TestNoOpReconcileAllocations: a reconciliation of an owner whose one
+// child is in sync allocates, besides what Desired allocates, once (the
+// cache key of the child): neither state is an allocation of its own (the
+// state of one child is the child), as BenchmarkNoOpReconcileInformer
+// reports; a change that adds one on this path fails here rather than only
+// in a benchmark's figures.
+func TestNoOpReconcileAllocations(t *testing.T) {
+	src := fcache.NewFakeControllerSource()
+	defer src.Shutdown()
+	w := owner()
+	cm := benchConfigMap(w)
+	cm.Labels[child.LabelManagedBy] = "test"
+	cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: w.Name, UID: w.UID, Controller: new(true), BlockOwnerDeletion: new(true)}}
+	cm.UID, cm.ResourceVersion = "cm-uid", "1"
+	src.Add(cm)
+	inf := cache.NewSharedIndexInformer(src, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	// Desired returns one object, made once, so that the figure is the
+	// resource's own: nothing is written, so nothing changes it.
+	desired := benchConfigMap(w)
+	r, err := child.New(child.Config[*corev1.Secret, *corev1.ConfigMap]{
+		Name:         "configmap",
+		Client:       newFakeClient[corev1.ConfigMap]().For,
+		Cache:        informerCache{inf},
+		FieldManager: "test",
+		Desired: func(context.Context, *corev1.Secret) (*corev1.ConfigMap, error) {
+			return desired, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return child.OwnerIndexSynced(r), nil
+	})
+	if err != nil {
+		t.Fatal("the owner index did not sync")
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := r.EnsureCreated(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("a no-op reconciliation allocates %.2f times besides Desired, want at most 1", allocs)
+	}
+}

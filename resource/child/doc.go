@@ -156,7 +156,10 @@
 // A reconciliation that writes nothing costs, beyond Desired itself, one
 // cache lookup, one index lookup and a reflection walk of the fields the
 // desired object sets (BenchmarkNoOpReconcile: about 0.8 to 1.9 µs more
-// than a hand-written crud resource for a ConfigMap, with as many
-// allocations and fewer bytes); it returns no patch when nothing is to be
-// applied.
+// than a hand-written crud resource for a ConfigMap, with fewer
+// allocations and bytes: 7 and 984 B against 9 and 1,104 B, most of them
+// Desired's); it returns no patch when nothing is to be applied. Its own
+// allocation is the cache key of the child: the current and the desired
+// state of an owner with one child are that child, no allocation of their
+// own.
 package child

@@ -82,16 +82,18 @@ func (o *ops[O, C]) ownerAPIVersionOf(gv schema.GroupVersion) string {
 
 var _ crud.Ops = (*ops[*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata])(nil)
 
-// current is the current state: the children of the owner the cache holds.
+// current is the current state, the children of the owner the cache
+// holds, when there are none or more than one: an owner's one child is the
+// state itself, a C, which costs no allocation (see states).
 type current[C Object] struct {
 	owned []C
-	one   [1]C // backs owned for an owner with one child
 }
 
-// desired is the desired state; nil while the owner is being deleted.
+// desired is the desired state when it is not one child (a C, as for
+// current): no child, or DesiredSet's children; nil while the owner is
+// being deleted.
 type desired[C Object] struct {
 	children []C
-	one      [1]C // backs children for one child
 }
 
 // Name implements crud.Ops: Config.Name.
@@ -132,23 +134,22 @@ func (o *ops[O, C]) GetCurrentState(_ context.Context, obj any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur := &current[C]{}
-	cur.owned = cur.one[:0]
+	var cs childSet[C]
 	uid := w.GetUID()
 	if uid == "" {
-		return cur, nil
+		return cs.state(), nil
 	}
 	add := func(m metav1.Object) error {
 		c, err := o.typed(m)
 		if err == nil {
-			cur.owned = append(cur.owned, c)
+			cs.add(c)
 		}
 		return err
 	}
 	if o.owners != nil {
 		if first, more, complete := o.owners.children(uid); complete {
 			if first == nil {
-				return cur, nil
+				return cs.state(), nil
 			}
 			if err := add(first); err != nil {
 				return nil, err
@@ -158,7 +159,7 @@ func (o *ops[O, C]) GetCurrentState(_ context.Context, obj any) (any, error) {
 					return nil, err
 				}
 			}
-			return cur, nil
+			return cs.state(), nil
 		}
 	}
 	for _, x := range o.config.Cache.List() {
@@ -168,7 +169,39 @@ func (o *ops[O, C]) GetCurrentState(_ context.Context, obj any) (any, error) {
 			}
 		}
 	}
-	return cur, nil
+	return cs.state(), nil
+}
+
+// childSet collects the children of an owner for GetCurrentState: the
+// first in one, all of them in all once there is a second.
+type childSet[C Object] struct {
+	n   int
+	one C
+	all *current[C]
+}
+
+func (s *childSet[C]) add(c C) {
+	switch s.n {
+	case 0:
+		s.one = c
+	case 1:
+		s.all = &current[C]{owned: []C{s.one, c}}
+	default:
+		s.all.owned = append(s.all.owned, c)
+	}
+	s.n++
+}
+
+// state returns the current state of the children added: the one child
+// itself, a C, or a *current[C] for none or several (see states).
+func (s *childSet[C]) state() any {
+	switch s.n {
+	case 0:
+		return &current[C]{}
+	case 1:
+		return s.one
+	}
+	return s.all
 }
 
 // typed returns a cached object as a C.
@@ -217,26 +250,39 @@ func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
 	if w.GetDeletionTimestamp() != nil {
 		return (*desired[C])(nil), nil
 	}
-	des := &desired[C]{}
-	var children []C
-	if o.config.Desired != nil {
-		c, err := o.config.Desired(ctx, w)
+	if o.config.Desired == nil {
+		children, err := o.config.DesiredSet(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		if !reflect.ValueOf(c).IsNil() {
-			des.one[0] = c
-			children = des.one[:]
-		}
-	} else {
-		children, err = o.config.DesiredSet(ctx, w)
-		if err != nil {
+		if err := o.check(w, children); err != nil {
 			return nil, err
 		}
+		return &desired[C]{children: children}, nil
 	}
-	ref, err := o.ownerReference(w)
+	c, err := o.config.Desired(ctx, w)
 	if err != nil {
 		return nil, err
+	}
+	if reflect.ValueOf(c).IsNil() {
+		if err := o.check(w, nil); err != nil {
+			return nil, err
+		}
+		return &desired[C]{}, nil // none: a child of the owner is deleted
+	}
+	if err := o.check(w, []C{c}); err != nil {
+		return nil, err
+	}
+	return c, nil // one child: the state is the child itself (see states)
+}
+
+// check checks children, the desired children of owner w, and sets their
+// namespace (prepare); it fails for an owner that no controller reference
+// can name, also when children is empty.
+func (o *ops[O, C]) check(w O, children []C) error {
+	ref, err := o.ownerReference(w)
+	if err != nil {
+		return err
 	}
 	var names map[string]bool
 	if len(children) > 1 {
@@ -244,23 +290,22 @@ func (o *ops[O, C]) GetDesiredState(ctx context.Context, obj any) (any, error) {
 	}
 	for i, c := range children {
 		if reflect.ValueOf(c).IsNil() {
-			return nil, o.invalid(w, fmt.Sprintf("#%d", i), "is nil")
+			return o.invalid(w, fmt.Sprintf("#%d", i), "is nil")
 		}
 		if err := o.prepare(w, c, ref); err != nil {
-			return nil, err
+			return err
 		}
 		if names != nil {
 			// By namespace and name: a cluster-scoped owner's children
 			// of one name in two namespaces are two children.
 			key := childName(c)
 			if names[key] {
-				return nil, o.invalid(w, key, "is in the desired set twice")
+				return o.invalid(w, key, "is in the desired set twice")
 			}
 			names[key] = true
 		}
 	}
-	des.children = children
-	return des, nil
+	return nil
 }
 
 // prepare checks the desired child c of owner w and sets its namespace;
@@ -360,22 +405,23 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 	if err != nil {
 		return nil, err
 	}
-	cur, des, err := o.states(currentState, desiredState)
-	if err != nil || des == nil {
+	var one [2]C // backs owned and children when a state is one child
+	owned, children, ok, err := o.states(currentState, desiredState, &one)
+	if err != nil || !ok {
 		return nil, err
 	}
-	// The controller reference again rather than kept in des: building it
-	// allocates nothing, and keeping it would add 80 bytes to every
-	// reconciliation's desired state.
+	// The controller reference again rather than kept in the desired
+	// state: building it allocates nothing, and keeping it would add 80
+	// bytes to every reconciliation's desired state.
 	var ref metav1.OwnerReference
-	if len(des.children) > 0 {
+	if len(children) > 0 {
 		if ref, err = o.ownerReference(w); err != nil {
 			return nil, err
 		}
 	}
 	var creates, updates, deletes Changes
 	var waits []string
-	for _, d := range des.children {
+	for _, d := range children {
 		c, err := o.lookup(d.GetNamespace(), d.GetName())
 		if err != nil {
 			return nil, err
@@ -411,10 +457,10 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 			updates = append(updates, change)
 		}
 	}
-	for _, c := range cur.owned {
+	for _, c := range owned {
 		// One that is terminating (finalizers hold its delete) is not
 		// deleted again: its delete event wakes the owner when it goes.
-		if !des.names(c.GetNamespace(), c.GetName()) && !o.terminating(c) {
+		if !namedIn(children, c.GetNamespace(), c.GetName()) && !o.terminating(c) {
 			deletes = append(deletes, o.deleteChange(c))
 		}
 	}
@@ -474,13 +520,14 @@ func (o *ops[O, C]) terminating(c C) bool {
 // NewDeletePatch deletes every child of the owner that the cache holds, but
 // those terminating already.
 func (o *ops[O, C]) NewDeletePatch(_ context.Context, _, currentState, _ any) (*crud.Patch, error) {
-	cur, _, err := o.states(currentState, nil)
+	var one [2]C
+	owned, _, _, err := o.states(currentState, nil, &one)
 	if err != nil {
 		return nil, err
 	}
 	patch := crud.NewPatch()
 	var deletes Changes
-	for _, c := range cur.owned {
+	for _, c := range owned {
 		if !o.terminating(c) {
 			deletes = append(deletes, o.deleteChange(c))
 		}
@@ -491,25 +538,42 @@ func (o *ops[O, C]) NewDeletePatch(_ context.Context, _, currentState, _ any) (*
 	return patch, nil
 }
 
-func (o *ops[O, C]) states(currentState, desiredState any) (*current[C], *desired[C], error) {
-	cur, ok := currentState.(*current[C])
-	if !ok || cur == nil {
-		return nil, nil, fmt.Errorf("resource %s: current state is %T, want %T", o.config.Name, currentState, cur)
+// states returns the children of the current state (GetCurrentState's),
+// those of the desired state (GetDesiredState's), and whether there is a
+// desired state: false for a nil desiredState, and while the owner is being
+// deleted. A state that is one child, a C, is returned in a slice backed by
+// one (owned by one[0], children by one[1]), which the caller keeps on its
+// stack.
+func (o *ops[O, C]) states(currentState, desiredState any, one *[2]C) (owned, children []C, ok bool, err error) {
+	if c, isOne := currentState.(C); isOne && !reflect.ValueOf(c).IsNil() {
+		one[0] = c
+		owned = one[:1:1]
+	} else if cur, isCur := currentState.(*current[C]); isCur && cur != nil {
+		owned = cur.owned
+	} else {
+		return nil, nil, false, fmt.Errorf("resource %s: current state is %T, want %T or %T", o.config.Name, currentState, cur, c)
 	}
 	if desiredState == nil {
-		return cur, nil, nil
+		return owned, nil, false, nil
 	}
-	des, ok := desiredState.(*desired[C])
-	if !ok {
-		return nil, nil, fmt.Errorf("resource %s: desired state is %T, want %T", o.config.Name, desiredState, des)
+	if c, isOne := desiredState.(C); isOne && !reflect.ValueOf(c).IsNil() {
+		one[1] = c
+		return owned, one[1:2:2], true, nil
 	}
-	return cur, des, nil
+	des, isDes := desiredState.(*desired[C])
+	if !isDes {
+		return nil, nil, false, fmt.Errorf("resource %s: desired state is %T, want %T or %T", o.config.Name, desiredState, des, one[1])
+	}
+	if des == nil {
+		return owned, nil, false, nil
+	}
+	return owned, des.children, true, nil
 }
 
-// names reports whether d names the child namespace/name (a cluster-scoped
-// owner's children may be in several namespaces).
-func (d *desired[C]) names(namespace, name string) bool {
-	for _, c := range d.children {
+// namedIn reports whether children names the child namespace/name (a
+// cluster-scoped owner's children may be in several namespaces).
+func namedIn[C Object](children []C, namespace, name string) bool {
+	for _, c := range children {
 		if c.GetName() == name && c.GetNamespace() == namespace {
 			return true
 		}
