@@ -39,12 +39,16 @@ var allResults = []string{
 // label.
 type metrics struct {
 	reconciliations *prometheus.CounterVec // result
-	duration        prometheus.Observer
-	errors          *prometheus.CounterVec // resource, step
-	panics          prometheus.Counter
-	lastSuccess     prometheus.Gauge
-	eventsFiltered  prometheus.Counter
-	watchErrors     prometheus.Counter
+	// byResult holds the counter of each result of allResults, in that
+	// order, looked up once: observe then neither hashes the labels nor
+	// searches the vector's map.
+	byResult       []prometheus.Counter
+	duration       prometheus.Observer
+	errors         *prometheus.CounterVec // resource, step
+	panics         prometheus.Counter
+	lastSuccess    prometheus.Gauge
+	eventsFiltered prometheus.Counter
+	watchErrors    prometheus.Counter
 	// states reports the stuck-object gauges of the Framework while it
 	// runs.
 	states *stateCollector
@@ -105,8 +109,10 @@ func newMetrics(controller string, reg prometheus.Registerer) (*metrics, workque
 		eventsFiltered:  filtered.With(cl),
 		watchErrors:     watchErrors.With(cl),
 	}
-	for _, r := range allResults {
-		m.reconciliations.WithLabelValues(r).Add(0)
+	m.byResult = make([]prometheus.Counter, len(allResults))
+	for i, r := range allResults {
+		m.byResult[i] = m.reconciliations.WithLabelValues(r)
+		m.byResult[i].Add(0)
 	}
 	// Shared with the Frameworks of the same name on reg, as the counters
 	// are: the one registered first would report only its own Framework.
@@ -121,8 +127,20 @@ func newMetrics(controller string, reg prometheus.Registerer) (*metrics, workque
 }
 
 func (m *metrics) observe(result string, d time.Duration) {
-	m.reconciliations.WithLabelValues(result).Inc()
+	m.reconciliationsOf(result).Inc()
 	m.duration.Observe(d.Seconds())
+}
+
+// reconciliationsOf returns the reconciliations counter of result: one of
+// byResult (ResultSuccess, the most common, is the first), or the vector's
+// for a result allResults does not name.
+func (m *metrics) reconciliationsOf(result string) prometheus.Counter {
+	for i, r := range allResults {
+		if r == result {
+			return m.byResult[i]
+		}
+	}
+	return m.reconciliations.WithLabelValues(result)
 }
 
 func (m *metrics) countError(resource, step string) {
