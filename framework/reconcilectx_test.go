@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -162,5 +163,16 @@ func TestReconcileContextValues(t *testing.T) {
 		if l := conditioncontext.List(ctx); len(l) != 1 || l[0].Type != "Mine" {
 			t.Errorf("%s: conditions set = %v, want Mine", name, l)
 		}
+	}
+}
+
+// TestReconcileContextSize: every reconciliation allocates its context, so
+// its size is what a no-op costs: it stays within the allocator's size
+// class of 192 bytes (the next is 208). A field added to it, or to the
+// signals it holds (signal.Signals), fails here rather than only in a
+// benchmark's B/op.
+func TestReconcileContextSize(t *testing.T) {
+	if n := unsafe.Sizeof(reconcileContext{}); n > 192 {
+		t.Errorf("reconcileContext is %d bytes, want at most 192", n)
 	}
 }

@@ -27,6 +27,8 @@ const (
 	UpdateAllowed
 	DeletionAllowed
 	UpdateNecessary
+	// The keys of the signals that are not flags come last: Signals
+	// holds a Flag for each key below Requeue only.
 	Requeue         // a *Duration
 	ResourceVersion // a *Version; all others are a *Flag
 	numKeys
@@ -234,7 +236,7 @@ func (c *versionCtx) Value(k any) any {
 // that they cost neither an allocation nor a context layer of their own. The
 // zero value is ready; it must not be copied after first use.
 type Signals struct {
-	flags [numKeys]Flag // indexed by Key; the Requeue and ResourceVersion slots are unused
+	flags [Requeue]Flag // indexed by Key; the ResourceCanceled slot is unused
 	dur   Duration
 	v     Version
 }
