@@ -172,10 +172,12 @@
 //   - Cost of a reconciliation that changes nothing: the Framework's own
 //     work is a handful of allocations (one context that carries the
 //     reconciliation's signals, trace and conditions in its own fields, the
-//     trace's head, a fresh resource-canceled signal per resource, the
-//     queue's; with Config.Conditions the status state only when a
-//     resource asks for the conditions or the object does not already
-//     show the outcome), one clock read
+//     trace's head, a fresh resource-canceled signal per resource; none in
+//     the work queue, whose FIFO is a ring buffer that keeps its room
+//     (client-go's default reallocates its slice as keys pass through,
+//     about 36 bytes per key); with Config.Conditions the status state
+//     only when a resource asks for the conditions or the object does not
+//     already show the outcome), one clock read
 //     per step (a step starts where the one before it ended), no timer (the
 //     reconcile timeout's timer is made only when something waits on the
 //     context's Done, as a client call does), and no log line built unless

@@ -491,9 +491,20 @@ func (f *Framework) Boot(ctx context.Context) error {
 		return fmt.Errorf("framework %s: Boot called twice", f.name)
 	}
 	logger := f.logger
+	// client-go's queue, as NewTypedRateLimitingQueueWithConfig makes it,
+	// with a ring buffer for its FIFO (ringQueue).
 	queue := workqueue.NewTypedRateLimitingQueueWithConfig(f.limiter, workqueue.TypedRateLimitingQueueConfig[string]{
 		Name:            f.name,
 		MetricsProvider: f.provider,
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Name:            f.name,
+			MetricsProvider: f.provider,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
+				Name:            f.name,
+				MetricsProvider: f.provider,
+				Queue:           &ringQueue{},
+			}),
+		}),
 	})
 	// Runs after the workers stopped (wg.Wait below).
 	defer f.stopQueue(queue)

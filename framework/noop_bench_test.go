@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,4 +126,57 @@ func noOpReconciler(b testing.TB, conditions bool, objects int) func(i int) outc
 		}
 	}
 	return func(i int) outcome { return run(keys[i%len(keys)]) }
+}
+
+// BenchmarkNoOpReconciliationQueued is BenchmarkNoOpReconciliation through
+// the work queue, as a resync or bench/'s steady phase runs it: 1,000 steady
+// objects enqueued (Framework.Enqueue) and reconciled by a booted
+// Framework's worker, over one resource that does nothing, with
+// Conditions. It adds to the reconciliation the queue's work and the
+// hand-off to the worker.
+func BenchmarkNoOpReconciliationQueued(b *testing.B) {
+	var wg sync.WaitGroup
+	r := &funcResource{name: "noop", create: func(ctx context.Context, obj any) error { wg.Done(); return nil }}
+	set, _ := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{r}})
+	rt, _ := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	inf := informertest.New()
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: rt, Resource: thingsGVR,
+		Client: newStatusServer(object("a", 1, nil)).client(), Conditions: true, Workers: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, 1000)
+	for i := range keys {
+		obj := &typedWithStatus{}
+		obj.APIVersion, obj.Kind = "test.operatorkit.io/v1", "Thing"
+		obj.Namespace, obj.Name, obj.Generation, obj.ResourceVersion = "ns", fmt.Sprintf("a%05d", i), 3, "7"
+		obj.Finalizers = []string{f.finalizer}
+		obj.Status.ObservedGeneration = 3
+		obj.Status.Conditions = []metav1.Condition{
+			{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: readyMessageOf("v1"), ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)},
+		}
+		wg.Add(1)
+		if err := inf.Add(runtime.Object(obj)); err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = "ns/" + obj.Name
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.Boot(ctx) }()
+	wg.Wait()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(len(keys), b.N-done)
+		wg.Add(n)
+		for _, k := range keys[:n] {
+			f.Enqueue(k)
+		}
+		wg.Wait()
+		done += n
+	}
+	b.StopTimer()
+	cancel()
+	<-stopped
 }
