@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,13 @@ type fieldInfo struct {
 type structInfo struct {
 	fields []fieldInfo
 	byName map[string]int // JSON name -> index in fields
+	// owned are the indexes in fields of the ownedMeta fields, which are
+	// all the comparison reads of metadata (meta).
+	owned []int
+	// metadata is the structInfo of the type of the field "metadata", set
+	// by meta on first use, so that the comparison of every object does
+	// not look it up again.
+	metadata atomic.Pointer[structInfo]
 }
 
 var structInfos sync.Map // reflect.Type -> *structInfo
@@ -120,6 +128,9 @@ func infoOf(t reflect.Type) *structInfo {
 			fi.mergeSet = fi.mergeKey == ""
 		}
 		fi.ownedMeta, fi.skipTop = ownedMeta[fi.name], skipTop[fi.name]
+		if fi.ownedMeta {
+			si.owned = append(si.owned, len(si.fields))
+		}
 		si.byName[fi.name] = len(si.fields)
 		si.fields = append(si.fields, fi)
 	}
@@ -669,7 +680,7 @@ func diffObject(desired, current reflect.Value, first bool) (fields []Field, mor
 		f := &si.fields[i]
 		if f.inline || f.skipTop {
 			if f.name == "metadata" {
-				d.meta(f, desired, current)
+				d.meta(si, f, desired, current)
 			}
 			continue
 		}
@@ -685,7 +696,9 @@ func diffObject(desired, current reflect.Value, first bool) (fields []Field, mor
 // by every comparison.
 var differs = sync.Pool{New: func() any { return &differ{path: make([]segment, 0, 16)} }}
 
-func (d *differ) meta(f *fieldInfo, desired, current reflect.Value) {
+// meta compares the owned fields of the metadata field f of parent, the
+// struct type of desired and current.
+func (d *differ) meta(parent *structInfo, f *fieldInfo, desired, current reflect.Value) {
 	dm := reflect.Indirect(desired.Field(f.index))
 	var cm reflect.Value
 	if current.IsValid() {
@@ -693,12 +706,13 @@ func (d *differ) meta(f *fieldInfo, desired, current reflect.Value) {
 	}
 	d.push(segment{name: "metadata"})
 	defer d.pop()
-	si := infoOf(dm.Type())
-	for i := range si.fields {
-		mf := &si.fields[i]
-		if mf.ownedMeta {
-			d.field(mf, dm, cm)
-		}
+	si := parent.metadata.Load()
+	if si == nil {
+		si = infoOf(dm.Type())
+		parent.metadata.Store(si)
+	}
+	for _, i := range si.owned {
+		d.field(&si.fields[i], dm, cm)
 	}
 }
 
