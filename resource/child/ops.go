@@ -52,7 +52,8 @@ type ops[O, C Object] struct {
 	unstructuredCache atomic.Bool
 	// ownerAPIVersion is the apiVersion string of the owner's
 	// GroupVersion last seen, so that building the owner reference does
-	// not format it again for every reconciliation.
+	// not format it again for every reconciliation, nor parse again the
+	// apiVersion of a typed owner (TypeMeta) without Config.OwnerGVK.
 	ownerAPIVersion atomic.Pointer[apiVersionOf]
 	// secret is set for Secret children: a Change names the data fields
 	// that differ, not their values.
@@ -63,10 +64,12 @@ type ops[O, C Object] struct {
 	clusterScoped atomic.Bool
 }
 
-// apiVersionOf is a GroupVersion with its string.
+// apiVersionOf is a GroupVersion with its string, and the apiVersion of a
+// typed owner it was parsed from ("" when it was not).
 type apiVersionOf struct {
-	gv schema.GroupVersion
-	s  string
+	gv  schema.GroupVersion
+	s   string
+	raw string
 }
 
 // ownerAPIVersionOf returns gv.String(), formatted once for the owners' usual
@@ -371,20 +374,46 @@ func previousOwner(ctrl *metav1.OwnerReference, ref metav1.OwnerReference) bool 
 	return err == nil && cg.Group == rg.Group
 }
 
+// ownerKind returns the apiVersion and kind of the controller reference to
+// w: Config.OwnerGVK's, else w's own; an empty apiVersion when there is
+// no version.
+func (o *ops[O, C]) ownerKind(w O) (apiVersion, kind string) {
+	if gvk := o.config.OwnerGVK; !gvk.Empty() {
+		return o.ownerAPIVersionOf(gvk.GroupVersion()), gvk.Kind // New checked its version
+	}
+	k := w.GetObjectKind()
+	if tm, ok := k.(*metav1.TypeMeta); ok {
+		// A typed owner: its apiVersion as the last one's is not parsed
+		// again (what GroupVersionKind does).
+		if last := o.ownerAPIVersion.Load(); last != nil && last.raw != "" && last.raw == tm.APIVersion {
+			return last.s, tm.Kind
+		}
+		gvk := tm.GroupVersionKind()
+		if gvk.Version == "" {
+			return "", gvk.Kind
+		}
+		s := gvk.GroupVersion().String()
+		o.ownerAPIVersion.Store(&apiVersionOf{gv: gvk.GroupVersion(), s: s, raw: tm.APIVersion})
+		return s, gvk.Kind
+	}
+	gvk := k.GroupVersionKind()
+	if gvk.Version == "" {
+		return "", gvk.Kind
+	}
+	return o.ownerAPIVersionOf(gvk.GroupVersion()), gvk.Kind
+}
+
 // ownerReference returns the controller reference to w.
 func (o *ops[O, C]) ownerReference(w O) (metav1.OwnerReference, error) {
-	gvk := o.config.OwnerGVK
-	if gvk.Empty() {
-		gvk = w.GetObjectKind().GroupVersionKind()
-	}
-	if gvk.Kind == "" || gvk.Version == "" {
+	apiVersion, kind := o.ownerKind(w)
+	if kind == "" || apiVersion == "" {
 		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: resource %s: owner %s has no apiVersion and kind: set Config.OwnerGVK", ErrInvalidChild, o.config.Name, ownerName(w)))
 	}
 	if w.GetUID() == "" {
 		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: resource %s: owner %s has no uid", ErrInvalidChild, o.config.Name, ownerName(w)))
 	}
 	return metav1.OwnerReference{
-		APIVersion: o.ownerAPIVersionOf(gvk.GroupVersion()), Kind: gvk.Kind, Name: w.GetName(), UID: w.GetUID(),
+		APIVersion: apiVersion, Kind: kind, Name: w.GetName(), UID: w.GetUID(),
 		Controller: &yes, BlockOwnerDeletion: &yes,
 	}, nil
 }
