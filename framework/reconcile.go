@@ -213,7 +213,7 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	}
 
 	if !tombstone && !f.runSuperseded && !f.dryRun {
-		rctx.watchGeneration(f, key, acc.GetGeneration())
+		rctx.watchGeneration(f, acc.GetGeneration())
 	}
 	if !tombstone {
 		if stale, wait := f.state.stale(key, acc.GetUID(), acc.GetResourceVersion(), acc.GetGeneration(), f.writeExpectationTTL); stale {
@@ -225,14 +225,14 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 
 	switch {
 	case !f.conditions || tombstone:
-		rctx.begin(tr, nil, "", nil, nil)
+		rctx.begin(tr, nil, nil, nil)
 	case acc.GetDeletionTimestamp() != nil:
 		// The delete chain marks it gone once the finalizer is removed.
-		rctx.begin(tr, f, key, obj, f.newStatusRun(key, obj, acc))
+		rctx.begin(tr, f, obj, f.newStatusRun(key, obj, acc))
 	default:
 		// Made when a resource asks for the conditions, or at the end
 		// when the outcome is not the steady one (finishStatus).
-		rctx.begin(tr, f, key, obj, nil)
+		rctx.begin(tr, f, obj, nil)
 	}
 	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr)
 	// Not retried, and the object is gone: no later event would end what

@@ -40,19 +40,20 @@ type reconcileContext struct {
 	mu    sync.Mutex // guards stopped and the making of inner
 
 	// watched, when not nil, is the Framework whose cache supersededBy
-	// reads: the object with key, reconciled at generation.
+	// reads: the object (its key is the trace's Object), reconciled at
+	// generation.
 	watched    *Framework
-	key        string
 	generation int64
 	superseded atomic.Bool
-	// stopped is next to superseded, in the same word: the struct takes
-	// a size class of 176 bytes, not 192 (TestReconcileContextSize).
+	// stopped is next to superseded, in the same word, and the object's
+	// key is not a field of its own (the trace's Object is it): the
+	// struct takes a size class of 160 bytes (TestReconcileContextSize).
 	stopped bool
 
 	signals signal.Signals
 	// trace, statusOf and statusObj are set by begin, before the chain
 	// runs and before anything that reads them can run on another
-	// goroutine.
+	// goroutine. trace.Object is the key of the reconciled object.
 	trace *trace.Trace
 	// statusOf, when not nil, is the Framework that keeps the conditions
 	// of statusObj, the object as the reconciliation read it; status is
@@ -63,20 +64,21 @@ type reconcileContext struct {
 }
 
 // begin makes the context carry tr, the reconciliation's trace, as
-// trace.NewContext would. When f keeps conditions (st or obj not nil), it
-// also carries the conditions of the object obj with key, as
+// trace.NewContext would; tr.Object is the object's key. When f keeps
+// conditions (st or obj not nil), it also carries the conditions of the
+// object obj, as
 // conditioncontext.NewGuardedContext would: st's when the caller made it,
 // else a statusRun made when first asked for (statusRun), so that a
 // reconciliation that neither sets nor reads conditions, and leaves them
 // as they are, never makes one. The reconciliation's goroutine calls it
 // once, before the chain runs.
-func (c *reconcileContext) begin(tr *trace.Trace, f *Framework, key string, obj any, st *statusRun) {
+func (c *reconcileContext) begin(tr *trace.Trace, f *Framework, obj any, st *statusRun) {
 	c.trace = tr
 	if st != nil {
 		c.status.Store(st)
 	}
 	if st != nil || obj != nil {
-		c.statusOf, c.key, c.statusObj = f, key, obj
+		c.statusOf, c.statusObj = f, obj
 	}
 }
 
@@ -98,16 +100,16 @@ func (c *reconcileContext) statusRun(create bool) *statusRun {
 	if err != nil { // checked by reconcile before begin
 		return nil
 	}
-	st := c.statusOf.newStatusRun(c.key, c.statusObj, acc)
+	st := c.statusOf.newStatusRun(c.trace.Object, c.statusObj, acc)
 	st.setName = c.trace.ResourceSet
 	c.status.Store(st)
 	return st
 }
 
 // watchGeneration makes supersededBy compare the cached generation of the
-// object with key to generation.
-func (c *reconcileContext) watchGeneration(f *Framework, key string, generation int64) {
-	c.watched, c.key, c.generation = f, key, generation
+// object (the key begin's trace names) to generation.
+func (c *reconcileContext) watchGeneration(f *Framework, generation int64) {
+	c.watched, c.generation = f, generation
 }
 
 // supersededKey is the context key under which a reconcileContext answers
@@ -119,13 +121,13 @@ type supersededKey struct{}
 // remembers a yes. It is false outside a Framework's reconciliation.
 func supersededBy(ctx context.Context) bool {
 	c, _ := ctx.Value(supersededKey{}).(*reconcileContext)
-	if c == nil || c.watched == nil {
+	if c == nil || c.watched == nil || c.trace == nil {
 		return false
 	}
 	if c.superseded.Load() {
 		return true
 	}
-	if c.watched.cachedGeneration(c.key) > c.generation {
+	if c.watched.cachedGeneration(c.trace.Object) > c.generation {
 		c.superseded.Store(true)
 		return true
 	}
