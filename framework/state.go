@@ -39,16 +39,16 @@ type objectState struct {
 
 // objectEntry is what objectState keeps about one key. An entry whose
 // fields are all zero is removed (prune).
+//
+// It is 80 bytes, in the allocator's size class of 80
+// (TestObjectEntrySize): every object the Framework reconciled keeps one
+// (set), at rest too. What only a deleted, deleting or released object
+// needs is in rare, made when first needed and dropped when it holds
+// nothing again.
 type objectEntry struct {
-	// tombstone is the last state of an object that vanished without the
-	// Framework's finalizer, for its delete chain.
-	tombstone any
 	// pending is the first time the object needed a reconciliation not
 	// done yet; zero when none is pending.
 	pending time.Time
-	// deleting is the object's deletionTimestamp while our finalizer is on
-	// it (inDeletion).
-	deleting time.Time
 	// set is the resource set that handled it last, nil when none did:
 	// the set itself, not its name, which is optional.
 	set *router.ResourceSet
@@ -58,17 +58,12 @@ type objectEntry struct {
 	// resourceVersions the cache delivered meanwhile: a write's watch
 	// event can overtake the end of the reconciliation that made it.
 	seen []string
-	// idle, while a Release waits for the running reconciliation, is
-	// closed when it ends.
-	idle chan struct{}
-
-	// The flags come last, in one word: an entry is 120 bytes, in the
-	// allocator's size class of 128 (TestObjectEntrySize), where a flag
-	// after each field took 144. Every object the Framework reconciled
-	// keeps one (set), at rest too.
+	// rare holds the tombstone, the deletionTimestamp and the Release
+	// channel; nil when all three are zero.
+	rare *objectRare
 
 	// inDeletion is set while our finalizer is on the object being
-	// deleted (deleting).
+	// deleted (rare.deleting).
 	inDeletion bool
 	// failed is set when its last reconciliation failed.
 	failed bool
@@ -80,9 +75,46 @@ type objectEntry struct {
 	released bool
 }
 
+// objectRare is the part of an objectEntry that few objects need.
+type objectRare struct {
+	// tombstone is the last state of an object that vanished without the
+	// Framework's finalizer, for its delete chain.
+	tombstone any
+	// deleting is the object's deletionTimestamp while our finalizer is on
+	// it (objectEntry.inDeletion).
+	deleting time.Time
+	// idle, while a Release waits for the running reconciliation, is
+	// closed when it ends.
+	idle chan struct{}
+}
+
+// rareOf returns e's rare part, made when it has none.
+func (e *objectEntry) rareOf() *objectRare {
+	if e.rare == nil {
+		e.rare = &objectRare{}
+	}
+	return e.rare
+}
+
+// tidyRare drops e's rare part when it holds nothing (and e is not in
+// deletion, whose deletionTimestamp it holds, even a zero one).
+func (e *objectEntry) tidyRare() {
+	if r := e.rare; r != nil && r.tombstone == nil && r.deleting.IsZero() && r.idle == nil && !e.inDeletion {
+		e.rare = nil
+	}
+}
+
+// tombstone returns e's tombstone, nil when it has none.
+func (e *objectEntry) tombstone() any {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.tombstone
+}
+
 func (e *objectEntry) empty() bool {
-	return e.tombstone == nil && e.pending.IsZero() && !e.inDeletion && e.set == nil && !e.failed &&
-		e.expected == nil && !e.running && !e.released && e.idle == nil
+	return e.rare == nil && e.pending.IsZero() && !e.inDeletion && e.set == nil && !e.failed &&
+		e.expected == nil && !e.running && !e.released
 }
 
 // maxSeen bounds the resourceVersions remembered per running reconciliation.
@@ -154,18 +186,20 @@ func (s *objectState) release(key string) <-chan struct{} {
 	if !e.running {
 		return nil
 	}
-	if e.idle == nil {
-		e.idle = make(chan struct{})
+	r := e.rareOf()
+	if r.idle == nil {
+		r.idle = make(chan struct{})
 	}
-	return e.idle
+	return r.idle
 }
 
 // wakeIdle tells the Release waiting for e's key, if any, that no
 // reconciliation of it runs. s.mu must be held.
 func wakeIdle(e *objectEntry) {
-	if e.idle != nil {
-		close(e.idle)
-		e.idle = nil
+	if e.rare != nil && e.rare.idle != nil {
+		close(e.rare.idle)
+		e.rare.idle = nil
+		e.tidyRare()
 	}
 }
 
@@ -222,7 +256,7 @@ func (s *objectState) setTombstone(key string, obj any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key)
-	e.tombstone = obj
+	e.rareOf().tombstone = obj
 	if e.pending.IsZero() {
 		e.pending = s.now()
 	}
@@ -232,8 +266,9 @@ func (s *objectState) setTombstone(key string, obj any) {
 func (s *objectState) dropTombstone(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.objects[key]; e != nil && e.tombstone != nil {
-		e.tombstone = nil
+	if e := s.objects[key]; e != nil && e.tombstone() != nil {
+		e.rare.tombstone = nil
+		e.tidyRare()
 		s.prune(key, e)
 	}
 }
@@ -242,7 +277,8 @@ func (s *objectState) tombstone(key string) (any, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.objects[key]; e != nil {
-		return e.tombstone, e.tombstone != nil
+		t := e.tombstone()
+		return t, t != nil
 	}
 	return nil, false
 }
@@ -328,11 +364,12 @@ func (s *objectState) setDeleting(key string, since time.Time, deleting bool) {
 	defer s.mu.Unlock()
 	if deleting {
 		e := s.entry(key)
-		e.deleting, e.inDeletion = since, true
+		e.rareOf().deleting, e.inDeletion = since, true
 		return
 	}
 	if e := s.objects[key]; e != nil && e.inDeletion {
-		e.deleting, e.inDeletion = time.Time{}, false
+		e.rareOf().deleting, e.inDeletion = time.Time{}, false
+		e.tidyRare()
 		s.prune(key, e)
 	}
 }
@@ -463,7 +500,7 @@ func (s *objectState) forget(key string) {
 func (s *objectState) forgetUncached(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.objects[key]; e != nil && e.tombstone != nil {
+	if e := s.objects[key]; e != nil && e.tombstone() != nil {
 		return
 	}
 	s.forgetEntry(key)
@@ -492,7 +529,7 @@ func (s *objectState) stats() (inDeletion int, oldestDeletion, oldestPending tim
 	for _, e := range s.objects {
 		if e.inDeletion {
 			inDeletion++
-			if d := now.Sub(e.deleting); d > oldestDeletion {
+			if d := now.Sub(e.rare.deleting); d > oldestDeletion {
 				oldestDeletion = d
 			}
 		}
