@@ -9,9 +9,8 @@ import (
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
 
-	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
-	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/internal/nilptr"
+	"github.com/operatorkit/operatorkit/internal/signal"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/trace"
 )
@@ -104,8 +103,9 @@ func (r *Resource) EnsureDeleted(ctx context.Context, obj any) error {
 // writes in them is the author's bug.
 func (r *Resource) Plan(ctx context.Context, obj any, deleting bool) (*Patch, error) {
 	var at time.Time
-	patch, err := r.plan(ctx, trace.FromContext(ctx), &at, obj, deleting)
-	if err == errStopped || err == nil && canceled(ctx) != "" {
+	sig := cancelSignalsOf(ctx)
+	patch, err := r.plan(ctx, trace.FromContext(ctx), sig, &at, obj, deleting)
+	if err == errStopped || err == nil && sig.reason() != "" {
 		return nil, nil
 	}
 	return patch, err
@@ -125,10 +125,11 @@ var errStopped = errors.New("stopped by a cancel signal")
 
 func (r *Resource) ensure(ctx context.Context, obj any, deleting bool) error {
 	t := trace.FromContext(ctx)
+	sig := cancelSignalsOf(ctx)
 	var at time.Time
-	patch, err := r.plan(ctx, t, &at, obj, deleting)
+	patch, err := r.plan(ctx, t, sig, &at, obj, deleting)
 	if err == nil {
-		err = r.apply(ctx, t, &at, obj, patch)
+		err = r.apply(ctx, t, sig, &at, obj, patch)
 	}
 	if err == errStopped {
 		return nil
@@ -136,18 +137,18 @@ func (r *Resource) ensure(ctx context.Context, obj any, deleting bool) error {
 	return err
 }
 
-// plan runs the three planning steps; at is the start of the next step (see
-// step).
-func (r *Resource) plan(ctx context.Context, t *trace.Trace, at *time.Time, obj any, deleting bool) (*Patch, error) {
+// plan runs the three planning steps; sig are ctx's cancel signals, at is
+// the start of the next step (see step).
+func (r *Resource) plan(ctx context.Context, t *trace.Trace, sig cancelSignals, at *time.Time, obj any, deleting bool) (*Patch, error) {
 	var current, desired any
-	err := r.step(ctx, t, at, StepGetCurrentState, func() (err error) {
+	err := r.step(t, sig, at, StepGetCurrentState, func() (err error) {
 		current, err = r.ops.GetCurrentState(ctx, obj)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = r.step(ctx, t, at, StepGetDesiredState, func() (err error) {
+	err = r.step(t, sig, at, StepGetDesiredState, func() (err error) {
 		desired, err = r.ops.GetDesiredState(ctx, obj)
 		return err
 	})
@@ -156,12 +157,12 @@ func (r *Resource) plan(ctx context.Context, t *trace.Trace, at *time.Time, obj 
 	}
 	var patch *Patch
 	if deleting {
-		err = r.step(ctx, t, at, StepNewDeletePatch, func() (err error) {
+		err = r.step(t, sig, at, StepNewDeletePatch, func() (err error) {
 			patch, err = r.ops.NewDeletePatch(ctx, obj, current, desired)
 			return err
 		})
 	} else {
-		err = r.step(ctx, t, at, StepNewUpdatePatch, func() (err error) {
+		err = r.step(t, sig, at, StepNewUpdatePatch, func() (err error) {
 			patch, err = r.ops.NewUpdatePatch(ctx, obj, current, desired)
 			return err
 		})
@@ -169,35 +170,35 @@ func (r *Resource) plan(ctx context.Context, t *trace.Trace, at *time.Time, obj 
 	return patch, err
 }
 
-func (r *Resource) apply(ctx context.Context, t *trace.Trace, at *time.Time, obj any, patch *Patch) error {
+func (r *Resource) apply(ctx context.Context, t *trace.Trace, sig cancelSignals, at *time.Time, obj any, patch *Patch) error {
 	create, ok := patch.CreateChange()
-	if err := r.applyPart(ctx, t, at, obj, StepApplyCreateChange, create, ok, r.ops.ApplyCreateChange); err != nil {
+	if err := r.applyPart(ctx, t, sig, at, obj, StepApplyCreateChange, create, ok, r.ops.ApplyCreateChange); err != nil {
 		return err
 	}
 	update, ok := patch.UpdateChange()
-	if err := r.applyPart(ctx, t, at, obj, StepApplyUpdateChange, update, ok, r.ops.ApplyUpdateChange); err != nil {
+	if err := r.applyPart(ctx, t, sig, at, obj, StepApplyUpdateChange, update, ok, r.ops.ApplyUpdateChange); err != nil {
 		return err
 	}
 	del, ok := patch.DeleteChange()
-	return r.applyPart(ctx, t, at, obj, StepApplyDeleteChange, del, ok, r.ops.ApplyDeleteChange)
+	return r.applyPart(ctx, t, sig, at, obj, StepApplyDeleteChange, del, ok, r.ops.ApplyDeleteChange)
 }
 
-func (r *Resource) applyPart(ctx context.Context, t *trace.Trace, at *time.Time, obj any, step string, change any, set bool, apply func(ctx context.Context, obj, change any) error) error {
+func (r *Resource) applyPart(ctx context.Context, t *trace.Trace, sig cancelSignals, at *time.Time, obj any, step string, change any, set bool, apply func(ctx context.Context, obj, change any) error) error {
 	if !set {
 		t.RecordNotRun(r.name, step, trace.OutcomeSkipped)
 		return nil
 	}
-	return r.step(ctx, t, at, step, func() error { return apply(ctx, obj, change) })
+	return r.step(t, sig, at, step, func() error { return apply(ctx, obj, change) })
 }
 
-// step runs f as the named step unless a cancel signal is set, records it in
-// t, and wraps its error with the resource and step name. It returns
-// errStopped when a signal stopped it. *at is the step's start when set (the
-// end of the resource's step before, trace.Trace.RecordNext), else now; step
-// sets it to the step's end, so that a resource's steps read the clock once
-// each.
-func (r *Resource) step(ctx context.Context, t *trace.Trace, at *time.Time, step string, f func() error) error {
-	reason := canceled(ctx)
+// step runs f as the named step unless a cancel signal of sig is set,
+// records it in t, and wraps its error with the resource and step name. It
+// returns errStopped when a signal stopped it. *at is the step's start when
+// set (the end of the resource's step before, trace.Trace.RecordNext), else
+// now; step sets it to the step's end, so that a resource's steps read the
+// clock once each.
+func (r *Resource) step(t *trace.Trace, sig cancelSignals, at *time.Time, step string, f func() error) error {
+	reason := sig.reason()
 	if reason == "" {
 		if at.IsZero() {
 			*at = t.Now()
@@ -214,13 +215,28 @@ func (r *Resource) step(ctx context.Context, t *trace.Trace, at *time.Time, step
 	return errStopped
 }
 
-// canceled returns the cancel signal of ctx that stops the resource before
-// its next step, or "" when none is set.
-func canceled(ctx context.Context) string {
+// cancelSignals are the signals of a context that stop a resource before
+// its next step (resourcecanceledcontext, reconciliationcanceledcontext),
+// looked up once per operation rather than before each step: a context's
+// values do not change. A nil one is a signal the context does not carry.
+type cancelSignals struct {
+	resource, reconciliation *signal.Flag
+}
+
+func cancelSignalsOf(ctx context.Context) cancelSignals {
+	return cancelSignals{
+		resource:       signal.FlagFrom(ctx, signal.ResourceCanceled),
+		reconciliation: signal.FlagFrom(ctx, signal.ReconciliationCanceled),
+	}
+}
+
+// reason returns the cancel signal that stops the resource before its next
+// step, or "" when none is set.
+func (s cancelSignals) reason() string {
 	switch {
-	case resourcecanceledcontext.IsCanceled(ctx):
+	case s.resource.IsSet():
 		return "resource canceled"
-	case reconciliationcanceledcontext.IsCanceled(ctx):
+	case s.reconciliation.IsSet():
 		return "reconciliation canceled"
 	}
 	return ""
