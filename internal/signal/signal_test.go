@@ -258,3 +258,49 @@ func TestWithFresh(t *testing.T) {
 		t.Errorf("WithFresh allocates %v times, want 1", allocs)
 	}
 }
+
+// BenchmarkWithMissing measures WithMissing on a context that holds every
+// signal already, as framework.ProcessUpdate's context in a Framework's
+// reconciliation does (here behind a layer of a resource set's InitCtx).
+func BenchmarkWithMissing(b *testing.B) {
+	type initKey struct{}
+	ctx := context.WithValue(signal.WithFresh(context.Background()), initKey{}, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if signal.WithMissing(ctx) != ctx {
+			b.Fatal("WithMissing added a layer to a context that holds every signal")
+		}
+	}
+}
+
+// TestWithMissingHoldsAll: WithMissing adds no layer to a context that
+// holds every signal, whether one layer holds them all (WithFresh, a
+// Framework's reconciliation) or several do; and one that holds only some
+// of them gets the rest, the ones it holds staying visible.
+func TestWithMissingHoldsAll(t *testing.T) {
+	bg := context.Background()
+	fresh := signal.WithFresh(bg)
+	if signal.WithMissing(fresh) != fresh {
+		t.Error("WithMissing added a layer to WithFresh's context")
+	}
+	partial := signal.WithFlag(bg, signal.FinalizersKept)
+	kept := signal.FlagFrom(partial, signal.FinalizersKept)
+	completed := signal.WithMissing(partial)
+	if completed == partial {
+		t.Fatal("WithMissing added nothing to a context holding one signal")
+	}
+	for _, k := range []signal.Key{signal.ReconciliationCanceled, signal.FinalizersKept, signal.UpdateAllowed, signal.DeletionAllowed, signal.UpdateNecessary} {
+		if signal.FlagFrom(completed, k) == nil {
+			t.Errorf("signal %d missing after WithMissing", k)
+		}
+	}
+	if signal.DurationFrom(completed) == nil {
+		t.Error("requeue signal missing after WithMissing")
+	}
+	if signal.FlagFrom(completed, signal.FinalizersKept) != kept {
+		t.Error("WithMissing shadowed the signal the context held")
+	}
+	if signal.WithMissing(completed) != completed {
+		t.Error("WithMissing added a layer to a context whose layers hold every signal")
+	}
+}
