@@ -186,11 +186,10 @@ func TestBackupOperator(t *testing.T) {
 			t.Fatalf("waiting for %s: %v", what, err)
 		}
 	}
-	condition := func(typ, status, reason string) wait.ConditionWithContextFunc {
-		return func(ctx context.Context) (bool, error) {
-			s, err := readWidgetStatus(ctx, backups, "nightly")
-			c := s.condition(typ)
-			return err == nil && c != nil && c.Status == metav1.ConditionStatus(status) && c.Reason == reason, nil
+	condition := func(typ string, status metav1.ConditionStatus, reason string) {
+		t.Helper()
+		if _, err := env.WaitCondition(t.Context(), gvr, ns, "nightly", typ, status, reason); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// The Backup first: its Secret is missing.
@@ -200,7 +199,7 @@ func TestBackupOperator(t *testing.T) {
 			"spec": map[string]any{"secretName": "db", "schedule": "0 3 * * *"}}}, metav1.CreateOptions{})
 		return err == nil, nil
 	})
-	eventually("Ready False, SecretNotFound", condition(conditioncontext.Ready, "False", "SecretNotFound"))
+	condition(conditioncontext.Ready, metav1.ConditionFalse, "SecretNotFound")
 	eventually("a Warning event", func(ctx context.Context) (bool, error) {
 		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
@@ -246,9 +245,9 @@ func TestBackupOperator(t *testing.T) {
 	}
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	setStatus(batchv1.CronJobStatus{LastScheduleTime: &now})
-	eventually("Reconciling, WaitingForChild", condition(conditioncontext.Reconciling, "True", child.ReasonWaitingForChild))
+	condition(conditioncontext.Reconciling, metav1.ConditionTrue, child.ReasonWaitingForChild)
 	setStatus(batchv1.CronJobStatus{LastScheduleTime: &now, LastSuccessfulTime: &now})
-	eventually("Ready again", condition(conditioncontext.Ready, "True", framework.ReasonSucceeded))
+	condition(conditioncontext.Ready, metav1.ConditionTrue, framework.ReasonSucceeded)
 
 	// The delete: the operator deletes both children, then the Backup goes.
 	must(t, backups.Delete(t.Context(), "nightly", metav1.DeleteOptions{}))

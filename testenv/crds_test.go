@@ -385,4 +385,38 @@ func TestWaitReady(t *testing.T) {
 	if _, err := env.WaitReady(ctx, gvr, "default", "w"); err != nil {
 		t.Errorf("WaitReady of a ready object: %v", err)
 	}
+
+	// WaitCondition: any condition, status and reason, for the current
+	// generation; a Stalled condition does not end it.
+	notCondition := func(step, typ string, status metav1.ConditionStatus, reason, want string) {
+		t.Helper()
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := env.WaitCondition(short, gvr, "default", "w", typ, status, reason)
+		if err == nil || !strings.Contains(err.Error(), "crd.testenv.io default/w not "+typ) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: WaitCondition = %v, want an error saying %q", step, err, want)
+		}
+	}
+	setStatus(2, cond("Ready", "False", "SecretNotFound", 2), cond("Stalled", "True", "InvalidSpec", 2))
+	if u, err := env.WaitCondition(ctx, gvr, "default", "w", "Ready", metav1.ConditionFalse, "SecretNotFound"); err != nil || u.GetName() != "w" {
+		t.Errorf("WaitCondition(Ready False SecretNotFound) = %v, %v", u, err)
+	}
+	if _, err := env.WaitCondition(ctx, gvr, "default", "w", "Stalled", metav1.ConditionTrue, ""); err != nil {
+		t.Errorf("WaitCondition(Stalled True, any reason): %v", err)
+	}
+	notCondition("other reason", "Ready", metav1.ConditionFalse, "Failed", "Ready is False (reason SecretNotFound")
+	notCondition("other status", "Ready", metav1.ConditionTrue, "", "Ready is False (reason SecretNotFound")
+	notCondition("missing condition", "Reconciling", metav1.ConditionTrue, "", "no Reconciling condition")
+	setStatus(2, cond("Ready", "False", "SecretNotFound", 1))
+	notCondition("old generation", "Ready", metav1.ConditionFalse, "SecretNotFound", "Ready is for generation 1, the object is at 2")
+	// The condition appears while WaitCondition polls.
+	done = make(chan error, 1)
+	go func() {
+		_, err := env.WaitCondition(ctx, gvr, "default", "w", "Reconciling", metav1.ConditionTrue, "Progressing")
+		done <- err
+	}()
+	setStatus(2, cond("Reconciling", "True", "Progressing", 2))
+	if err := <-done; err != nil {
+		t.Errorf("WaitCondition while the condition appeared: %v", err)
+	}
 }

@@ -90,7 +90,9 @@
 //     (Ready True for the object's current generation, kstatus's Current),
 //     through the dynamic client, so it fits any operator that keeps such
 //     conditions; its error says what the object's status last said, and
-//     a current Stalled condition ends it at once.
+//     a current Stalled condition ends it at once. WaitCondition waits the
+//     same way for any other condition, status and reason (Ready False
+//     with reason SecretNotFound, Stalled True, Reconciling).
 //   - Quiet by default: the server's logs go nowhere unless Options.LogOutput
 //     is set.
 //   - LeakCheck is goleak over the goroutines started since the call: the

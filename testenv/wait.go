@@ -39,22 +39,62 @@ var errStalled = errors.New("stalled")
 // reason and message), an older generation observed, or the Stalled
 // condition; transient read errors are retried.
 func (e *Env) WaitReady(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	obj, what, last, err := e.poll(ctx, "WaitReady", gvr, namespace, name, readiness)
+	switch {
+	case err == nil:
+		return obj, nil
+	case errors.Is(err, errStalled):
+		return obj, fmt.Errorf("testenv: %s will not be ready: %s", what, last)
+	case what == "":
+		return nil, err
+	}
+	return obj, fmt.Errorf("testenv: %s not ready: %s: %w", what, last, err)
+}
+
+// WaitCondition waits until the object namespace/name of resource gvr has
+// a condition of type condType in status.conditions with status, and with
+// reason unless reason is empty, for the object's current
+// metadata.generation (counted as WaitReady counts it), and returns it: what
+// a test waits for that is not Ready True, such as Ready False with reason
+// SecretNotFound, Stalled True, or Reconciling. It polls and reports as
+// WaitReady does (its error names the object and the condition as last
+// seen), without WaitReady's Stalled rule: the condition waited for is the
+// only one read. namespace is empty for a cluster-scoped resource.
+func (e *Env) WaitCondition(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, condType string, status metav1.ConditionStatus, reason string) (*unstructured.Unstructured, error) {
+	want := condType + " " + string(status)
+	if reason != "" {
+		want += " (reason " + reason + ")"
+	}
+	obj, what, last, err := e.poll(ctx, "WaitCondition", gvr, namespace, name, func(u *unstructured.Unstructured) (bool, bool, string) {
+		return hasCondition(u, condType, status, reason), false, conditionSeen(u, condType)
+	})
+	if err != nil && what != "" {
+		return obj, fmt.Errorf("testenv: %s not %s: %s: %w", what, want, last, err)
+	}
+	return obj, err
+}
+
+// poll reads the object namespace/name every 100 ms until check says done
+// (nil error) or stop (errStalled), ctx ends, or DefaultWaitTimeout passed
+// when ctx has no deadline. It returns the object last read, the object's
+// name for an error (empty when no read could be made: err says why), what
+// check or the reads said last, and the error.
+func (e *Env) poll(ctx context.Context, caller string, gvr schema.GroupVersionResource, namespace, name string, check func(u *unstructured.Unstructured) (done, stop bool, why string)) (obj *unstructured.Unstructured, what, last string, err error) {
 	client, _, err := e.clients()
 	if err != nil {
-		return nil, fmt.Errorf("testenv: WaitReady: %w", err)
+		return nil, "", "", fmt.Errorf("testenv: %s: %w", caller, err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultWaitTimeout)
 		defer cancel()
 	}
-	what := gvr.GroupResource().String() + " " + name
+	what = gvr.GroupResource().String() + " " + name
 	if namespace != "" {
 		what = gvr.GroupResource().String() + " " + namespace + "/" + name
 	}
-	var obj *unstructured.Unstructured
-	last := "not read yet" // what the last successful read said
-	var readErr error      // the error of the reads since, if any
+	last = "not read yet" // what the last successful read said
+	var readErr error     // the error of the reads since, if any
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		u, err := client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -66,22 +106,49 @@ func (e *Env) WaitReady(ctx context.Context, gvr schema.GroupVersionResource, na
 			return false, nil
 		}
 		obj, readErr = u, nil
-		var ready, stalled bool
-		ready, stalled, last = readiness(u)
-		if stalled {
+		done, stop, why := check(u)
+		last = why
+		if stop {
 			return false, errStalled
 		}
-		return ready, nil
+		return done, nil
 	})
-	switch {
-	case err == nil:
-		return obj, nil
-	case errors.Is(err, errStalled):
-		return obj, fmt.Errorf("testenv: %s will not be ready: %s", what, last)
-	case readErr != nil:
+	if err != nil && !errors.Is(err, errStalled) && readErr != nil {
 		last += " (the reads after that failed: " + readErr.Error() + ")"
 	}
-	return obj, fmt.Errorf("testenv: %s not ready: %s: %w", what, last, err)
+	return obj, what, last, err
+}
+
+// hasCondition reports whether u has a condition of type condType with
+// status (and reason, unless empty) for its current generation.
+func hasCondition(u *unstructured.Unstructured, condType string, status metav1.ConditionStatus, reason string) bool {
+	conds, observed, err := statusConditions(u)
+	if err != nil {
+		return false
+	}
+	c := meta.FindStatusCondition(conds, condType)
+	gen := u.GetGeneration()
+	return c != nil && c.Status == status && (reason == "" || c.Reason == reason) &&
+		(c.ObservedGeneration == 0 || c.ObservedGeneration == gen) && (observed == nil || *observed == gen)
+}
+
+// conditionSeen says what u's condition condType is, for an error.
+func conditionSeen(u *unstructured.Unstructured, condType string) string {
+	conds, observed, err := statusConditions(u)
+	if err != nil {
+		return "status unreadable: " + err.Error()
+	}
+	c := meta.FindStatusCondition(conds, condType)
+	gen := u.GetGeneration()
+	switch {
+	case c == nil:
+		return "no " + condType + " condition in status.conditions"
+	case c.ObservedGeneration != 0 && c.ObservedGeneration != gen:
+		return fmt.Sprintf("%s is for generation %d, the object is at %d", condType, c.ObservedGeneration, gen)
+	case observed != nil && *observed != gen:
+		return fmt.Sprintf("status.observedGeneration is %d, the object is at %d", *observed, gen)
+	}
+	return fmt.Sprintf("%s is %s (reason %s: %s)", condType, c.Status, c.Reason, c.Message)
 }
 
 // readiness reads u's status once: whether u is ready, whether it is
