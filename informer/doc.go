@@ -52,7 +52,8 @@
 //   - Resync: every Config.ResyncPeriod (DefaultResyncPeriod, 5 minutes, by
 //     default) each cached object is delivered again as an update whose old
 //     and new objects are equal. Resyncs replay the cache; they make no API
-//     request. A negative ResyncPeriod disables them.
+//     request. A negative ResyncPeriod disables them; New refuses a
+//     positive one under MinResyncPeriod (1s).
 //   - Own writes: the cache shows a write only when the watch delivers it.
 //     [Informer.Mutation] records the object a write returned, so that Get
 //     returns it meanwhile and a reconciliation that follows does not work

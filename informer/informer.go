@@ -39,6 +39,12 @@ import (
 // zero.
 const DefaultResyncPeriod = 5 * time.Minute
 
+// MinResyncPeriod is the shortest positive Config.ResyncPeriod: client-go
+// resyncs no handler more often, and its informer checks for due resyncs at
+// the period given, which, shorter, keeps a goroutine spinning (a CPU core
+// for a period of a few nanoseconds).
+const MinResyncPeriod = time.Second
+
 // Config configures an Informer. GVR and one of RESTConfig (with
 // ObjectType), Client and RESTClient are required.
 type Config struct {
@@ -103,7 +109,8 @@ type Config struct {
 	// the event handlers as an update whose old and new objects are the
 	// same, so that a level-based consumer reconciles everything
 	// periodically. Resyncs replay the cache; they make no API request.
-	// Zero means DefaultResyncPeriod; a negative value disables resyncs.
+	// Zero means DefaultResyncPeriod; a negative value disables resyncs;
+	// a positive one must be at least MinResyncPeriod.
 	ResyncPeriod time.Duration
 	// DropManagedFields clears metadata.managedFields from every object
 	// before it is cached, which typically saves a third of the memory an
@@ -224,6 +231,9 @@ func New(config Config) (*Informer, error) {
 	}
 	if config.MutationCacheSize == 0 {
 		config.MutationCacheSize = DefaultMutationCacheSize
+	}
+	if config.ResyncPeriod > 0 && config.ResyncPeriod < MinResyncPeriod {
+		return nil, fmt.Errorf("%w: %T.ResyncPeriod %s must be at least %s (MinResyncPeriod), or 0 for DefaultResyncPeriod, or negative for no resyncs", ErrInvalidConfig, config, config.ResyncPeriod, MinResyncPeriod)
 	}
 	if config.ResyncPeriod == 0 {
 		config.ResyncPeriod = DefaultResyncPeriod

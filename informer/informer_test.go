@@ -114,6 +114,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "nil pointer client", config: Config{Client: (*dynamic.DynamicClient)(nil), GVR: widgets}, wantField: "informer.Config.Client is a nil *dynamic.DynamicClient"},
 		{name: "nil pointer REST client", config: Config{RESTClient: (*rest.RESTClient)(nil), ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: "informer.Config.RESTClient is a nil *rest.RESTClient"},
 		{name: "nil pointer logger", config: Config{Client: client, GVR: widgets, Logger: (*nilLogger)(nil)}, wantField: "informer.Config.Logger is a nil *informer.nilLogger"},
+		{name: "ResyncPeriod of nanoseconds", config: Config{Client: client, GVR: widgets, ResyncPeriod: 30}, wantField: "informer.Config.ResyncPeriod 30ns must be at least 1s"},
+		{name: "ResyncPeriod under a second", config: Config{Client: client, GVR: widgets, ResyncPeriod: 999 * time.Millisecond}, wantField: "informer.Config.ResyncPeriod 999ms"},
 		{name: "negative mutation cache size", config: Config{Client: client, GVR: widgets, MutationCacheSize: -1}, wantField: "informer.Config.MutationCacheSize"},
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},

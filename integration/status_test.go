@@ -447,7 +447,7 @@ func TestStatusWritesPerReconciliation(t *testing.T) {
 	ns := newNamespace(t)
 	counter := requestcount.New()
 	ops := newConfigMapOps("configmap", "cm") // its own client: not counted
-	f := startStatusFramework(t, ns, statusOptions{config: counter.Wrap(env.Config()), resync: 100 * time.Millisecond},
+	f := startStatusFramework(t, ns, statusOptions{config: counter.Wrap(env.Config()), resync: time.Second},
 		resourceSet(t, "", crudResource(t, ops)))
 	rc := widgetClient(t, ns)
 	key := ns + "/w1"
@@ -603,7 +603,7 @@ func TestStatusEventsOnChangeOnly(t *testing.T) {
 		conditioncontext.Set(ctx, "DatabaseReady", metav1.ConditionTrue, reason, "")
 		return nil
 	}}
-	f := startStatusFramework(t, ns, statusOptions{events: events, resync: 100 * time.Millisecond}, resourceSet(t, "", db))
+	f := startStatusFramework(t, ns, statusOptions{events: events, resync: time.Second}, resourceSet(t, "", db))
 	rc := widgetClient(t, ns)
 	createWidget(t, newWidget(ns, "w1", "", nil))
 	waitStatus(t, rc, "w1", "Ready and DatabaseReady", func(s widgetStatus) bool { return readyAt(s) && isTrue(s, "DatabaseReady") })
@@ -750,7 +750,7 @@ func TestGuardExactlyOnce(t *testing.T) {
 	for i, counter := range counters {
 		ops := newConfigMapOps("configmap", fmt.Sprintf("cm%d", i))
 		replicas = append(replicas, startStatusFramework(t, ns,
-			statusOptions{config: counter.Wrap(env.Config()), backOff: constantBackOff(20 * time.Millisecond), resync: 200 * time.Millisecond},
+			statusOptions{config: counter.Wrap(env.Config()), backOff: constantBackOff(20 * time.Millisecond), resync: time.Second},
 			resourceSet(t, "", guardedDatabase(api), crudResource(t, ops))))
 	}
 	rc := widgetClient(t, ns)

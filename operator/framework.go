@@ -14,6 +14,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
@@ -32,7 +33,8 @@ type FrameworkOptions struct {
 	Workers int
 	// ResyncPeriod is how often every object is reconciled again without a
 	// change (--resync-period): the resync period of the Framework's
-	// informers. Zero in BindFlags: DefaultResyncPeriod.
+	// informers. Zero in BindFlags: DefaultResyncPeriod. Validate wants
+	// at least informer.MinResyncPeriod.
 	ResyncPeriod time.Duration
 	// ReconcileTimeout bounds one reconciliation (--reconcile-timeout).
 	// Zero in BindFlags: framework.DefaultReconcileTimeout.
@@ -65,8 +67,8 @@ func (o FrameworkOptions) Validate() error {
 	if o.Workers > framework.MaxWorkers {
 		errs = append(errs, fmt.Errorf("invalid value %d for flag --workers: must be at most %d", o.Workers, framework.MaxWorkers))
 	}
-	if o.ResyncPeriod <= 0 {
-		errs = append(errs, fmt.Errorf("invalid value %s for flag --resync-period: must be positive", o.ResyncPeriod))
+	if o.ResyncPeriod < informer.MinResyncPeriod {
+		errs = append(errs, fmt.Errorf("invalid value %s for flag --resync-period: must be at least %s", o.ResyncPeriod, informer.MinResyncPeriod))
 	}
 	if o.ReconcileTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("invalid value %s for flag --reconcile-timeout: must be positive", o.ReconcileTimeout))

@@ -46,12 +46,16 @@ func TestFrameworkOptions(t *testing.T) {
 	err := FrameworkOptions{Workers: 0, ResyncPeriod: -time.Second}.Validate()
 	for _, w := range []string{
 		"invalid value 0 for flag --workers: must be at least 1",
-		"invalid value -1s for flag --resync-period: must be positive",
+		"invalid value -1s for flag --resync-period: must be at least 1s",
 		"invalid value 0s for flag --reconcile-timeout: must be positive",
 	} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("Validate() = %v, want it to say %q", err, w)
 		}
+	}
+	err = FrameworkOptions{Workers: 1, ResyncPeriod: 30, ReconcileTimeout: time.Minute}.Validate()
+	if w := "invalid value 30ns for flag --resync-period: must be at least 1s"; err == nil || !strings.Contains(err.Error(), w) {
+		t.Errorf("Validate() = %v, want it to say %q", err, w)
 	}
 	err = FrameworkOptions{Workers: framework.MaxWorkers + 1, ResyncPeriod: time.Minute, ReconcileTimeout: time.Minute}.Validate()
 	if w := "invalid value 10001 for flag --workers: must be at most 10000"; err == nil || !strings.Contains(err.Error(), w) {

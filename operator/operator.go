@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/operatorkit/operatorkit/framework"
+	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/internal/okerr"
 	"github.com/operatorkit/operatorkit/internal/promutil"
@@ -159,7 +160,8 @@ type Config struct {
 	// Defaults to DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
 	// ResyncPeriod is the resync period of informers created by Informer
-	// without one. Defaults to DefaultResyncPeriod.
+	// without one. Defaults to DefaultResyncPeriod; negative disables
+	// resyncs; a positive one must be at least informer.MinResyncPeriod.
 	ResyncPeriod time.Duration
 	// Frameworks are run by Run, as if added with Add: none nil, none
 	// twice.
@@ -224,6 +226,9 @@ func New(config Config) (*Operator, error) {
 		return nil, fmt.Errorf("%w: %T.ShutdownTimeout must not be negative", ErrInvalidConfig, config)
 	case config.CacheSyncTimeout < 0:
 		return nil, fmt.Errorf("%w: %T.CacheSyncTimeout must not be negative", ErrInvalidConfig, config)
+	case config.ResyncPeriod > 0 && config.ResyncPeriod < informer.MinResyncPeriod:
+		// Every informer's resync check would spin at that period.
+		return nil, fmt.Errorf("%w: %T.ResyncPeriod %s must be at least %s (informer.MinResyncPeriod)", ErrInvalidConfig, config, config.ResyncPeriod, informer.MinResyncPeriod)
 	case config.Logger != nil && nilptr.Is(config.Logger):
 		// Its first log line would panic, in Run.
 		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)

@@ -115,6 +115,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "renew not shorter than the lease's whole seconds, sharding", config: Config{RESTConfig: restConfig(), Name: "x", Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}}, LeaseDuration: 2950 * time.Millisecond, RenewDeadline: 2900 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, field: "in whole seconds (2s of 2.95s)"},
 		{name: "retry not within the renew deadline", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, RenewDeadline: 10e9, RetryPeriod: 9e9}, field: "RetryPeriod"},
 		{name: "retry equal to the renew deadline, sharding", config: Config{RESTConfig: restConfig(), Name: "x", Sharding: &Sharding{Resources: []schema.GroupVersionResource{things}}, RenewDeadline: 2e9, RetryPeriod: 2e9}, field: "RetryPeriod"},
+		{name: "ResyncPeriod of nanoseconds", config: Config{RESTConfig: restConfig(), Name: "x", ResyncPeriod: 30}, field: "Config.ResyncPeriod 30ns must be at least 1s"},
 		{name: "nil framework", config: Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{nil}}, field: "Frameworks[0]"},
 		{name: "name no Lease name, leader election", config: Config{RESTConfig: restConfig(), Name: "My Operator", LeaderElection: true}, field: "Name (the default of LeaderElectionID)"},
 		{name: "lease id no Lease name", config: Config{RESTConfig: restConfig(), Name: "x", LeaderElection: true, LeaderElectionID: "x_lock"}, field: "LeaderElectionID"},
