@@ -32,8 +32,8 @@ type ResourceSetConfig struct {
 	// to a nop logger. It must not hold a nil pointer.
 	Logger log.Logger
 	// Resources are the set's resources, in the order they run. Required;
-	// entries must not be nil, their names must be valid UTF-8 and unique,
-	// and no two may make the same claim (see NewResourceSet).
+	// entries must not be nil, their names must be non-empty, valid UTF-8
+	// and unique, and no two may make the same claim (see NewResourceSet).
 	Resources []resource.Interface
 	// Name identifies the set in errors, logs, traces and metrics, for
 	// example the version "v1" it handles. Optional; valid UTF-8.
@@ -54,7 +54,7 @@ type ResourceSet struct {
 // NewResourceSet returns a ResourceSet. It returns an error matching
 // [ErrInvalidConfig], naming the field, when Handles or Resources is empty,
 // when Logger holds a nil pointer, when Name is not valid UTF-8, when an entry of Resources is nil or its
-// name is not valid UTF-8, when two resources have the same name, or when
+// name is empty or not valid UTF-8, when two resources have the same name, or when
 // two resources make the same claim ([resource.Claimer], looked for through
 // wrappers that have an Unwrap method): each would delete the objects the
 // other keeps, as not desired.
@@ -80,6 +80,11 @@ func NewResourceSet(config ResourceSetConfig) (*ResourceSet, error) {
 			return nil, fmt.Errorf("%w: %T.Resources[%d] must not be nil", ErrInvalidConfig, config, i)
 		}
 		name := r.Name()
+		if name == "" {
+			// The errors, traces and metrics of the resource would name
+			// nothing ("ensure created : <err>").
+			return nil, fmt.Errorf("%w: %T.Resources[%d] (%T) has an empty name", ErrInvalidConfig, config, i, r)
+		}
 		if !utf8.ValidString(name) {
 			// The Framework's error metric is labelled with it: prometheus
 			// would panic at the resource's first error.

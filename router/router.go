@@ -77,8 +77,8 @@ func New(config Config) (*Router, error) {
 // and New). name identifies the set in logs, traces, metrics and the Ready
 // condition's message, for example the version "v1"; it may be empty. It
 // returns the error NewResourceSet returns for a name that is not valid
-// UTF-8 and for resources (empty, a nil entry, a name that is not valid
-// UTF-8, two with one name or one claim).
+// UTF-8 and for resources (empty, a nil entry, a name that is empty or not
+// valid UTF-8, two with one name or one claim).
 func Single(name string, resources ...resource.Interface) (*Router, error) {
 	set, err := NewResourceSet(ResourceSetConfig{Name: name, Handles: handlesAll, Resources: resources})
 	if err != nil {

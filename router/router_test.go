@@ -66,6 +66,7 @@ func TestNewResourceSet(t *testing.T) {
 		{name: "name not UTF-8", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, newCrud(t, "b\xff")}}, wantMsg: "router.ResourceSetConfig.Resources[1] has a name that is not valid UTF-8"},
 		{name: "duplicate name", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, newCrud(t, "b"), newCrud(t, "a")}}, wantMsg: `router.ResourceSetConfig.Resources[0] and Resources[2] have the same name "a"`},
 		{name: "nil pointer logger", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a}, Logger: (*nilLogger)(nil)}, wantMsg: "router.ResourceSetConfig.Logger is a nil *router_test.nilLogger"},
+		{name: "empty resource name", config: router.ResourceSetConfig{Handles: handles, Resources: []resource.Interface{a, plain("")}}, wantMsg: "router.ResourceSetConfig.Resources[1] (router_test.plain) has an empty name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +77,13 @@ func TestNewResourceSet(t *testing.T) {
 		})
 	}
 }
+
+// plain is a resource.Interface of its own, named by its value.
+type plain string
+
+func (p plain) Name() string                           { return string(p) }
+func (plain) EnsureCreated(context.Context, any) error { return nil }
+func (plain) EnsureDeleted(context.Context, any) error { return nil }
 
 // claimingOps are crud ops that claim objects (as resource/child's do).
 type claimingOps struct {
