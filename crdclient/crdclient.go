@@ -110,7 +110,8 @@ func New(config Config) (*CRDClient, error) {
 // the call, so give each concurrent call a BackOff of its own; nil means
 // NewDefaultBackOff. EnsureCreated returns:
 //   - nil once the CRD is established;
-//   - an error wrapping ErrInvalidArgument for a nil crd or an empty name;
+//   - an error wrapping ErrInvalidArgument for a nil crd, an empty name or
+//     a b that holds a nil pointer;
 //   - an error wrapping ErrInvalidCRD (and the server's StatusError) when the
 //     server rejects the CRD as invalid, at once;
 //   - an error wrapping ErrCRDNotAccepted, with the condition's reason and
@@ -124,7 +125,7 @@ func New(config Config) (*CRDClient, error) {
 //
 // crd is not modified. EnsureCreated is idempotent.
 func (c *CRDClient) EnsureCreated(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) error {
-	if err := validate(crd); err != nil {
+	if err := validate(crd, b); err != nil {
 		return err
 	}
 	logger := log.With(c.logger, "crd", crd.Name)
@@ -412,10 +413,11 @@ func current(crd *apiextensionsv1.CustomResourceDefinition, c *apiextensionsv1.C
 // call), and nil means NewDefaultBackOff. When b gives up (error
 // wrapping ErrTimeout) or ctx ends (wrapping context.Cause), the error says
 // what was last seen, typically the finalizers still pending. It returns an
-// error wrapping ErrInvalidArgument for a nil crd or an empty name. Only
-// crd.Name is used; crd is not modified. EnsureDeleted is idempotent.
+// error wrapping ErrInvalidArgument for a nil crd, an empty name or a b
+// that holds a nil pointer. Only crd.Name is used; crd is not modified.
+// EnsureDeleted is idempotent.
 func (c *CRDClient) EnsureDeleted(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) error {
-	if err := validate(crd); err != nil {
+	if err := validate(crd, b); err != nil {
 		return err
 	}
 	logger := log.With(c.logger, "crd", crd.Name)
@@ -450,12 +452,15 @@ func (c *CRDClient) EnsureDeleted(ctx context.Context, crd *apiextensionsv1.Cust
 	})
 }
 
-func validate(crd *apiextensionsv1.CustomResourceDefinition) error {
+func validate(crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) error {
 	if crd == nil {
 		return fmt.Errorf("%w: crd must not be nil", ErrInvalidArgument)
 	}
 	if crd.Name == "" {
 		return fmt.Errorf("%w: crd.Name must not be empty", ErrInvalidArgument)
+	}
+	if b != nil && nilptr.Is(b) { // its Reset would panic
+		return fmt.Errorf("%w: b is a nil %T (pass nil for NewDefaultBackOff)", ErrInvalidArgument, b)
 	}
 	return nil
 }

@@ -121,17 +121,19 @@ func TestInvalidArguments(t *testing.T) {
 	tests := []struct {
 		name string
 		crd  *apiextensionsv1.CustomResourceDefinition
+		b    backoff.BackOff
 		want string
 	}{
 		{name: "nil", crd: nil, want: "crd must not be nil"},
 		{name: "no name", crd: &apiextensionsv1.CustomResourceDefinition{}, want: "crd.Name must not be empty"},
+		{name: "nil pointer backoff", crd: newCRD("Widget"), b: (*backoff.ExponentialBackOff)(nil), want: "b is a nil *backoff.ExponentialBackOff"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for op, f := range map[string]func(context.Context, *apiextensionsv1.CustomResourceDefinition, backoff.BackOff) error{
 				"EnsureCreated": c.EnsureCreated, "EnsureDeleted": c.EnsureDeleted,
 			} {
-				err := f(context.Background(), tt.crd, nil)
+				err := f(context.Background(), tt.crd, tt.b)
 				if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%s() = %v, want ErrInvalidArgument saying %q", op, err, tt.want)
 				}

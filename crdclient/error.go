@@ -12,8 +12,8 @@ import (
 var ErrInvalidConfig = okerr.ErrInvalidConfig
 
 // ErrInvalidArgument is returned when EnsureCreated or EnsureDeleted is
-// called with a nil CRD or one without a name. Nothing is sent to the API
-// server then.
+// called with a nil CRD, one without a name, or a backoff.BackOff that
+// holds a nil pointer. Nothing is sent to the API server then.
 var ErrInvalidArgument = errors.New("invalid argument")
 
 // ErrInvalidCRD is returned by EnsureCreated when the API server rejects the
