@@ -77,7 +77,8 @@
 //   - Own writes do not wake the operator: [DefaultUpdatePredicate] drops
 //     updates that change neither generation, labels, annotations nor the
 //     deletion state (status writes, the finalizer patch). Resyncs and
-//     [Framework.Enqueue] always enqueue; watches on children call Enqueue.
+//     [Framework.Enqueue] always enqueue (Enqueue drops, with a warning, a
+//     key that can name no object); watches on children call Enqueue.
 //   - Own writes are waited for: a resource that writes the reconciled
 //     object itself (a status patch) reports the resourceVersion the API
 //     server returned with resourceversioncontext; the Framework does the

@@ -1301,3 +1301,41 @@ func TestTraceStoreNoOpsTakeOnlyFreePlaces(t *testing.T) {
 		}
 	}
 }
+
+// TestEnqueueDropsKeysThatNameNoObject: a key that can name no object
+// (a map function of a watch that returned "" for a child without its
+// label, say) is dropped with a warning naming it, instead of being
+// reconciled as an object that is not in the cache and skipped in
+// silence, with a trace of its own.
+func TestEnqueueDropsKeysThatNameNoObject(t *testing.T) {
+	logger := &recordingLogger{}
+	r := &funcResource{name: "r"}
+	f, err := New(Config{Name: "op", Informer: informertest.New(object("a", 1, nil)), Logger: logger, DisableFinalizers: true,
+		ResourceRouter: testRouter(t, nil, r)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	bad := []string{"", "/", "ns/", "/a", "ns/a/b", "ns//a"}
+	for _, key := range bad {
+		f.Enqueue(key)
+	}
+	f.Enqueue("ns/a") // queued after the bad keys: reconciled once they would have been
+	pollUntil(t, "the reconciliation of ns/a", func() bool { return len(f.Traces("ns/a")) == 1 })
+	for _, key := range bad {
+		if tr := f.Traces(key); len(tr) != 0 {
+			t.Errorf("Enqueue(%q) was reconciled: traces %+v", key, tr)
+		}
+		found := false
+		logger.mu.Lock()
+		for _, kv := range logger.lines {
+			if slices.Contains(kv, any(`Enqueue: key is not "namespace/name" or "name": dropped`)) && slices.Contains(kv, any(key)) {
+				found = true
+			}
+		}
+		logger.mu.Unlock()
+		if !found {
+			t.Errorf("no warning for Enqueue(%q); lines: %v", key, logger.lines)
+		}
+	}
+}

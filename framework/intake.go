@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/go-kit/log/level"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -108,14 +109,31 @@ func deleted(obj any, acc metav1.Object) any {
 }
 
 // Enqueue asks for a reconciliation of the object with key
-// "namespace/name". It is how watches on other kinds (children, external
-// systems) wake the owner up. Duplicate keys are coalesced. A handler of
-// an informer that calls it can skip resyncs and the echoes of the
-// operator's own writes by being wrapped in operator.OwnWrites.Filter (as
-// operator.Operator.Owns and Watches do).
+// "namespace/name" ("name" for a cluster-scoped object). It is how watches
+// on other kinds (children, external systems) wake the owner up. Duplicate
+// keys are coalesced. A key that can name no object (empty, an empty
+// namespace or name, more than one '/') is dropped with a warning in the
+// log that names it, as a bug of the caller. A handler of an informer that
+// calls it can skip resyncs and the echoes of the operator's own writes by
+// being wrapped in operator.OwnWrites.Filter (as operator.Operator.Owns and
+// Watches do).
 func (f *Framework) Enqueue(key string) {
+	if !validKey(key) {
+		level.Warn(f.logger).Log("msg", `Enqueue: key is not "namespace/name" or "name": dropped`, "key", key)
+		return
+	}
 	f.state.markPending(key)
 	f.add(key)
+}
+
+// validKey reports whether key can name an object: "namespace/name" or
+// "name", neither part empty.
+func validKey(key string) bool {
+	i := strings.IndexByte(key, '/')
+	if i < 0 {
+		return key != ""
+	}
+	return i > 0 && i < len(key)-1 && strings.IndexByte(key[i+1:], '/') < 0
 }
 
 // Release stops this Framework from reconciling the object key
