@@ -46,9 +46,10 @@ var (
 )
 
 // New returns a Resource measuring config.Resource and registers its
-// collectors. It returns an error matching [ErrInvalidConfig] when
-// config.Resource is nil or its name is not valid UTF-8, and the registry's error when a different collector
-// is registered under the same name.
+// collectors. It returns an error matching [ErrInvalidConfig], naming the
+// field, when config.Resource is nil or its name is not valid UTF-8, and
+// when config.Registerer holds a different collector under one of the
+// metric names (the registry's error is wrapped too).
 func New(config Config) (*Resource, error) {
 	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
@@ -59,11 +60,12 @@ func New(config Config) (*Resource, error) {
 	}
 	duration, err := promutil.Register(config.Registerer, newDurationVec())
 	if err != nil {
-		return nil, err
+		// Another collector under one of the wrapper's metric names.
+		return nil, fmt.Errorf("%w: %T.Registerer: %w", ErrInvalidConfig, config, err)
 	}
 	errs, err := promutil.Register(config.Registerer, newErrorsVec())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %T.Registerer: %w", ErrInvalidConfig, config, err)
 	}
 
 	r := &Resource{wrapped: config.Resource}

@@ -131,8 +131,8 @@ func TestNew(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: errorsName, Help: "a different collector"}))
-	if _, err := metrics.New(metrics.Config{Resource: p, Registerer: reg}); err == nil {
-		t.Fatal("New() registered over a different collector of the same name")
+	if _, err := metrics.New(metrics.Config{Resource: p, Registerer: reg}); !errors.Is(err, metrics.ErrInvalidConfig) || !strings.Contains(err.Error(), "metrics.Config.Registerer") {
+		t.Fatalf("New() over a different collector of the same name = %v, want ErrInvalidConfig naming metrics.Config.Registerer", err)
 	}
 }
 
