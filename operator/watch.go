@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/framework"
@@ -148,7 +150,9 @@ type Predicate func(oldObj, newObj any) bool
 // and the owner is named by the child's controller owner reference when that
 // reference is of kind owner (group and kind; any version). The owner is
 // taken to be in the child's namespace (owner references cannot cross
-// namespaces); for cluster-scoped owners use Watches.
+// namespaces); for cluster-scoped owners use Watches. An empty owner kind,
+// or an owner group that is not an API group (an apiVersion such as
+// "example.com/v1", say), is ErrInvalidConfig.
 //
 // Updates that change nothing (a resync: same resourceVersion) and events
 // that the operator's own writes caused (recorded in OwnWrites) enqueue
@@ -157,6 +161,13 @@ type Predicate func(oldObj, newObj any) bool
 func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *SharedInformer, predicates ...Predicate) error {
 	if owner.Kind == "" {
 		return fmt.Errorf("%w: Owns: owner kind must not be empty", ErrInvalidConfig)
+	}
+	if owner.Group != "" {
+		// An apiVersion ("example.com/v1") matches no owner reference's
+		// group: no child event would ever wake its owner.
+		if errs := validation.IsDNS1123Subdomain(owner.Group); len(errs) > 0 {
+			return fmt.Errorf("%w: Owns: owner group %q is not an API group (such as apps or example.com, without a version): %s", ErrInvalidConfig, owner.Group, strings.Join(errs, "; "))
+		}
 	}
 	return o.Watches(f, child, func(obj any) []string {
 		m, err := meta.Accessor(obj)
@@ -184,11 +195,14 @@ func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *S
 // On an update, the keys of the object before it are reconciled too (its
 // previous owner, when its controller reference changed). Resyncs and the
 // operator's own writes are filtered as for Owns, and every predicate given
-// must return true; a nil predicate is ErrInvalidConfig. It is called
-// before Run.
+// must return true; a nil f, source, mapFunc or predicate, or a source
+// not made by Informer, is ErrInvalidConfig. It is called before Run.
 func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFunc func(obj any) []string, predicates ...Predicate) error {
 	if f == nil || source == nil || mapFunc == nil {
 		return fmt.Errorf("%w: Watches: framework, source and map function must not be nil", ErrInvalidConfig)
+	}
+	if source.Informer == nil { // not from Informer: adding the handler would panic
+		return fmt.Errorf("%w: Watches: source holds no informer (get it from Operator.Informer)", ErrInvalidConfig)
 	}
 	for i, p := range predicates {
 		if p == nil {

@@ -460,6 +460,39 @@ func TestOwnWritesFilterEveryHandler(t *testing.T) {
 	}
 }
 
+// TestOwnsAndWatchesRejectBadArguments: arguments that would make the
+// watch wake no owner, or panic, are ErrInvalidConfig saying which.
+func TestOwnsAndWatchesRejectBadArguments(t *testing.T) {
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := o.NewFramework(thingsConfig(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"Owns: empty kind", func() error { return o.Owns(f, schema.GroupKind{Group: "example.com"}, src) }, "owner kind must not be empty"},
+		{"Owns: group with a version", func() error { return o.Owns(f, schema.GroupKind{Group: "example.com/v1", Kind: "Thing"}, src) }, `owner group "example.com/v1" is not an API group`},
+		{"Owns: nil framework", func() error { return o.Owns(nil, schema.GroupKind{Group: "example.com", Kind: "Thing"}, src) }, "must not be nil"},
+		{"Owns: nil child", func() error { return o.Owns(f, schema.GroupKind{Group: "example.com", Kind: "Thing"}, nil) }, "must not be nil"},
+		{"Watches: nil map function", func() error { return o.Watches(f, src, nil) }, "must not be nil"},
+		{"Watches: source not from Informer", func() error { return o.Watches(f, &SharedInformer{}, func(any) []string { return nil }) }, "source holds no informer"},
+	} {
+		if err := tt.call(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s = %v, want ErrInvalidConfig saying %q", tt.name, err, tt.want)
+		}
+	}
+}
+
 // TestWatchesRejectsANilPredicate: a nil predicate given to Owns or Watches
 // is an error naming it, not a panic on the informer's event path at the
 // first event.
