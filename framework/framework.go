@@ -191,9 +191,10 @@ type Config struct {
 	// DefaultTraceObjects; negative disables tracing.
 	TraceObjects int
 	// TracesPerObject caps the traces kept per object. Defaults to
-	// DefaultTracesPerObject. Reconciliations in a row that go the same
-	// way (the same result, error and steps, a run of no-op resyncs say)
-	// keep one trace between them, with a count (trace.Trace.Repeats).
+	// DefaultTracesPerObject; must not be negative. Reconciliations in a
+	// row that go the same way (the same result, error and steps, a run of
+	// no-op resyncs say) keep one trace between them, with a count
+	// (trace.Trace.Repeats).
 	TracesPerObject int
 }
 
@@ -353,7 +354,11 @@ func New(config Config) (*Framework, error) {
 	if config.TraceObjects == 0 {
 		config.TraceObjects = DefaultTraceObjects
 	}
-	if config.TracesPerObject <= 0 {
+	if config.TracesPerObject < 0 {
+		// Not a way to turn tracing off: a negative TraceObjects is.
+		return nil, fmt.Errorf("%w: framework.Config.TracesPerObject must not be negative, got %d (a negative TraceObjects disables tracing)", ErrInvalidConfig, config.TracesPerObject)
+	}
+	if config.TracesPerObject == 0 {
 		config.TracesPerObject = DefaultTracesPerObject
 	}
 	limiter := config.RateLimiter

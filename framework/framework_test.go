@@ -165,6 +165,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
 		{"negative timeout", func(c *Config) { c.ReconcileTimeout = -time.Second }, "ReconcileTimeout"},
+		{"negative traces per object", func(c *Config) { c.TracesPerObject = -1 }, "framework.Config.TracesPerObject must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
