@@ -227,7 +227,8 @@ type Config[Owner, Child Object] struct {
 	// Optional; it needs Resource, or a Cache with a GVR method.
 	Writes Writes
 	// Resource is the children's group and resource, for Writes. Defaults
-	// to the Cache's GVR().
+	// to the Cache's GVR(); when set, it must name a resource, and be the
+	// Cache's, when the Cache has a GVR method.
 	Resource schema.GroupResource
 	// DeletePropagation is the propagation policy of deletes: Background,
 	// Foreground or Orphan. Defaults to metav1.DeletePropagationBackground.
@@ -362,14 +363,22 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 				ErrInvalidConfig, config, gvr.Resource, gvr.Group, config.GVK.Kind, config.GVK.Group)
 		}
 	}
-	if config.Writes != nil && config.Resource.Empty() {
+	if config.Writes != nil {
 		g, ok := config.Cache.(interface {
 			GVR() schema.GroupVersionResource
 		})
-		if !ok {
+		switch {
+		case config.Resource.Empty() && !ok:
 			return nil, fmt.Errorf("%w: %T.Resource must not be empty when Writes is set and Cache has no GVR method", ErrInvalidConfig, config)
+		case config.Resource.Empty():
+			config.Resource = g.GVR().GroupResource()
+		case config.Resource.Resource == "":
+			// Writes would be told of a resource no informer watches:
+			// the echo of every apply would wake the owner again.
+			return nil, fmt.Errorf("%w: %T.Resource %q needs a resource (the plural, such as deployments)", ErrInvalidConfig, config, config.Resource)
+		case ok && g.GVR().GroupResource() != config.Resource:
+			return nil, fmt.Errorf("%w: %T.Resource %q is not the resource of Cache, %q: Writes would be told of writes to a resource that the Cache's informer does not watch", ErrInvalidConfig, config, config.Resource, g.GVR().GroupResource())
 		}
-		config.Resource = g.GVR().GroupResource()
 	}
 	o := &ops[Owner, Child]{
 		config:     config,

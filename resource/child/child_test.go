@@ -550,6 +550,8 @@ func TestNewValidates(t *testing.T) {
 		{"nil pointer logger", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Logger: (*nilLogger)(nil)}, ".Logger is a nil *child_test.nilLogger"},
 		{"desired", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New()}, ".Desired must not be empty"},
 		{"writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}}, ".Resource must not be empty"},
+		{"writes resource without a resource", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}, Resource: schema.GroupResource{Group: "apps"}}, `.Resource ".apps" needs a resource`},
+		{"writes resource not the cache's", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: gvrCache{informertest.New(), deploymentsGVR}, Desired: desired, Writes: nopWrites{}, Resource: schema.GroupResource{Group: "apps", Resource: "Deployment"}}, `.Resource "Deployment.apps" is not the resource of Cache, "deployments.apps"`},
 		{"managed by no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, ManagedBy: "my operator"}, ".ManagedBy \"my operator\" is not a label value"},
 		{"field manager no label value", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "example.com/operator"}, ".FieldManager (the default of ManagedBy) \"example.com/operator\" is not a label value"},
 		{"gvk without kind", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, GVK: schema.GroupVersionKind{Group: "apps", Version: "v1"}}, ".GVK \"apps/v1, Kind=\" needs a version and a kind"},
@@ -568,11 +570,17 @@ func TestNewValidates(t *testing.T) {
 			}
 		})
 	}
+	// A Resource that is the Cache's is fine.
+	if _, err := child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: gvrCache{informertest.New(), deploymentsGVR}, Desired: desired, Writes: nopWrites{}, Resource: deploymentsGVR.GroupResource()}); err != nil {
+		t.Fatalf("New(Resource the Cache's) = %v", err)
+	}
 	// A field manager that is no label value is fine with a ManagedBy.
 	if _, err := child.New(child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "example.com/operator", ManagedBy: "operator"}); err != nil {
 		t.Fatalf("New(FieldManager example.com/operator, ManagedBy operator) = %v", err)
 	}
 }
+
+var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
 type nopWrites struct{}
 
