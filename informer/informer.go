@@ -75,7 +75,7 @@ type Config struct {
 	// than into a map and then converted. Use a clientset's RESTClient for
 	// built-in kinds (kubernetes.Interface.CoreV1().RESTClient() for
 	// ConfigMaps) or NewRESTClient for custom resources. Its group and
-	// version must be those of GVR.
+	// version (APIVersion) must be those of GVR: New refuses another.
 	//
 	// The price: one object that the Go type cannot hold (a value of the
 	// wrong type that the CRD's schema let through) fails the whole list or
@@ -211,6 +211,13 @@ func New(config Config) (*Informer, error) {
 	}
 	if config.GVR.Version == "" {
 		return nil, fmt.Errorf("%w: %T.GVR.Version must not be empty", ErrInvalidConfig, config)
+	}
+	if config.RESTClient != nil {
+		// Another group version's client would list GVR.Resource where the
+		// API server serves nothing: the cache would never sync.
+		if gv := config.RESTClient.APIVersion(); !gv.Empty() && gv != config.GVR.GroupVersion() {
+			return nil, fmt.Errorf("%w: %T.RESTClient is a client of %q, not of GVR's group version %q", ErrInvalidConfig, config, gv.String(), config.GVR.GroupVersion().String())
+		}
 	}
 	if config.Namespace != "" {
 		// The API server answers the list of a namespace that cannot

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -116,6 +117,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "nil pointer logger", config: Config{Client: client, GVR: widgets, Logger: (*nilLogger)(nil)}, wantField: "informer.Config.Logger is a nil *informer.nilLogger"},
 		{name: "ResyncPeriod of nanoseconds", config: Config{Client: client, GVR: widgets, ResyncPeriod: 30}, wantField: "informer.Config.ResyncPeriod 30ns must be at least 1s"},
 		{name: "ResyncPeriod under a second", config: Config{Client: client, GVR: widgets, ResyncPeriod: 999 * time.Millisecond}, wantField: "informer.Config.ResyncPeriod 999ms"},
+		{name: "REST client of another group version", config: Config{RESTClient: coreV1RESTClient(t), ObjectType: &corev1.ConfigMap{}, GVR: widgets}, wantField: `informer.Config.RESTClient is a client of "v1", not of GVR's group version "example.com/v1"`},
 		{name: "negative mutation cache size", config: Config{Client: client, GVR: widgets, MutationCacheSize: -1}, wantField: "informer.Config.MutationCacheSize"},
 		{name: "missing resource", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Version: "v1"}}, wantField: "informer.Config.GVR.Resource"},
 		{name: "missing version", config: Config{Client: client, GVR: schema.GroupVersionResource{Group: "g", Resource: "widgets"}}, wantField: "informer.Config.GVR.Version"},
@@ -150,6 +152,9 @@ func TestNewValidatesConfig(t *testing.T) {
 	if ns, sel := inf.Selection(); ns != "" || !sel.Matches(labels.Set{"app": "a"}) || sel.Matches(labels.Set{"app": "c"}) || sel.Matches(labels.Set{"app": "a", "legacy": ""}) {
 		t.Errorf("Selection() = %q, %q; want all namespaces and the selector app in (a,b),!legacy", ns, sel)
 	}
+	if _, err := New(Config{RESTClient: coreV1RESTClient(t), ObjectType: &corev1.ConfigMap{}, GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}}); err != nil {
+		t.Errorf("New(RESTClient of GVR's group version) = %v", err)
+	}
 	inf, err = New(Config{Client: client, GVR: widgets, Namespace: "demo"})
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +165,17 @@ func TestNewValidatesConfig(t *testing.T) {
 	if ns, sel := inf.Selection(); ns != "demo" || !sel.Empty() || !sel.Matches(labels.Set{"any": "thing"}) {
 		t.Errorf("Selection() = %q, %q; want demo and an empty selector", ns, sel)
 	}
+}
+
+// coreV1RESTClient returns a clientset's REST client of the core group,
+// version v1, which sends nothing until used.
+func coreV1RESTClient(t *testing.T) rest.Interface {
+	t.Helper()
+	kc, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc.CoreV1().RESTClient()
 }
 
 // conflictingRegistry holds a collector of another kind under the name of
