@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,8 +116,9 @@ type Config struct {
 	// BackOffFactory makes the per-object backoff used to requeue an object
 	// whose reconciliation failed. A backoff that stops is held at its last
 	// interval: objects are retried until they succeed, never dropped.
-	// It must not return nil; New calls it once to check. Defaults to
-	// DefaultRequeueBackOff. Ignored when RateLimiter is set.
+	// It must not return nil, and must return a new backoff on each call;
+	// New calls it twice to check. Defaults to DefaultRequeueBackOff.
+	// Ignored when RateLimiter is set.
 	BackOffFactory func() backoff.BackOff
 	// RateLimiter, when set, replaces BackOffFactory with a client-go rate
 	// limiter for failed objects.
@@ -366,9 +368,13 @@ func New(config Config) (*Framework, error) {
 		factory := config.BackOffFactory
 		if factory == nil {
 			factory = DefaultRequeueBackOff
-		} else if nilptr.Is(factory()) {
+		} else if b := factory(); nilptr.Is(b) {
 			// Its first failed object would panic a worker.
 			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory returned a nil backoff.BackOff", ErrInvalidConfig)
+		} else if samePointer(b, factory()) {
+			// One backoff for every object: each failure would lengthen
+			// the wait of all the others, a new one's first included.
+			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory returned the same %T twice: it must make a new backoff on each call (one per object)", ErrInvalidConfig, b)
 		}
 		limiter = newBackOffRateLimiter(factory)
 	}
@@ -606,4 +612,13 @@ func (f *Framework) stopQueue(queue workqueue.TypedRateLimitingInterface[string]
 		p.unfinished.WithLabelValues(f.name).Set(0)
 		p.longestRunning.WithLabelValues(f.name).Set(0)
 	}
+}
+
+// samePointer reports whether a and b are one pointer to a value with
+// state: a factory that returned a and then b shares that state between its
+// callers. Pointers to zero-size values (&backoff.ZeroBackOff{}) may be
+// equal without sharing anything.
+func samePointer(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Type().Elem().Size() > 0 && va.Pointer() == vb.Pointer()
 }

@@ -146,6 +146,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"nil pointer event recorder", func(c *Config) { c.EventRecorder = (*record.FakeRecorder)(nil) }, "Config.EventRecorder"},
 		{"nil pointer rate limiter", func(c *Config) { c.RateLimiter = (*workqueue.TypedBucketRateLimiter[string])(nil) }, "Config.RateLimiter"},
 		{"backoff factory makes nil", func(c *Config) { c.BackOffFactory = func() backoff.BackOff { return nil } }, "Config.BackOffFactory returned a nil"},
+		{"backoff factory shares one backoff", func(c *Config) {
+			shared := backoff.NewExponentialBackOff()
+			c.BackOffFactory = func() backoff.BackOff { return shared }
+		}, "Config.BackOffFactory returned the same *backoff.ExponentialBackOff twice"},
 		{"registerer with another collector of a metric's name", func(c *Config) {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: metricReconciliations, Help: "Someone else's."}))

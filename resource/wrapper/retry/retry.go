@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -40,7 +41,8 @@ type Config struct {
 	// Resource is the resource to retry. Required.
 	Resource resource.Interface
 	// BackOffFactory returns a new backoff for each retried call, never
-	// nil. Optional; defaults to DefaultBackOffFactory().
+	// nil and never one it returned before (New calls it twice to check).
+	// Optional; defaults to DefaultBackOffFactory().
 	BackOffFactory func() backoff.BackOff
 	// Logger receives a warning for every retry. Optional; defaults to a nop
 	// logger. It must not hold a nil pointer.
@@ -91,7 +93,7 @@ var (
 // New returns a Resource retrying config.Resource. It returns an error
 // matching [ErrInvalidConfig] when config.Resource is nil, when
 // config.Logger holds a nil pointer, or when config.BackOffFactory, which
-// it calls once to check, returns nil.
+// it calls twice to check, returns nil or the same backoff twice.
 func New(config Config) (*Resource, error) {
 	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
@@ -101,9 +103,13 @@ func New(config Config) (*Resource, error) {
 	}
 	if config.BackOffFactory == nil {
 		config.BackOffFactory = DefaultBackOffFactory()
-	} else if nilptr.Is(config.BackOffFactory()) {
+	} else if b := config.BackOffFactory(); nilptr.Is(b) {
 		// Every retried call would panic.
 		return nil, fmt.Errorf("%w: %T.BackOffFactory returned a nil backoff.BackOff", ErrInvalidConfig, config)
+	} else if samePointer(b, config.BackOffFactory()) {
+		// Concurrent reconciliations would reset and advance one backoff
+		// (a data race), each cutting the others' retries short.
+		return nil, fmt.Errorf("%w: %T.BackOffFactory returned the same %T twice: it must make a new backoff on each call", ErrInvalidConfig, config, b)
 	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
@@ -207,4 +213,13 @@ func withCause(ctx context.Context, err error) error {
 		return err
 	}
 	return errors.Join(err, cause)
+}
+
+// samePointer reports whether a and b are one pointer to a value with
+// state: a factory that returned a and then b shares that state between its
+// callers. Pointers to zero-size values (&backoff.ZeroBackOff{}) may be
+// equal without sharing anything.
+func samePointer(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Type().Elem().Size() > 0 && va.Pointer() == vb.Pointer()
 }

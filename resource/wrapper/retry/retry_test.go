@@ -109,6 +109,13 @@ func TestNew(t *testing.T) {
 	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: nilBackOff}); !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.BackOffFactory returned a nil") {
 		t.Fatalf("New() with a BackOffFactory returning nil = %v, want ErrInvalidConfig naming BackOffFactory", err)
 	}
+	shared := backoff.NewExponentialBackOff()
+	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: func() backoff.BackOff { return shared }}); !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.BackOffFactory returned the same *backoff.ExponentialBackOff twice") {
+		t.Fatalf("New() with a BackOffFactory returning one backoff = %v, want ErrInvalidConfig naming BackOffFactory", err)
+	}
+	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}); err != nil {
+		t.Fatalf("New() with a BackOffFactory returning a new backoff each time = %v", err)
+	}
 	f := &flaky{}
 	r, err := retry.New(retry.Config{Resource: f})
 	if err != nil {
