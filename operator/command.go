@@ -69,7 +69,10 @@ import (
 // (signal.NotifyContext) may go on doing so: each signal reaches both.
 type Command struct {
 	// Name names the binary: the prefix of its error lines and usage, the
-	// Operator's name, the default LeaderElectionID. Required.
+	// Operator's name, the default LeaderElectionID. Required: Run fails
+	// without it (exit code 1), as it does without New, with SetFlag and
+	// Sets not both set or both empty, and with a SetFlag that plan has
+	// already or that is no flag name.
 	Name string
 	// Summary follows the usage line of -h, before the flags: what the
 	// binary does.
@@ -174,6 +177,13 @@ func notifySignals(ctx context.Context) (_ context.Context, forced <-chan os.Sig
 
 // run is Run without the signals.
 func (c Command) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if err := c.validate(); err != nil {
+		name := c.Name
+		if name == "" {
+			name = "operator"
+		}
+		return fail(stderr, name, 1, err)
+	}
 	if len(args) > 0 && args[0] == "plan" {
 		return c.runPlan(ctx, args[1:], stdout, stderr)
 	}
@@ -233,6 +243,44 @@ func (c Command) run(ctx context.Context, args []string, stdout, stderr io.Write
 	return 0
 }
 
+// validate checks the fields of c that no flag can fix: a Command the
+// binary's author got wrong fails every run with an error naming the
+// field, not with a flag error or a panic.
+func (c Command) validate() error {
+	switch {
+	case c.Name == "":
+		// Else the empty default of --leader-election-id is blamed.
+		return fmt.Errorf("%w: %T.Name must not be empty", ErrInvalidConfig, c)
+	case c.New == nil:
+		return fmt.Errorf("%w: %T.New must not be empty", ErrInvalidConfig, c)
+	case c.SetFlag == "" && len(c.Sets) > 0:
+		return fmt.Errorf("%w: %T.Sets needs SetFlag, the flag that picks one", ErrInvalidConfig, c)
+	case c.SetFlag == "":
+		return nil
+	case len(c.Sets) == 0:
+		return fmt.Errorf("%w: %T.SetFlag %q needs Sets, the resource sets it picks from", ErrInvalidConfig, c, c.SetFlag)
+	case strings.HasPrefix(c.SetFlag, "-") || strings.Contains(c.SetFlag, "="):
+		// The flag package panics on such a name.
+		return fmt.Errorf("%w: %T.SetFlag %q is not a flag name (no leading '-', no '=')", ErrInvalidConfig, c, c.SetFlag)
+	}
+	// The flag package panics on a flag defined twice.
+	if planFlags(new(Options), new(FrameworkOptions), new(bool), "").Lookup(c.SetFlag) != nil {
+		return fmt.Errorf("%w: %T.SetFlag %q is a flag of plan already", ErrInvalidConfig, c, c.SetFlag)
+	}
+	return nil
+}
+
+// planFlags returns the flags of the plan subcommand, all but the
+// Command's SetFlag, bound to opts, fopts.Namespace and all; objects names
+// the reconciled objects in their help.
+func planFlags(opts *Options, fopts *FrameworkOptions, all *bool, objects string) *flag.FlagSet {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	opts.BindClientFlags(fs)
+	fs.StringVar(&fopts.Namespace, "namespace", "", "namespace of the "+objects+" to plan (default: all namespaces)")
+	fs.BoolVar(all, "all", false, "plan every one of the "+objects+" (in --namespace, or in all namespaces)")
+	return fs
+}
+
 // operator resolves the cluster, runs Check and returns the Operator named
 // name with the Framework New added.
 func (c Command) operator(ctx context.Context, opts Options, fopts FrameworkOptions, name string, logger log.Logger) (*Operator, *framework.Framework, error) {
@@ -273,10 +321,8 @@ func (c Command) runPlan(ctx context.Context, args []string, stdout, stderr io.W
 	fopts := FrameworkOptions{DryRun: true}
 	var set string
 	var all bool
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	opts.BindClientFlags(fs)
-	fs.StringVar(&fopts.Namespace, "namespace", "", "namespace of the "+objects+" to plan (default: all namespaces)")
-	fs.BoolVar(&all, "all", false, "plan every one of the "+objects+" (in --namespace, or in all namespaces)")
+	fs := planFlags(&opts, &fopts, &all, objects)
+	fs.Init(name, flag.ContinueOnError)
 	values := strings.Join(slices.Sorted(maps.Keys(c.Sets)), " or ")
 	if c.SetFlag != "" {
 		fs.StringVar(&set, c.SetFlag, "", fmt.Sprintf("plan under this %s (%s) instead of the one each object is routed to", c.SetFlag, values))

@@ -329,6 +329,39 @@ func TestCommand(t *testing.T) {
 	}
 }
 
+// TestCommandValidates: a Command its author got wrong fails every run,
+// plan's too, with exit code 1 and a line naming the field, instead of
+// blaming a flag or panicking in the flag package.
+func TestCommandValidates(t *testing.T) {
+	newFramework := func(*Operator, FrameworkOptions, log.Logger) (*framework.Framework, error) {
+		return nil, errors.New("not reached")
+	}
+	sets := map[string]string{"1": "v1"}
+	tests := []struct {
+		name   string
+		cmd    Command
+		stderr string
+	}{
+		{"Name", Command{New: newFramework}, "operator: invalid config: operator.Command.Name must not be empty"},
+		{"New", Command{Name: "op"}, "op: invalid config: operator.Command.New must not be empty"},
+		{"Sets without SetFlag", Command{Name: "op", New: newFramework, Sets: sets}, "op: invalid config: operator.Command.Sets needs SetFlag"},
+		{"SetFlag without Sets", Command{Name: "op", New: newFramework, SetFlag: "release"}, `op: invalid config: operator.Command.SetFlag "release" needs Sets`},
+		{"SetFlag a flag of plan", Command{Name: "op", New: newFramework, SetFlag: "namespace", Sets: sets}, `op: invalid config: operator.Command.SetFlag "namespace" is a flag of plan already`},
+		{"SetFlag a client flag of plan", Command{Name: "op", New: newFramework, SetFlag: "v", Sets: sets}, `operator.Command.SetFlag "v" is a flag of plan already`},
+		{"SetFlag no flag name", Command{Name: "op", New: newFramework, SetFlag: "-release", Sets: sets}, `operator.Command.SetFlag "-release" is not a flag name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, args := range [][]string{nil, {"plan", "--all"}} {
+				var stdout, stderr bytes.Buffer
+				if code := tt.cmd.Run(t.Context(), args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), tt.stderr) {
+					t.Errorf("Run(%q) = %d, stderr %q; want 1 and %q", args, code, stderr.String(), tt.stderr)
+				}
+			}
+		})
+	}
+}
+
 // TestCommandPlanClusterScoped: plan takes the plain names of cluster-scoped
 // objects (their keys); it refused every argument but namespace/name, so
 // that a cluster-scoped object could only be planned with --all.
