@@ -88,7 +88,9 @@ type Config struct {
 	MetadataClient metadata.Interface
 	// Resource is the GroupVersionResource of the reconciled objects, used
 	// with Client or MetadataClient. Required with either: Version and
-	// Resource must not be empty.
+	// Resource must not be empty, and its group and resource must be
+	// Informer's when Informer has a GVR method (as informer.Informer and
+	// operator.SharedInformer do).
 	Resource schema.GroupVersionResource
 	// CRD, when set, is created or updated by EnsureCRD, which Boot calls
 	// before it runs the informer (and operator.Operator.Run before it
@@ -310,6 +312,15 @@ func New(config Config) (*Framework, error) {
 		// Every finalizer and status write would go to a path the API
 		// server does not serve.
 		return nil, fmt.Errorf("%w: framework.Config.Resource %q needs a version", ErrInvalidConfig, config.Resource)
+	}
+	if g, ok := config.Informer.(interface {
+		GVR() schema.GroupVersionResource
+	}); ok && (config.Client != nil || config.MetadataClient != nil) {
+		// The finalizer and status writes would go to the objects of the
+		// same names in another resource, or fail as not found.
+		if gr := g.GVR().GroupResource(); gr != config.Resource.GroupResource() {
+			return nil, fmt.Errorf("%w: framework.Config.Resource %q is not the resource of Informer, %q: the finalizer and status writes would go to other objects", ErrInvalidConfig, config.Resource.GroupResource(), gr)
+		}
 	}
 	if config.FieldManager == "" {
 		config.FieldManager = FieldManagerPrefix + config.Name

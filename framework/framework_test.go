@@ -165,6 +165,16 @@ func TestNewValidatesConfig(t *testing.T) {
 			c.DisableFinalizers, c.MetadataClient = false, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
 			c.Resource = schema.GroupVersionResource{Group: "g", Resource: "widgets"}
 		}, "Config.Resource \"g/, Resource=widgets\" needs a version"},
+		{"resource not the informer's", func(c *Config) {
+			gvr := schema.GroupVersionResource{Group: "g", Version: "v1", Resource: "gadgets"}
+			dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "GadgetList"})
+			inf, err := informer.New(informer.Config{Client: dc, GVR: gvr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Informer, c.DisableFinalizers, c.Client = inf, false, dc
+			c.Resource = schema.GroupVersionResource{Group: "g", Version: "v1", Resource: "widgets"}
+		}, `framework.Config.Resource "widgets.g" is not the resource of Informer, "gadgets.g"`},
 		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
