@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clientrecord "k8s.io/client-go/tools/record"
 )
@@ -25,8 +26,14 @@ import (
 // Events recorded before Run or after it are dropped, and no goroutine
 // runs for it outside Run, even when the API server does not answer. A
 // recorder asked for while Run runs records from then on. Calls with
-// different schemes return recorders that share one broadcaster.
+// different schemes return recorders that share one broadcaster. A nil
+// scheme is client-go's (k8s.io/client-go/kubernetes/scheme.Scheme).
 func (o *Operator) EventRecorder(scheme *runtime.Scheme) clientrecord.EventRecorder {
+	if scheme == nil {
+		// client-go's recorder would drop every Event about an object
+		// without apiVersion and kind, as a clientset's are.
+		scheme = clientgoscheme.Scheme
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := &deferredRecorder{scheme: scheme, component: o.config.Name}
