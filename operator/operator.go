@@ -164,7 +164,7 @@ type Config struct {
 	// resyncs; a positive one must be at least informer.MinResyncPeriod.
 	ResyncPeriod time.Duration
 	// Frameworks are run by Run, as if added with Add: none nil, none
-	// twice.
+	// twice, no two of one name.
 	Frameworks []*framework.Framework
 	// Sharding, when set, spreads the objects of Sharding.Resources over
 	// the replicas: every replica reconciles its share at the same time,
@@ -382,6 +382,9 @@ func New(config Config) (*Operator, error) {
 		if j := slices.Index(config.Frameworks[:i], f); j >= 0 {
 			return nil, fmt.Errorf("%w: %T.Frameworks[%d] and Frameworks[%d] are the same Framework %q", ErrInvalidConfig, config, j, i, frameworkName(f))
 		}
+		if j := slices.IndexFunc(config.Frameworks[:i], sameName(f)); j >= 0 {
+			return nil, fmt.Errorf("%w: %T.Frameworks[%d] and Frameworks[%d] have the same name %q: %s", ErrInvalidConfig, config, j, i, frameworkName(f), sameNameWhy)
+		}
 		o.frameworks = append(o.frameworks, f)
 	}
 	return o, nil
@@ -392,9 +395,20 @@ func frameworkName(f *framework.Framework) string {
 	return strings.TrimPrefix(f.Finalizer(), framework.FinalizerPrefix)
 }
 
+// sameName returns a func that reports whether a Framework has f's name.
+func sameName(f *framework.Framework) func(*framework.Framework) bool {
+	name := frameworkName(f)
+	return func(g *framework.Framework) bool { return frameworkName(g) == name }
+}
+
+// sameNameWhy says why one Operator's Frameworks need names of their own.
+const sameNameWhy = "they would share one finalizer, one work queue's metrics, one controller label and the debug page; give each Framework a name of its own (framework.Config.Name)"
+
 // Add adds a Framework for Run to boot. It is called before Run; after, it
 // returns ErrAlreadyStarted. A Framework already added (by Add, NewFramework
-// or Config.Frameworks) is ErrInvalidConfig: Run would boot it twice.
+// or Config.Frameworks) is ErrInvalidConfig: Run would boot it twice; so is
+// a Framework of the name of one added already (framework.Config.Name),
+// which would share its finalizer, metrics and debug page.
 func (o *Operator) Add(f *framework.Framework) error {
 	if f == nil {
 		return fmt.Errorf("%w: Add: framework must not be nil", ErrInvalidConfig)
@@ -406,6 +420,9 @@ func (o *Operator) Add(f *framework.Framework) error {
 	}
 	if slices.Contains(o.frameworks, f) {
 		return fmt.Errorf("%w: Add: Framework %q was added already (by Add, NewFramework or Config.Frameworks)", ErrInvalidConfig, frameworkName(f))
+	}
+	if slices.ContainsFunc(o.frameworks, sameName(f)) {
+		return fmt.Errorf("%w: Add: a Framework named %q was added already: %s", ErrInvalidConfig, frameworkName(f), sameNameWhy)
 	}
 	o.frameworks = append(o.frameworks, f)
 	return nil

@@ -165,6 +165,35 @@ func TestNewRefusesAFrameworkTwice(t *testing.T) {
 	}
 }
 
+// TestNewRefusesTwoFrameworksOfOneName: two Frameworks of one Operator
+// with the same framework.Config.Name (a config copied from another) would
+// share the finalizer, the work queue's metrics, the controller label and
+// the debug page; New and Add refuse the second, naming the name.
+func TestNewRefusesTwoFrameworksOfOneName(t *testing.T) {
+	newFramework := func(name string) *framework.Framework {
+		f, err := framework.New(framework.Config{Name: name, Informer: informertest.New(), ResourceRouter: oneResource(t, &crudless{}), DisableFinalizers: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a, b, a2 := newFramework("a"), newFramework("b"), newFramework("a")
+	_, err := New(Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{a, b, a2}})
+	if want := `operator.Config.Frameworks[0] and Frameworks[2] have the same name "a"`; !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("New() error = %v, want ErrInvalidConfig saying %s", err, want)
+	}
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x", Frameworks: []*framework.Framework{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Add(a2); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `a Framework named "a" was added already`) {
+		t.Errorf("Add() of a second Framework named a = %v, want ErrInvalidConfig naming a", err)
+	}
+	if len(o.frameworks) != 2 {
+		t.Errorf("frameworks = %d, want 2", len(o.frameworks))
+	}
+}
+
 func TestRunWithoutFrameworks(t *testing.T) {
 	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
 	if err != nil {
