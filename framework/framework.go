@@ -96,6 +96,8 @@ type Config struct {
 	// before it runs the informer (and operator.Operator.Run before it
 	// starts the shared informers, which would never sync without it).
 	// Not with DryRun, which writes nothing: the CRD must be installed.
+	// With Resource set, the CRD's group, plural and served versions, as
+	// far as it sets them, must include Resource's.
 	CRD *apiextensionsv1.CustomResourceDefinition
 	// CRDClient ensures CRD. Required when CRD is set.
 	CRDClient *crdclient.CRDClient
@@ -341,6 +343,9 @@ func New(config Config) (*Framework, error) {
 	}
 	if config.CRD != nil && config.CRDClient == nil {
 		return nil, fmt.Errorf("%w: framework.Config.CRDClient must not be empty when CRD is set", ErrInvalidConfig)
+	}
+	if err := crdServes(config.CRD, config.Resource); err != nil {
+		return nil, err
 	}
 	if config.Workers < 0 || config.Workers > MaxWorkers {
 		return nil, fmt.Errorf("%w: framework.Config.Workers must be 0 (DefaultWorkers) to %d (MaxWorkers), got %d", ErrInvalidConfig, MaxWorkers, config.Workers)
@@ -623,6 +628,33 @@ func (f *Framework) stopQueue(queue workqueue.TypedRateLimitingInterface[string]
 		p.unfinished.WithLabelValues(f.name).Set(0)
 		p.longestRunning.WithLabelValues(f.name).Set(0)
 	}
+}
+
+// crdServes returns an error naming CRD when crd, as far as it says (its
+// group, plural and versions, when set), does not serve res, when both are
+// set: EnsureCRD would install another resource than the one reconciled
+// (its informer would never sync), or one that does not serve its version.
+func crdServes(crd *apiextensionsv1.CustomResourceDefinition, res schema.GroupVersionResource) error {
+	if crd == nil || res.Resource == "" {
+		return nil
+	}
+	spec := crd.Spec
+	if (spec.Group != "" && spec.Group != res.Group) || (spec.Names.Plural != "" && spec.Names.Plural != res.Resource) {
+		return fmt.Errorf("%w: framework.Config.CRD %s is of resource %q, not of Resource %q", ErrInvalidConfig, crd.Name, schema.GroupResource{Group: spec.Group, Resource: spec.Names.Plural}, res.GroupResource())
+	}
+	if len(spec.Versions) == 0 {
+		return nil
+	}
+	var served []string
+	for _, v := range spec.Versions {
+		if v.Served {
+			if v.Name == res.Version {
+				return nil
+			}
+			served = append(served, v.Name)
+		}
+	}
+	return fmt.Errorf("%w: framework.Config.CRD %s does not serve the version %q of Resource (served: %s)", ErrInvalidConfig, crd.Name, res.Version, strings.Join(served, ", "))
 }
 
 // samePointer reports whether a and b are one pointer to a value with

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
@@ -175,6 +176,18 @@ func TestNewValidatesConfig(t *testing.T) {
 			c.Informer, c.DisableFinalizers, c.Client = inf, false, dc
 			c.Resource = schema.GroupVersionResource{Group: "g", Version: "v1", Resource: "widgets"}
 		}, `framework.Config.Resource "widgets.g" is not the resource of Informer, "gadgets.g"`},
+		{"crd of another resource", func(c *Config) {
+			c.CRD, c.CRDClient = gadgetsCRD(), &crdclient.CRDClient{}
+			c.Resource = schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}
+		}, `framework.Config.CRD gadgets.test.operatorkit.io is of resource "gadgets.test.operatorkit.io", not of Resource "things.test.operatorkit.io"`},
+		{"crd of another group", func(c *Config) {
+			c.CRD, c.CRDClient = gadgetsCRD(), &crdclient.CRDClient{}
+			c.Resource = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+		}, `framework.Config.CRD gadgets.test.operatorkit.io is of resource "gadgets.test.operatorkit.io", not of Resource "gadgets.example.com"`},
+		{"crd not serving the version", func(c *Config) {
+			c.CRD, c.CRDClient = gadgetsCRD(), &crdclient.CRDClient{}
+			c.Resource = schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "gadgets"}
+		}, `framework.Config.CRD gadgets.test.operatorkit.io does not serve the version "v1" of Resource (served: v1beta1)`},
 		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
@@ -610,6 +623,21 @@ func BenchmarkEventToWorker(b *testing.B) {
 	b.StopTimer()
 	cancel()
 	<-stopped
+}
+
+// gadgetsCRD is the CRD of gadgets.test.operatorkit.io, serving v1beta1
+// and no longer v1.
+func gadgetsCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.test.operatorkit.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "test.operatorkit.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Kind: "Gadget"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: false}, {Name: "v1beta1", Served: true, Storage: true},
+			},
+		},
+	}
 }
 
 func widgetLikeCRD() *apiextensionsv1.CustomResourceDefinition {
