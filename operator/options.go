@@ -131,7 +131,7 @@ type Options struct {
 	Shard bool
 	// ShardIdentity names this replica in the ring (--shard-identity), a
 	// DNS label unique among the replicas. Empty: the host name (a pod's
-	// name) with a random suffix.
+	// name) with a random suffix. Validate wants Shard with it.
 	ShardIdentity string
 }
 
@@ -262,7 +262,8 @@ func orDefault(s, def string) string {
 // defaults them), and, with --leader-elect or --shard, that
 // --leader-election-id is a valid Lease name (with --leader-elect also
 // that it is set). A non-empty --leader-election-namespace must be a valid
-// namespace name, and a non-empty --shard-identity a DNS label. The leader
+// namespace name, and a non-empty --shard-identity a DNS label, given
+// with --shard. The leader
 // election timings must not be negative and, with --leader-elect or
 // --shard, must fit together as Config's do: a lease duration of 1 s to
 // math.MaxInt32 s, a renew deadline shorter than it, and a retry period
@@ -317,6 +318,10 @@ func (o Options) Validate() error {
 	if o.ShardIdentity != "" {
 		if msgs := validation.IsDNS1123Label(o.ShardIdentity); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("invalid value %q for flag --%s: %s", o.ShardIdentity, flagShardIdentity, strings.Join(msgs, "; ")))
+		} else if !o.Shard {
+			// Config would drop it: the replica would run unsharded,
+			// electing a leader.
+			errs = append(errs, fmt.Errorf("flag --%s needs --%s", flagShardIdentity, flagShard))
 		}
 	}
 	lease, renew := orDefaultDuration(o.LeaseDuration, DefaultLeaseDuration), orDefaultDuration(o.RenewDeadline, DefaultRenewDeadline)

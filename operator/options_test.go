@@ -208,6 +208,11 @@ func TestValidate(t *testing.T) {
 			want:   []string{`invalid value "Pod_1" for flag --shard-identity: a lowercase RFC 1123 label`},
 		},
 		{
+			name:   "shard identity without shard",
+			modify: func(o *Options) { o.ShardIdentity = "pod-1" },
+			want:   []string{`flag --shard-identity needs --shard`},
+		},
+		{
 			name: "lease timings checked when sharding",
 			modify: func(o *Options) {
 				o.LeaderElect, o.Shard, o.LeaseDuration, o.RenewDeadline = false, true, time.Second, 5*time.Second
