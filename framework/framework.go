@@ -50,6 +50,9 @@ const (
 	// DefaultWriteExpectationTTL bounds how long a reconciliation waits for
 	// the cache to show the operator's own last write to the object.
 	DefaultWriteExpectationTTL = 10 * time.Second
+	// MinRequeueInterval is the shortest interval between the retries of a
+	// failing object that Config.BackOffFactory's backoffs may settle at.
+	MinRequeueInterval = time.Millisecond
 	// FinalizerPrefix starts every finalizer the Framework writes; the
 	// finalizer is FinalizerPrefix + Config.Name.
 	FinalizerPrefix = "operatorkit.io/"
@@ -120,9 +123,11 @@ type Config struct {
 	// BackOffFactory makes the per-object backoff used to requeue an object
 	// whose reconciliation failed. A backoff that stops is held at its last
 	// interval: objects are retried until they succeed, never dropped.
-	// It must not return nil, and must return a new backoff on each call;
-	// New calls it twice to check. Defaults to DefaultRequeueBackOff.
-	// Ignored when RateLimiter is set.
+	// It must not return nil, must return a new backoff on each call, and
+	// the interval its backoffs settle at (the last before they stop, or
+	// where they are after many retries) must be at least
+	// MinRequeueInterval; New calls it twice to check. Defaults to
+	// DefaultRequeueBackOff. Ignored when RateLimiter is set.
 	BackOffFactory func() backoff.BackOff
 	// RateLimiter, when set, replaces BackOffFactory with a client-go rate
 	// limiter for failed objects.
@@ -391,6 +396,10 @@ func New(config Config) (*Framework, error) {
 			// One backoff for every object: each failure would lengthen
 			// the wait of all the others, a new one's first included.
 			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory returned the same %T twice: it must make a new backoff on each call (one per object)", ErrInvalidConfig, b)
+		} else if held := heldInterval(b); held < MinRequeueInterval {
+			// A failing object would be reconciled again at once, for
+			// ever: a hot loop on the API server.
+			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory's %T settles at %s between retries, under MinRequeueInterval (%s): a failing object would be reconciled again and again at once (a stopped backoff is held at its last interval)", ErrInvalidConfig, b, held, MinRequeueInterval)
 		}
 		limiter = newBackOffRateLimiter(factory)
 	}
@@ -656,6 +665,24 @@ func crdServes(crd *apiextensionsv1.CustomResourceDefinition, res schema.GroupVe
 	}
 	return fmt.Errorf("%w: framework.Config.CRD %s does not serve the version %q of Resource (served: %s)", ErrInvalidConfig, crd.Name, res.Version, strings.Join(served, ", "))
 }
+
+// heldInterval returns the interval b settles at, as the Framework uses
+// it: the last interval before it stops (DefaultRequeueInitialInterval when
+// it stops at once), or the one it gives after probeRetries retries.
+func heldInterval(b backoff.BackOff) time.Duration {
+	held := DefaultRequeueInitialInterval
+	for range probeRetries {
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			break
+		}
+		held = d
+	}
+	return held
+}
+
+// probeRetries is how many intervals of a backoff New looks at.
+const probeRetries = 1000
 
 // samePointer reports whether a and b are one pointer to a value with
 // state: a factory that returned a and then b shares that state between its

@@ -41,7 +41,8 @@ type Config struct {
 	// Resource is the resource to retry. Required.
 	Resource resource.Interface
 	// BackOffFactory returns a new backoff for each retried call, never
-	// nil and never one it returned before (New calls it twice to check).
+	// nil and never one it returned before, that stops or waits at least
+	// a millisecond between retries (New calls it twice to check).
 	// Optional; defaults to DefaultBackOffFactory().
 	BackOffFactory func() backoff.BackOff
 	// Logger receives a warning for every retry. Optional; defaults to a nop
@@ -93,7 +94,8 @@ var (
 // New returns a Resource retrying config.Resource. It returns an error
 // matching [ErrInvalidConfig] when config.Resource is nil, when
 // config.Logger holds a nil pointer, or when config.BackOffFactory, which
-// it calls twice to check, returns nil or the same backoff twice.
+// it calls twice to check, returns nil or the same backoff twice, or a
+// backoff that retries without waiting and without stopping.
 func New(config Config) (*Resource, error) {
 	if resource.IsNil(config.Resource) {
 		return nil, fmt.Errorf("%w: %T.Resource must not be empty", ErrInvalidConfig, config)
@@ -110,6 +112,10 @@ func New(config Config) (*Resource, error) {
 		// Concurrent reconciliations would reset and advance one backoff
 		// (a data race), each cutting the others' retries short.
 		return nil, fmt.Errorf("%w: %T.BackOffFactory returned the same %T twice: it must make a new backoff on each call", ErrInvalidConfig, config, b)
+	} else if spins(b) {
+		// A failing call would be retried in a hot loop until the
+		// reconciliation's context ends.
+		return nil, fmt.Errorf("%w: %T.BackOffFactory's %T retries without waiting (under %s) and without stopping: bound it (backoff.WithMaxRetries) or let it wait", ErrInvalidConfig, config, b, minRetryInterval)
 	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
@@ -213,6 +219,21 @@ func withCause(ctx context.Context, err error) error {
 		return err
 	}
 	return errors.Join(err, cause)
+}
+
+// minRetryInterval is the shortest wait between retries of a backoff that
+// does not stop.
+const minRetryInterval = time.Millisecond
+
+// spins reports whether b neither stops nor waits minRetryInterval within
+// its first 1000 intervals.
+func spins(b backoff.BackOff) bool {
+	for range 1000 {
+		if d := b.NextBackOff(); d == backoff.Stop || d >= minRetryInterval {
+			return false
+		}
+	}
+	return true
 }
 
 // samePointer reports whether a and b are one pointer to a value with

@@ -113,8 +113,11 @@ func TestNew(t *testing.T) {
 	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: func() backoff.BackOff { return shared }}); !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.BackOffFactory returned the same *backoff.ExponentialBackOff twice") {
 		t.Fatalf("New() with a BackOffFactory returning one backoff = %v, want ErrInvalidConfig naming BackOffFactory", err)
 	}
-	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}); err != nil {
-		t.Fatalf("New() with a BackOffFactory returning a new backoff each time = %v", err)
+	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}); !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), "retry.Config.BackOffFactory's *backoff.ZeroBackOff retries without waiting (under 1ms) and without stopping") {
+		t.Fatalf("New() with a BackOffFactory that retries at once for ever = %v, want ErrInvalidConfig naming BackOffFactory", err)
+	}
+	if _, err := retry.New(retry.Config{Resource: &flaky{}, BackOffFactory: func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, 3) }}); err != nil {
+		t.Fatalf("New() with a BackOffFactory of three retries at once = %v", err)
 	}
 	f := &flaky{}
 	r, err := retry.New(retry.Config{Resource: f})
