@@ -34,6 +34,10 @@ const (
 	// reconciliation that waits for a child that is not ready runs again
 	// (the child's own watch, when the operator has one, wakes it sooner).
 	DefaultWaitDelay = 5 * time.Second
+	// MinWaitDelay is the shortest Config.WaitDelay: shorter, a
+	// reconciliation waiting for a child would run again at once, in a
+	// hot loop, until the child is ready.
+	MinWaitDelay = time.Millisecond
 )
 
 // LabelManagedBy is the label set on every child, with the value
@@ -234,7 +238,7 @@ type Config[Owner, Child Object] struct {
 	// Foreground or Orphan. Defaults to metav1.DeletePropagationBackground.
 	DeletePropagation metav1.DeletionPropagation
 	// WaitDelay is how soon a reconciliation waiting for a child runs
-	// again. Defaults to DefaultWaitDelay.
+	// again. Defaults to DefaultWaitDelay; at least MinWaitDelay.
 	WaitDelay time.Duration
 	// Logger receives debug logs. Optional; defaults to a nop logger. It
 	// must not hold a nil pointer.
@@ -283,6 +287,8 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		return nil, fmt.Errorf("%w: %T.Desired and DesiredSet exclude each other: set one", ErrInvalidConfig, config)
 	case config.WaitDelay < 0:
 		return nil, fmt.Errorf("%w: %T.WaitDelay must not be negative", ErrInvalidConfig, config)
+	case config.WaitDelay > 0 && config.WaitDelay < MinWaitDelay:
+		return nil, fmt.Errorf("%w: %T.WaitDelay %s must be 0 (DefaultWaitDelay) or at least %s (MinWaitDelay)", ErrInvalidConfig, config, config.WaitDelay, MinWaitDelay)
 	case childType.Kind() != reflect.Pointer || childType.Elem().Kind() != reflect.Struct:
 		return nil, fmt.Errorf("%w: %T: Child must be a pointer to a struct, got %s", ErrInvalidConfig, config, childType)
 	case ownerType.Kind() != reflect.Pointer || ownerType.Elem().Kind() != reflect.Struct:
