@@ -4,9 +4,10 @@ package framework
 // (client-go's workqueue.Queue): a ring buffer, where client-go's default
 // is a slice that each Pop shortens from the front, so that Push allocates
 // a new array again and again in a steady stream of keys (about 30 bytes
-// per key). A ring holding n keys takes room for at most twice as many;
-// one emptied while it has room for more than maxIdleRing keys gives the
-// room back, so that a burst of many keys does not keep its memory.
+// per key). A ring grows to the next power of two above the most keys it
+// held and keeps that room while it holds any key; once emptied, a ring
+// with room for more than maxIdleRing keys gives the room back, so that a
+// burst of many keys does not keep its memory for good.
 // Like client-go's, it is used under the work queue's lock only.
 type ringQueue struct {
 	buf  []string // its length is 0 or a power of two
