@@ -71,3 +71,57 @@ func TestPreflightClusterScopedRuleUnderARoleBinding(t *testing.T) {
 		t.Fatalf("Preflight() under a ClusterRoleBinding = %v, want nil", err)
 	}
 }
+
+// TestPreflightOwnNamespaceUnderARoleBinding: the namespaces resource is
+// cluster-scoped, but a request about one namespace by name (get, update,
+// patch, delete of namespace ns) is made in that namespace, so a
+// RoleBinding in ns grants it: an operator run in ns that reads its own
+// namespace needs no ClusterRoleBinding. Preflight checked the rule at the
+// cluster scope and failed with "get namespaces (cluster-scoped)"; it
+// checks it in the namespace now, as its request is made, and still fails
+// on a list of namespaces, which no RoleBinding grants.
+func TestPreflightOwnNamespaceUnderARoleBinding(t *testing.T) {
+	t.Parallel()
+	own := testenv.New(t, testenv.Options{RBAC: true})
+	admin := kubernetes.NewForConfigOrDie(own.Config())
+	const ns = "own-namespace"
+	createNamespace(t, admin, ns)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "own-namespace-operator"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+	}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const user = "own-namespace-operator"
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: ns}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := own.UserConfig(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc := kubernetes.NewForConfigOrDie(cfg)
+	// What the operator does, allowed by the RoleBinding alone.
+	poll(t, "the role binding to take effect", func(ctx context.Context) (bool, error) {
+		_, err := uc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	perms := operatorpkg.Permissions(role.Rules, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
+	if err := operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms}); err != nil {
+		t.Fatalf("Preflight() of get namespaces under a RoleBinding = %v, want nil: the operator can get its namespace", err)
+	}
+
+	// A list of namespaces is made at the cluster scope: refused, and named.
+	if _, err := uc.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list namespaces under a RoleBinding = %v, want Forbidden", err)
+	}
+	list := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}}}
+	perms = operatorpkg.Permissions(list, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
+	err = operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms})
+	if err == nil || err.Error() != "missing permission: list namespaces (cluster-scoped)" {
+		t.Fatalf("Preflight() of get and list namespaces under a RoleBinding = %v, want the one missing permission list namespaces (cluster-scoped)", err)
+	}
+}

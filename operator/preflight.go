@@ -94,7 +94,8 @@ func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, 
 
 // Permissions lists what an operator binary run with opts and fopts needs
 // of the rules of its ClusterRole: every rule's verbs in fopts.Namespace
-// (Preflight checks those on cluster-scoped resources at the cluster scope),
+// (Preflight checks those on cluster-scoped resources at the cluster scope,
+// all but get, update, patch and delete of the namespace itself),
 // only get, list and watch with fopts.DryRun (get too: besides its
 // informers, the Framework reads its object from the API server where its
 // cache cannot tell, such as a deleted object's tombstone, and so does
@@ -147,11 +148,13 @@ type PreflightConfig struct {
 // resource that the server's discovery shows cluster-scoped (nodes, a
 // cluster-scoped custom resource) is checked at the cluster scope, as its
 // requests are: a RoleBinding in the namespace cannot grant it, a
-// ClusterRoleBinding can. The error is one line: the server cannot be
-// reached (or rejects the credentials), every missing permission at once
-// ("missing permissions: create events in namespace "demo"; list nodes
-// (cluster-scoped)"), or the resource not served. A nil restConfig is an
-// error too.
+// ClusterRoleBinding can. Get, update, patch and delete of namespaces stay
+// checked in the namespace: the API server makes those requests about the
+// namespace itself in it, so a RoleBinding there grants them. The error is
+// one line: the server cannot be reached (or rejects the credentials),
+// every missing permission at once ("missing permissions: create events in
+// namespace "demo"; list nodes (cluster-scoped)"), or the resource not
+// served. A nil restConfig is an error too.
 func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightConfig) error {
 	if restConfig == nil {
 		return errors.New("no rest.Config to check (nil)")
@@ -168,7 +171,7 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 	clusterScoped := clusterScopedResources(client.Discovery(), config.Permissions)
 	var missing []string
 	for _, p := range config.Permissions {
-		scoped := p.Namespace != "" && clusterScoped[schema.GroupResource{Group: p.Group, Resource: p.Resource}]
+		scoped := p.Namespace != "" && clusterScoped[schema.GroupResource{Group: p.Group, Resource: p.Resource}] && !ownNamespace(p)
 		if scoped {
 			p.Namespace = "" // as its requests are: a RoleBinding cannot grant it
 		}
@@ -204,6 +207,19 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 		return fmt.Errorf("the API server at %s does not serve %s: install its CRD", cfg.Host, config.Served.GroupResource())
 	}
 	return nil
+}
+
+// ownNamespace reports whether p is a request about the namespace
+// p.Namespace itself (get, update, patch or delete of it, or of its
+// subresources): the API server makes those in that namespace, so a
+// RoleBinding there grants them, unlike the other requests on the
+// cluster-scoped namespaces resource (list, watch, create).
+func ownNamespace(p Permission) bool {
+	switch p.Verb {
+	case "get", "update", "patch", "delete":
+		return p.Group == "" && p.Resource == "namespaces" && (p.Name == "" || p.Name == p.Namespace)
+	}
+	return false
 }
 
 // clusterScopedResources returns the resources that the API server's
