@@ -343,3 +343,53 @@ func updatePatch() *crud.Patch {
 	p.SetUpdateChange("u")
 	return p
 }
+
+// TestErrorStepOfALongRetry: a resource retried so many times in one
+// reconciliation that its trace reaches maxLiveSteps (each attempt records
+// its steps) is still counted in errors_total, and named in the Ready
+// reason written, by the crud step whose failure ended it. The trace at its
+// limit kept its first steps and only the last one recorded: the failed
+// crud step gave its place to the resource's "ensure created" that
+// followed it (and that to the status write, before errors_total was
+// counted), and a step of an early attempt was blamed ("get current
+// state", "BGetCurrentStateFailed").
+func TestErrorStepOfALongRetry(t *testing.T) {
+	const attempts = 300 // more steps than maxLiveSteps allows
+	flakes := make([]error, attempts-1)
+	for i := range flakes {
+		flakes[i] = errors.New("flake")
+	}
+	bad := retry.Permanent(errors.New("bad spec"))
+	c, err := crud.New(crud.Config{Ops: &crudtest.Ops{Resource: "b", Patch: updatePatch(), Errors: map[string][]error{
+		crud.StepGetCurrentState: append(flakes, nil), crud.StepApplyUpdateChange: {bad},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := retry.New(retry.Config{Resource: opaque{c}, BackOffFactory: func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, attempts) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, nil, r))
+	tr := st.traces(t, 1)[0]
+	if tr.Result != ResultPermanent || tr.DroppedSteps == 0 {
+		t.Fatalf("result = %q with %d steps dropped, want %q with steps dropped", tr.Result, tr.DroppedSteps, ResultPermanent)
+	}
+	pollUntil(t, "the error counted", func() bool { return testutil.CollectAndCount(st.f.metrics.errors) > 0 })
+	if n := testutil.ToFloat64(st.f.metrics.errors.WithLabelValues("b", crud.StepApplyUpdateChange)); n != 1 {
+		t.Errorf("errors_total{resource=b,step=%q} = %v, want 1 (%q: %v, %q: %v)", crud.StepApplyUpdateChange, n,
+			crud.StepGetCurrentState, testutil.ToFloat64(st.f.metrics.errors.WithLabelValues("b", crud.StepGetCurrentState)),
+			resource.OperationEnsureCreated, testutil.ToFloat64(st.f.metrics.errors.WithLabelValues("b", resource.OperationEnsureCreated)))
+	}
+	var reason string
+	pollUntil(t, "the Ready condition written", func() bool {
+		if c := meta.FindStatusCondition(conditionsOf(t, st.server.get()), "Ready"); c != nil {
+			reason = c.Reason
+			return true
+		}
+		return false
+	})
+	if want := "BApplyUpdateChangeFailed"; reason != want {
+		t.Errorf("Ready reason = %q, want %q", reason, want)
+	}
+}

@@ -70,6 +70,11 @@ type outcome struct {
 	// resourceVersion is the version of the object the reconciliation
 	// read from the cache; "" when it read none.
 	resourceVersion string
+	// errStep is the step whose failure ended the chain (stepOf), read
+	// when the chain ended: the Framework's own steps after it (the status
+	// write) can push it out of a trace at its limit (trace.KeptLast).
+	// "" when the chain did not fail, or did not run.
+	errStep string
 }
 
 // processNextItem takes one key off the queue and reconciles it. It returns
@@ -235,6 +240,9 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 		rctx.begin(tr, f, obj, nil)
 	}
 	o = f.runChain(ctx, rctx, key, obj, acc, tombstone, tr)
+	if o.err != nil {
+		o.errStep = stepOf(tr, resourceOf(o.err))
+	}
 	// Not retried, and the object is gone: no later event would end what
 	// the Framework keeps about it.
 	o.gone = tombstone && (o.result == ResultPermanent || o.result == ResultNoResourceSet || o.result == ResultDryRun)
@@ -562,12 +570,12 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 		errors.As(o.err, &pe)
 		f.metrics.panics.Inc()
 		res := resourceOf(o.err)
-		f.metrics.countError(res, stepOf(tr, res))
+		f.metrics.countError(res, o.failedStep(tr, res))
 		level.Error(logger).Log("msg", "reconciliation panicked", "err", o.err, "stack", string(pe.Stack))
 		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcilePanicked", o.err.Error())
 	case ResultError, ResultPermanent:
 		res := resourceOf(o.err)
-		f.metrics.countError(res, stepOf(tr, res))
+		f.metrics.countError(res, o.failedStep(tr, res))
 		level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
 		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
 	case ResultConflict:
@@ -761,6 +769,15 @@ func resourceOf(err error) string {
 		return pe.Resource
 	}
 	return "framework"
+}
+
+// failedStep returns o.errStep, or, when the chain did not tell it (it
+// failed before the chain ran), stepOf(tr, res).
+func (o outcome) failedStep(tr *trace.Trace, res string) string {
+	if o.errStep != "" {
+		return o.errStep
+	}
+	return stepOf(tr, res)
 }
 
 // stepOf returns the step of res (the resource the reconciliation's error

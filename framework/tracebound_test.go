@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 // reconciliation records into it later (it grew without bound, against
 // the store's "memory bounded"), and a trace cut to MaxStepsPerTrace says
 // how many steps were dropped, in DroppedSteps and in the debug page's
-// text and log line, where its first MaxStepsPerTrace-1 steps and its
-// last were shown as if they were all.
+// text and log line, where its first steps and its last trace.KeptLast
+// were shown as if they were all.
 func TestTraceStoreBoundsEveryTrace(t *testing.T) {
 	s := newTraceStore(10, 3)
 
@@ -56,11 +57,11 @@ func TestTraceStoreBoundsEveryTrace(t *testing.T) {
 	var b strings.Builder
 	formatTrace(&b, got)
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) < 3 || !strings.Contains(lines[len(lines)-2], "36 steps dropped") || !strings.Contains(lines[len(lines)-1], "last") {
-		t.Errorf("text of the cut trace, want a line saying 36 steps dropped before the last step:\n%s", b.String())
+	if len(lines) < 4 || !strings.Contains(lines[len(lines)-3], "36 steps dropped") || !strings.Contains(lines[len(lines)-1], "last") {
+		t.Errorf("text of the cut trace, want a line saying 36 steps dropped before the last two steps:\n%s", b.String())
 	}
-	if line := (traceLine{&got}).String(); !strings.Contains(line, "[36 steps dropped] [last step done") {
-		t.Errorf("debug log line of the cut trace = %q, want [36 steps dropped] before the last step", line)
+	if line := (traceLine{&got}).String(); !regexp.MustCompile(`\[36 steps dropped\] \[r step done [^]]*\] \[last step done [^]]*\]$`).MatchString(line) {
+		t.Errorf("debug log line of the cut trace = %q, want [36 steps dropped] before the last two steps", line)
 	}
 }
 

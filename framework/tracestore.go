@@ -16,18 +16,25 @@ import (
 )
 
 // MaxStepsPerTrace caps the steps one stored trace keeps; a chain with more
-// steps keeps its first MaxStepsPerTrace-1 and its last one, and counts the
-// others in trace.Trace.DroppedSteps (the debug page's text shows a line
+// steps keeps its first MaxStepsPerTrace-trace.KeptLast and its last
+// trace.KeptLast, and counts the others in trace.Trace.DroppedSteps (the debug page's text shows a line
 // "(N steps dropped)" where they were). Steps that a resource records into
 // a kept trace after its reconciliation ended count against it too.
 const MaxStepsPerTrace = 64
 
+// droppedAt returns the index of t's step before which the steps it
+// dropped (DroppedSteps) were: the first of the last trace.KeptLast.
+func droppedAt(t trace.Trace) int {
+	return len(t.Steps) - min(trace.KeptLast, len(t.Steps))
+}
+
 // maxLiveSteps returns the most steps the trace of a reconciliation in
 // progress holds (trace.Trace.Limit), for a Framework whose longest chain
 // records about traceSteps: twice that, and at least 4*MaxStepsPerTrace,
-// so that only a pathological chain (a resource that records in a loop)
-// reaches it. The failure that ends a reconciliation is found among the
-// steps held.
+// so that only a chain that records a great many (a resource that records
+// in a loop, or one retried many times) reaches it. The failure that ends
+// a reconciliation is found among the steps held: the trace keeps its last
+// steps (trace.KeptLast), the failed operation and the step inside it.
 func maxLiveSteps(traceSteps int) int {
 	return max(4*MaxStepsPerTrace, 2*traceSteps)
 }
@@ -353,7 +360,7 @@ func (l traceLine) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "set=%s result=%s duration=%s", s.ResourceSet, s.Result, s.Duration)
 	for i, st := range s.Steps {
-		if s.DroppedSteps > 0 && i == len(s.Steps)-1 {
+		if s.DroppedSteps > 0 && i == droppedAt(s) {
 			fmt.Fprintf(&b, " [%d steps dropped]", s.DroppedSteps)
 		}
 		fmt.Fprintf(&b, " [%s %s %s %s]", st.Resource, st.Step, st.Outcome, st.Duration)
@@ -378,7 +385,7 @@ func formatTrace(b *strings.Builder, t trace.Trace) {
 		fmt.Fprintf(b, "  error: %s\n", textField(t.Error))
 	}
 	for i, st := range t.Steps {
-		if t.DroppedSteps > 0 && i == len(t.Steps)-1 {
+		if t.DroppedSteps > 0 && i == droppedAt(t) {
 			fmt.Fprintf(b, "  (%d steps dropped)\n", t.DroppedSteps)
 		}
 		fmt.Fprintf(b, "  %-24s %-20s %-8s %10s", textField(st.Resource), textField(st.Step), st.Outcome, st.Duration)

@@ -21,8 +21,8 @@
 // [Trace.RecordNext], which returns where the next one starts.
 //
 // Bounds: a Trace keeps every step unless [Trace.Limit] bounds it; then it
-// keeps its first steps and the last one recorded, and counts the steps in
-// between in [Trace.DroppedSteps], so that a chain that records a great
+// keeps its first steps and the last [KeptLast] recorded, and counts the
+// steps in between in [Trace.DroppedSteps], so that a chain that records a great
 // many steps, or a resource that goes on recording after its
 // reconciliation ended, takes bounded memory.
 //

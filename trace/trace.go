@@ -60,7 +60,7 @@ type Trace struct {
 	Duration time.Duration `json:"duration"`
 	// Steps are the recorded steps in the order they ended: all of them,
 	// or, once the Trace held its limit ([Trace.Limit]), the first ones
-	// and the last (see DroppedSteps).
+	// and the last KeptLast (see DroppedSteps).
 	Steps []Step `json:"steps"`
 	// Result is the caller's summary of the outcome, such as "success",
 	// "error" or "requeue"; set by Finish.
@@ -78,7 +78,8 @@ type Trace struct {
 	FirstStart time.Time `json:"firstStart,omitzero"`
 	// DroppedSteps is how many recorded steps the Trace did not keep,
 	// because it held the most steps [Trace.Limit] allows: they ended
-	// after the second-to-last step of Steps and before the last one.
+	// before the last KeptLast steps of Steps (all of Steps when it holds
+	// no more) and after the ones before those.
 	// 0 when every step is in Steps.
 	DroppedSteps int `json:"droppedSteps,omitempty"`
 
@@ -264,13 +265,21 @@ func (t *Trace) Len() int {
 	return len(t.Steps)
 }
 
+// KeptLast is how many of the last steps recorded a Trace at its limit
+// ([Trace.Limit]) keeps: a failed operation of a resource and the failed
+// step inside it, recorded just before it, which together tell what ended
+// the reconciliation.
+const KeptLast = 2
+
 // Limit makes t hold at most n steps, so that a chain that records a great
-// many (a resource that records in a loop, or goes on recording after its
-// reconciliation ended) takes bounded memory: t keeps its first n-1 steps
-// and the last one recorded, each later step taking the last one's place,
-// and counts the others in DroppedSteps. A t with more than n steps is cut
-// so at once. A limit below 1 is 1; a later Limit replaces an earlier one.
-// It does nothing on a nil t and is safe for concurrent use.
+// many (a resource that records in a loop, or retried many times, or one
+// that goes on recording after its reconciliation ended) takes bounded
+// memory: t keeps its first n-KeptLast steps and the last KeptLast
+// recorded (with n under KeptLast, the last n), each later step pushing
+// the oldest of those out, and counts the others in DroppedSteps. A t with
+// more than n steps is cut so at once. A limit below 1 is 1; a later Limit
+// replaces an earlier one. It does nothing on a nil t and is safe for
+// concurrent use.
 func (t *Trace) Limit(n int) {
 	if t == nil {
 		return
@@ -280,18 +289,21 @@ func (t *Trace) Limit(n int) {
 	defer t.unlock()
 	t.limit = n
 	if k := len(t.Steps); k > n {
-		t.Steps[n-1] = t.Steps[k-1]
+		last := min(KeptLast, n)
+		copy(t.Steps[n-last:n], t.Steps[k-last:])
 		clear(t.Steps[n:]) // their strings must not outlive them
 		t.Steps = t.Steps[:n]
 		t.DroppedSteps += k - n
 	}
 }
 
-// add appends s to t.Steps, or puts it in the last step's place when t
-// holds its limit. t's lock is held.
+// add appends s to t.Steps or, when t holds its limit, drops the oldest of
+// the last KeptLast steps and puts s last. t's lock is held.
 func (t *Trace) add(s Step) {
-	if t.limit > 0 && len(t.Steps) >= t.limit {
-		t.Steps[len(t.Steps)-1] = s
+	if n := len(t.Steps); t.limit > 0 && n >= t.limit {
+		last := min(KeptLast, n)
+		copy(t.Steps[n-last:], t.Steps[n-last+1:])
+		t.Steps[n-1] = s
 		t.DroppedSteps++
 		return
 	}

@@ -516,8 +516,10 @@ func TestNowWhileFolded(t *testing.T) {
 	}
 }
 
-// TestLimit: a Trace with a limit of n keeps its first n-1 steps and the
-// last one recorded, counts the others in DroppedSteps (in the JSON too),
+// TestLimit: a Trace with a limit of n keeps its first n-KeptLast steps
+// and the last KeptLast recorded (a failed operation and the failed step
+// inside it: only the last one, and the stepOf of a framework blamed a
+// step of an earlier attempt), counts the others in DroppedSteps (in the JSON too),
 // cuts what it held beyond a new limit at once, and folds only into a
 // Trace that dropped as many; recorders from many goroutines keep it so.
 func TestLimit(t *testing.T) {
@@ -527,12 +529,22 @@ func TestLimit(t *testing.T) {
 		trace.Record(ctx, "r", strings.Repeat("s", i+1), time.Now(), trace.OutcomeDone, nil)
 	}
 	tr.Limit(4)
-	if got := tr.Snapshot(); len(got.Steps) != 4 || got.DroppedSteps != 6 || got.Steps[2].Step != "sss" || got.Steps[3].Step != strings.Repeat("s", 10) {
-		t.Fatalf("after Limit(4) of 10 steps: %d steps, %d dropped, %+v; want the first 3 and the last, 6 dropped", len(got.Steps), got.DroppedSteps, got.Steps)
+	if got := tr.Snapshot(); len(got.Steps) != 4 || got.DroppedSteps != 6 || got.Steps[1].Step != "ss" || got.Steps[2].Step != strings.Repeat("s", 9) || got.Steps[3].Step != strings.Repeat("s", 10) {
+		t.Fatalf("after Limit(4) of 10 steps: %d steps, %d dropped, %+v; want the first 2 and the last 2, 6 dropped", len(got.Steps), got.DroppedSteps, got.Steps)
 	}
 	tr.RecordNotRun("r", "late", trace.OutcomeCanceled)
-	if got := tr.Snapshot(); len(got.Steps) != 4 || got.DroppedSteps != 7 || got.Steps[3].Step != "late" {
-		t.Fatalf("a step past the limit: %d steps, %d dropped, last %q; want 4, 7, late", len(got.Steps), got.DroppedSteps, got.Steps[3].Step)
+	if got := tr.Snapshot(); len(got.Steps) != 4 || got.DroppedSteps != 7 || got.Steps[1].Step != "ss" || got.Steps[2].Step != strings.Repeat("s", 10) || got.Steps[3].Step != "late" {
+		t.Fatalf("a step past the limit: %d steps, %d dropped, %+v; want 4 (the first 2, the last 2), 7 dropped", len(got.Steps), got.DroppedSteps, got.Steps)
+	}
+	one := trace.New("ns/a", time.Now())
+	ctx1 := trace.NewContext(context.Background(), one)
+	for i := range 3 {
+		trace.Record(ctx1, "r", strings.Repeat("s", i+1), time.Now(), trace.OutcomeDone, nil)
+	}
+	one.Limit(1)
+	trace.Record(ctx1, "r", "late", time.Now(), trace.OutcomeDone, nil)
+	if got := one.Snapshot(); len(got.Steps) != 1 || got.DroppedSteps != 3 || got.Steps[0].Step != "late" {
+		t.Fatalf("a limit of 1: %d steps, %d dropped, %+v; want the last alone, 3 dropped", len(got.Steps), got.DroppedSteps, got.Steps)
 	}
 	b, err := json.Marshal(tr.Snapshot())
 	if err != nil || !strings.Contains(string(b), `"droppedSteps":7`) {
