@@ -51,7 +51,8 @@ const (
 	// the cache to show the operator's own last write to the object.
 	DefaultWriteExpectationTTL = 10 * time.Second
 	// MinRequeueInterval is the shortest interval between the retries of a
-	// failing object that Config.BackOffFactory's backoffs may settle at.
+	// failing object: a shorter interval of Config.BackOffFactory's backoffs
+	// is taken as MinRequeueInterval.
 	MinRequeueInterval = time.Millisecond
 	// FinalizerPrefix starts every finalizer the Framework writes; the
 	// finalizer is FinalizerPrefix + Config.Name.
@@ -124,10 +125,13 @@ type Config struct {
 	// whose reconciliation failed. A backoff that stops is held at its last
 	// interval: objects are retried until they succeed, never dropped.
 	// It must not return nil, must return a new backoff on each call, and
-	// the interval its backoffs settle at (the last before they stop, or
-	// where they are after many retries) must be at least
-	// MinRequeueInterval; New calls it twice to check. Defaults to
-	// DefaultRequeueBackOff. Ignored when RateLimiter is set.
+	// its backoffs must wait: one that settles at no wait at all (the last
+	// interval before it stops, or where it is after many retries, is 0,
+	// as with backoff.ZeroBackOff) is refused, since a failing object would
+	// be reconciled again at once for ever; New calls it twice to check.
+	// An interval under MinRequeueInterval (a jittered one near it) is
+	// taken as MinRequeueInterval. Defaults to DefaultRequeueBackOff.
+	// Ignored when RateLimiter is set.
 	BackOffFactory func() backoff.BackOff
 	// RateLimiter, when set, replaces BackOffFactory with a client-go rate
 	// limiter for failed objects.
@@ -396,10 +400,13 @@ func New(config Config) (*Framework, error) {
 			// One backoff for every object: each failure would lengthen
 			// the wait of all the others, a new one's first included.
 			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory returned the same %T twice: it must make a new backoff on each call (one per object)", ErrInvalidConfig, b)
-		} else if held := heldInterval(b); held < MinRequeueInterval {
+		} else if held := heldInterval(b); held <= 0 {
 			// A failing object would be reconciled again at once, for
-			// ever: a hot loop on the API server.
-			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory's %T settles at %s between retries, under MinRequeueInterval (%s): a failing object would be reconciled again and again at once (a stopped backoff is held at its last interval)", ErrInvalidConfig, b, held, MinRequeueInterval)
+			// ever: a hot loop on the API server. Only no wait at all is
+			// refused: a threshold above 0 would refuse a jittered backoff
+			// near it at random, one start in several; the rate limiter
+			// takes shorter intervals as MinRequeueInterval.
+			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory's %T settles at %s between retries: a failing object would be reconciled again and again at once (a stopped backoff is held at its last interval)", ErrInvalidConfig, b, held)
 		}
 		limiter = newBackOffRateLimiter(factory)
 	}

@@ -149,7 +149,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"backoff factory makes nil", func(c *Config) { c.BackOffFactory = func() backoff.BackOff { return nil } }, "Config.BackOffFactory returned a nil"},
 		{"backoff factory settles at 0", func(c *Config) {
 			c.BackOffFactory = func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, 3) }
-		}, "Config.BackOffFactory's *backoff.backOffTries settles at 0s between retries, under MinRequeueInterval (1ms)"},
+		}, "Config.BackOffFactory's *backoff.backOffTries settles at 0s between retries"},
 		{"backoff factory never waits", func(c *Config) { c.BackOffFactory = func() backoff.BackOff { return &backoff.ZeroBackOff{} } }, "settles at 0s"},
 		{"backoff factory shares one backoff", func(c *Config) {
 			shared := backoff.NewExponentialBackOff()

@@ -32,7 +32,8 @@ func DefaultRequeueBackOff() backoff.BackOff {
 
 // backOffRateLimiter adapts a backoff factory to client-go's rate limiter:
 // one backoff per object, created at its first failure, dropped by Forget.
-// A backoff that stops is held at its last interval.
+// A backoff that stops is held at its last interval; an interval under
+// MinRequeueInterval is taken as MinRequeueInterval.
 type backOffRateLimiter struct {
 	factory func() backoff.BackOff
 	mu      sync.Mutex
@@ -60,7 +61,7 @@ func (r *backOffRateLimiter) When(key string) time.Duration {
 	}
 	it.tries++
 	if d := it.b.NextBackOff(); d != backoff.Stop {
-		it.last = d
+		it.last = max(d, MinRequeueInterval)
 	}
 	return it.last
 }
