@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kit/log"
@@ -27,6 +26,7 @@ import (
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/internal/nilptr"
+	"github.com/operatorkit/operatorkit/internal/printable"
 	"github.com/operatorkit/operatorkit/router"
 )
 
@@ -58,9 +58,6 @@ const (
 	// finalizer is FinalizerPrefix + Config.Name.
 	FinalizerPrefix = "operatorkit.io/"
 )
-
-// maxFieldManager is the longest field manager the API server accepts.
-const maxFieldManager = 128
 
 // Config configures a Framework. Fields marked Required make New fail when
 // they are empty; the others have documented defaults.
@@ -180,8 +177,8 @@ type Config struct {
 	// (docs/benchmarks.md).
 	Conditions bool
 	// FieldManager is the field manager of the Framework's status writes.
-	// Defaults to FieldManagerPrefix + Name. At most 128 printable
-	// characters.
+	// Defaults to FieldManagerPrefix + Name. At most 128 bytes of
+	// printable UTF-8.
 	FieldManager string
 	// DisableFinalizers stops the Framework from adding its finalizer. A
 	// delete is then processed from the informer's last state of the object,
@@ -336,8 +333,8 @@ func New(config Config) (*Framework, error) {
 	if config.FieldManager == "" {
 		config.FieldManager = FieldManagerPrefix + config.Name
 	}
-	if len(config.FieldManager) > maxFieldManager || strings.IndexFunc(config.FieldManager, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return nil, fmt.Errorf("%w: framework.Config.FieldManager %q must be at most %d printable characters", ErrInvalidConfig, config.FieldManager, maxFieldManager)
+	if !printable.FieldManager(config.FieldManager) {
+		return nil, fmt.Errorf("%w: framework.Config.FieldManager %q must be at most %d bytes of printable UTF-8", ErrInvalidConfig, config.FieldManager, printable.MaxFieldManager)
 	}
 	conditions := config.Conditions && !config.DryRun
 	if conditions && config.Client == nil {

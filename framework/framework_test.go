@@ -196,6 +196,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
 		{"negative timeout", func(c *Config) { c.ReconcileTimeout = -time.Second }, "ReconcileTimeout"},
+		{"field manager not UTF-8", func(c *Config) { c.FieldManager = "op\xff" }, `framework.Config.FieldManager "op\xff" must be at most 128 bytes of printable UTF-8`},
 		{"negative traces per object", func(c *Config) { c.TracesPerObject = -1 }, "framework.Config.TracesPerObject must not be negative"},
 	}
 	for _, tt := range tests {

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -37,6 +35,7 @@ import (
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/internal/nilptr"
 	"github.com/operatorkit/operatorkit/internal/okerr"
+	"github.com/operatorkit/operatorkit/internal/printable"
 	"github.com/operatorkit/operatorkit/internal/promutil"
 )
 
@@ -216,7 +215,7 @@ func New(config Config) (*Operator, error) {
 		return nil, fmt.Errorf("%w: %T.RESTConfig must not be empty", ErrInvalidConfig, config)
 	case config.Name == "":
 		return nil, fmt.Errorf("%w: %T.Name must not be empty", ErrInvalidConfig, config)
-	case !utf8.ValidString(config.Name) || strings.IndexFunc(config.Name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+	case !printable.String(config.Name):
 		// The clients' user agent (a request with a control character in
 		// a header is refused unsent) and a metric's label value.
 		return nil, fmt.Errorf("%w: %T.Name %q must be printable UTF-8", ErrInvalidConfig, config, config.Name)

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/go-kit/log"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +19,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/internal/nilptr"
+	"github.com/operatorkit/operatorkit/internal/printable"
 	"github.com/operatorkit/operatorkit/resource/crud"
 )
-
-// maxFieldManager is the longest field manager the API server accepts.
-const maxFieldManager = 128
 
 // Defaults of Config.
 const (
@@ -199,7 +196,8 @@ type Config[Owner, Child Object] struct {
 	Matches func(current, desired Child) bool
 
 	// FieldManager is the field manager of the server-side applies.
-	// Defaults to DefaultFieldManager. At most 128 printable characters.
+	// Defaults to DefaultFieldManager. At most 128 bytes of printable
+	// UTF-8.
 	FieldManager string
 	// ManagedBy is the value of the LabelManagedBy label set on children:
 	// a label value (at most 63 characters: letters, digits, '-', '_'
@@ -311,8 +309,8 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 	if config.FieldManager == "" {
 		config.FieldManager = DefaultFieldManager
 	}
-	if len(config.FieldManager) > maxFieldManager || strings.IndexFunc(config.FieldManager, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return nil, fmt.Errorf("%w: %T.FieldManager %q must be at most %d printable characters", ErrInvalidConfig, config, config.FieldManager, maxFieldManager)
+	if !printable.FieldManager(config.FieldManager) {
+		return nil, fmt.Errorf("%w: %T.FieldManager %q must be at most %d bytes of printable UTF-8", ErrInvalidConfig, config, config.FieldManager, printable.MaxFieldManager)
 	}
 	managedBy := "ManagedBy"
 	if config.ManagedBy == "" {

@@ -558,7 +558,8 @@ func TestNewValidates(t *testing.T) {
 		{"gvk without kind", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, GVK: schema.GroupVersionKind{Group: "apps", Version: "v1"}}, ".GVK \"apps/v1, Kind=\" needs a version and a kind"},
 		{"owner gvk without version", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, OwnerGVK: schema.GroupVersionKind{Kind: "Secret"}}, ".OwnerGVK \"/, Kind=Secret\" needs a version and a kind"},
 		{"delete propagation", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, DeletePropagation: "background"}, ".DeletePropagation \"background\" must be"},
-		{"field manager not printable", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "operator\n", ManagedBy: "operator"}, ".FieldManager \"operator\\n\" must be at most 128 printable characters"},
+		{"field manager not printable", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "operator\n", ManagedBy: "operator"}, ".FieldManager \"operator\\n\" must be at most 128 bytes of printable UTF-8"},
+		{"field manager not UTF-8", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, FieldManager: "operator\xff", ManagedBy: "operator"}, ".FieldManager \"operator\\xff\" must be at most 128 bytes of printable UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
