@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
 )
@@ -46,5 +48,29 @@ func TestRequeueIntervalFloor(t *testing.T) {
 	long := newBackOffRateLimiter(func() backoff.BackOff { return backoff.NewConstantBackOff(time.Second) })
 	if d := long.When("ns/a"); d != time.Second {
 		t.Errorf("When of a 1s backoff = %s, want 1s", d)
+	}
+}
+
+// TestRateLimiterFloor: a Config.RateLimiter of no delay (a bucket of an
+// infinite rate) waits MinRequeueInterval between the retries of a failing
+// object, not 0 (a hot loop); a longer wait is its own.
+func TestRateLimiterFloor(t *testing.T) {
+	config := Config{Name: "op", Informer: informertest.New(), ResourceRouter: testRouter(t, nil, &funcResource{name: "r"}), DisableFinalizers: true}
+	config.RateLimiter = &workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Inf, 1)}
+	f, err := New(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if d := f.limiter.When("ns/a"); d != MinRequeueInterval {
+			t.Errorf("When #%d = %s, want MinRequeueInterval %s", i+1, d, MinRequeueInterval)
+		}
+	}
+	config.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
+	if f, err = New(config); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.limiter.When("ns/a"); d != time.Second {
+		t.Errorf("When of a 1s limiter = %s, want 1s", d)
 	}
 }

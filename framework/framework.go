@@ -131,7 +131,9 @@ type Config struct {
 	// Ignored when RateLimiter is set.
 	BackOffFactory func() backoff.BackOff
 	// RateLimiter, when set, replaces BackOffFactory with a client-go rate
-	// limiter for failed objects.
+	// limiter for failed objects. A wait it gives under MinRequeueInterval
+	// (0, from a limiter of no delay) is taken as MinRequeueInterval, so
+	// that a failing object is never reconciled in a hot loop.
 	RateLimiter workqueue.TypedRateLimiter[string]
 	// Workers is how many objects are reconciled at once (never the same
 	// object twice at once). Defaults to DefaultWorkers; at most
@@ -385,8 +387,8 @@ func New(config Config) (*Framework, error) {
 	if config.TracesPerObject == 0 {
 		config.TracesPerObject = DefaultTracesPerObject
 	}
-	limiter := config.RateLimiter
-	if limiter == nil {
+	var limiter workqueue.TypedRateLimiter[string] = floorLimiter{config.RateLimiter}
+	if config.RateLimiter == nil {
 		factory := config.BackOffFactory
 		if factory == nil {
 			factory = DefaultRequeueBackOff

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // Requeue backoff defaults (DefaultRequeueBackOff).
@@ -81,4 +82,18 @@ func (r *backOffRateLimiter) NumRequeues(key string) int {
 		return it.tries
 	}
 	return 0
+}
+
+// floorLimiter is Config.RateLimiter with its waits under
+// MinRequeueInterval taken as MinRequeueInterval: a limiter of no delay
+// (workqueue's bucket limiter of an infinite rate, a test's) would have a
+// failing object reconciled again at once, for ever.
+type floorLimiter struct {
+	workqueue.TypedRateLimiter[string]
+}
+
+// When returns the wrapped limiter's wait for key, at least
+// MinRequeueInterval.
+func (l floorLimiter) When(key string) time.Duration {
+	return max(l.TypedRateLimiter.When(key), MinRequeueInterval)
 }
