@@ -129,7 +129,12 @@ func TestEventsQueuedAtShutdownAreWritten(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t)
-			slow := &slowEvents{delay: 100 * time.Millisecond}
+			// Long enough for the Events after the first to be queued when
+			// Run's context ends (it ends microseconds after they are
+			// recorded), short enough that a busy API server's answers
+			// stay well within the 2 s allowance (8 writes of 100 ms did
+			// not, once, in a cold CI run).
+			slow := &slowEvents{delay: 20 * time.Millisecond}
 			cfg := env.Config()
 			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { slow.next = rt; return slow })
 			op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: cfg, Name: "op-events-" + dnsName(tt.name), Logger: log.NewNopLogger()})
@@ -151,7 +156,7 @@ func TestEventsQueuedAtShutdownAreWritten(t *testing.T) {
 				t.Fatal("framework not booted within 60 s")
 			}
 			slow.hold.Store(tt.hold)
-			const n = 8 // 8 writes of 100 ms: well within the 2 s
+			const n = 3 // one in flight, two queued behind it
 			for i := range n {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("subject-%d", i), Namespace: ns, UID: types.UID(fmt.Sprintf("0b7c5a2e-0000-4000-8000-00000000001%d", i))}}
 				events.Event(cm, corev1.EventTypeWarning, "Deleted", "an Event recorded just before shutdown")
