@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	operatorpkg "github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/testenv"
@@ -24,28 +25,12 @@ import (
 // ClusterRoleBinding.
 func TestPreflightClusterScopedRuleUnderARoleBinding(t *testing.T) {
 	t.Parallel()
-	own := testenv.New(t, testenv.Options{RBAC: true})
-	admin := kubernetes.NewForConfigOrDie(own.Config())
 	const ns = "scoped"
-	createNamespace(t, admin, ns)
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "scoped-operator"}, Rules: []rbacv1.PolicyRule{
+	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
-	}}
-	if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
-	const user = "scoped-operator"
-	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
-	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: ns}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := own.UserConfig(user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uc := kubernetes.NewForConfigOrDie(cfg)
+	cfg, uc, bindCluster := boundInNamespace(t, ns, "scoped-operator", rules)
 	poll(t, "the role binding to take effect", func(ctx context.Context) (bool, error) {
 		_, err := uc.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
@@ -54,15 +39,13 @@ func TestPreflightClusterScopedRuleUnderARoleBinding(t *testing.T) {
 	if _, err := uc.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
 		t.Fatalf("list nodes under a RoleBinding = %v, want Forbidden", err)
 	}
-	perms := operatorpkg.Permissions(role.Rules, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
-	err = operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms})
+	perms := operatorpkg.Permissions(rules, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
+	err := operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms})
 	if err == nil || !strings.Contains(err.Error(), "list nodes (cluster-scoped)") || strings.Contains(err.Error(), "configmaps") {
 		t.Fatalf("Preflight() under a RoleBinding = %v, want the one missing permission list nodes (cluster-scoped)", err)
 	}
 
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	bindCluster()
 	poll(t, "the cluster role binding to take effect", func(ctx context.Context) (bool, error) {
 		_, err := uc.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
@@ -82,34 +65,18 @@ func TestPreflightClusterScopedRuleUnderARoleBinding(t *testing.T) {
 // on a list of namespaces, which no RoleBinding grants.
 func TestPreflightOwnNamespaceUnderARoleBinding(t *testing.T) {
 	t.Parallel()
-	own := testenv.New(t, testenv.Options{RBAC: true})
-	admin := kubernetes.NewForConfigOrDie(own.Config())
 	const ns = "own-namespace"
-	createNamespace(t, admin, ns)
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "own-namespace-operator"}, Rules: []rbacv1.PolicyRule{
+	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
-	}}
-	if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
-	const user = "own-namespace-operator"
-	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
-	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: ns}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := own.UserConfig(user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uc := kubernetes.NewForConfigOrDie(cfg)
+	cfg, uc, _ := boundInNamespace(t, ns, "own-namespace-operator", rules)
 	// What the operator does, allowed by the RoleBinding alone.
 	poll(t, "the role binding to take effect", func(ctx context.Context) (bool, error) {
 		_, err := uc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil, nil
 	})
-	perms := operatorpkg.Permissions(role.Rules, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
+	perms := operatorpkg.Permissions(rules, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
 	if err := operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms}); err != nil {
 		t.Fatalf("Preflight() of get namespaces under a RoleBinding = %v, want nil: the operator can get its namespace", err)
 	}
@@ -120,8 +87,40 @@ func TestPreflightOwnNamespaceUnderARoleBinding(t *testing.T) {
 	}
 	list := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}}}
 	perms = operatorpkg.Permissions(list, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
-	err = operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms})
+	err := operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms})
 	if err == nil || err.Error() != "missing permission: list namespaces (cluster-scoped)" {
 		t.Fatalf("Preflight() of get and list namespaces under a RoleBinding = %v, want the one missing permission list namespaces (cluster-scoped)", err)
 	}
+}
+
+// boundInNamespace starts an API server with RBAC, creates the namespace
+// ns, a ClusterRole name of rules, and binds it to the user name with a
+// RoleBinding in ns: an operator run in ns under the least a cluster admin
+// would grant. It returns the user's config and clientset, and bindCluster,
+// which binds the role with a ClusterRoleBinding too.
+func boundInNamespace(t *testing.T, ns, name string, rules []rbacv1.PolicyRule) (cfg *rest.Config, uc kubernetes.Interface, bindCluster func()) {
+	t.Helper()
+	own := testenv.New(t, testenv.Options{RBAC: true})
+	admin := kubernetes.NewForConfigOrDie(own.Config())
+	createNamespace(t, admin, ns)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
+	if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}}
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := own.UserConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindCluster = func() {
+		t.Helper()
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: subjects}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg, kubernetes.NewForConfigOrDie(cfg), bindCluster
 }
