@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -395,7 +394,7 @@ func New(config Config) (*Framework, error) {
 		} else if b := factory(); nilptr.Is(b) {
 			// Its first failed object would panic a worker.
 			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory returned a nil backoff.BackOff", ErrInvalidConfig)
-		} else if samePointer(b, factory()) {
+		} else if nilptr.Same(b, factory()) {
 			// One backoff for every object: each failure would lengthen
 			// the wait of all the others, a new one's first included.
 			return nil, fmt.Errorf("%w: framework.Config.BackOffFactory returned the same %T twice: it must make a new backoff on each call (one per object)", ErrInvalidConfig, b)
@@ -689,12 +688,3 @@ func heldInterval(b backoff.BackOff) time.Duration {
 
 // probeRetries is how many intervals of a backoff New looks at.
 const probeRetries = 1000
-
-// samePointer reports whether a and b are one pointer to a value with
-// state: a factory that returned a and then b shares that state between its
-// callers. Pointers to zero-size values (&backoff.ZeroBackOff{}) may be
-// equal without sharing anything.
-func samePointer(a, b any) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	return va.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Type().Elem().Size() > 0 && va.Pointer() == vb.Pointer()
-}

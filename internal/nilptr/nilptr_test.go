@@ -27,3 +27,25 @@ func TestIs(t *testing.T) {
 		}
 	}
 }
+
+func TestSame(t *testing.T) {
+	type empty struct{}
+	a, b := strings.NewReader("a"), strings.NewReader("a")
+	e1, e2 := &empty{}, &empty{}
+	tests := []struct {
+		name string
+		x, y any
+		want bool
+	}{
+		{"one pointer", a, a, true},
+		{"two pointers", a, b, false},
+		{"zero-size values", e1, e2, false},
+		{"values", 1, 1, false},
+		{"nil", nil, nil, false},
+	}
+	for _, tt := range tests {
+		if got := Same(tt.x, tt.y); got != tt.want {
+			t.Errorf("%s: Same = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -108,7 +107,7 @@ func New(config Config) (*Resource, error) {
 	} else if b := config.BackOffFactory(); nilptr.Is(b) {
 		// Every retried call would panic.
 		return nil, fmt.Errorf("%w: %T.BackOffFactory returned a nil backoff.BackOff", ErrInvalidConfig, config)
-	} else if samePointer(b, config.BackOffFactory()) {
+	} else if nilptr.Same(b, config.BackOffFactory()) {
 		// Concurrent reconciliations would reset and advance one backoff
 		// (a data race), each cutting the others' retries short.
 		return nil, fmt.Errorf("%w: %T.BackOffFactory returned the same %T twice: it must make a new backoff on each call", ErrInvalidConfig, config, b)
@@ -234,13 +233,4 @@ func spins(b backoff.BackOff) bool {
 		}
 	}
 	return true
-}
-
-// samePointer reports whether a and b are one pointer to a value with
-// state: a factory that returned a and then b shares that state between its
-// callers. Pointers to zero-size values (&backoff.ZeroBackOff{}) may be
-// equal without sharing anything.
-func samePointer(a, b any) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	return va.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Type().Elem().Size() > 0 && va.Pointer() == vb.Pointer()
 }
