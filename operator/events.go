@@ -85,11 +85,10 @@ type eventSink struct {
 	mu      sync.Mutex
 	b       clientrecord.EventBroadcaster // nil until the first Event
 	stopped bool
-	// flushed, made by stop, is closed when the sink is handed stop's
-	// marker Event (markerSeen): every Event before it was written or
+	// flushed, made by stop, is closed (and set to nil) when the sink is
+	// handed stop's marker Event: every Event before it was written or
 	// given up.
-	flushed    chan struct{}
-	markerSeen bool
+	flushed chan struct{}
 
 	// writing counts the writes in flight; idle, when not nil, is closed
 	// when it drops to zero.
@@ -172,9 +171,9 @@ func (s *eventSink) marker(e *corev1.Event) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.flushed != nil && !s.markerSeen {
-		s.markerSeen = true
+	if s.flushed != nil {
 		close(s.flushed)
+		s.flushed = nil
 	}
 	return true
 }
