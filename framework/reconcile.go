@@ -308,10 +308,7 @@ func handlesPanic(err error) error {
 	if !errors.As(err, &rp) {
 		return err
 	}
-	name, label := "#"+strconv.Itoa(rp.Index), "(unnamed)" // label: PanicError.Resource, errors_total's resource
-	if rp.ResourceSet.Name() != "" {
-		name, label = strconv.Quote(rp.ResourceSet.Name()), rp.ResourceSet.Name()
-	}
+	name, label := setNames(rp.ResourceSet, "#"+strconv.Itoa(rp.Index))
 	return fmt.Errorf("resource set %s: handles: %w", name, &PanicError{Resource: "resource set " + label, Value: rp.Value, Stack: rp.Stack})
 }
 
@@ -321,14 +318,21 @@ func handlesPanic(err error) error {
 func initCtx(ctx context.Context, set *router.ResourceSet, obj any) (_ context.Context, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			name, label := "(unnamed)", "(unnamed)" // label: PanicError.Resource, errors_total's resource
-			if set.Name() != "" {
-				name, label = strconv.Quote(set.Name()), set.Name()
-			}
+			name, label := setNames(set, "(unnamed)")
 			err = fmt.Errorf("resource set %s: init ctx: %w", name, &PanicError{Resource: "resource set " + label, Value: r, Stack: debug.Stack()})
 		}
 	}()
 	return set.InitCtx(ctx, obj)
+}
+
+// setNames returns how a panic's error names set: its name quoted, and
+// the label of PanicError.Resource (errors_total's resource label), its
+// name; for a set without a name, unnamed and "(unnamed)".
+func setNames(set *router.ResourceSet, unnamed string) (name, label string) {
+	if n := set.Name(); n != "" {
+		return strconv.Quote(n), n
+	}
+	return unnamed, "(unnamed)"
 }
 
 // recovered runs fn and returns a panic in it as a *PanicError naming what,
