@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 
 	operatorpkg "github.com/operatorkit/operatorkit/operator"
 )
@@ -51,26 +52,7 @@ func TestEventWriteDoesNotOutliveRun(t *testing.T) {
 	ns := newNamespace(t)
 	hang := &hangingEvents{held: make(chan struct{}, 1), release: make(chan struct{})}
 	t.Cleanup(func() { close(hang.release) })
-	cfg := env.Config()
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { hang.next = rt; return hang })
-	op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: cfg, Name: "op-events-hang", Logger: log.NewNopLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := operatorFramework(t, op, ns, "widgets", newOwnedConfigMapOps("a", op.OwnWrites()))
-	if err := op.Add(f); err != nil {
-		t.Fatal(err)
-	}
-	events := op.EventRecorder(clientgoscheme.Scheme)
-	stop, done := runOperator(op)
-	t.Cleanup(func() { _ = stop() })
-	select {
-	case <-f.Booted():
-	case err := <-done:
-		t.Fatalf("Run returned before booting: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("framework not booted within 60 s")
-	}
+	events, stop := startEventsOperator(t, ns, "op-events-hang", func(rt http.RoundTripper) http.RoundTripper { hang.next = rt; return hang })
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "subject", Namespace: ns, UID: "0b7c5a2e-0000-4000-8000-000000000001"}}
 	events.Event(cm, corev1.EventTypeWarning, "Checked", "an Event the API server does not answer")
 	select {
@@ -81,7 +63,7 @@ func TestEventWriteDoesNotOutliveRun(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run() = %v, want nil", err)
 	}
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
 		return eventGoroutines() == "", nil
 	})
 	if err != nil {
@@ -135,26 +117,7 @@ func TestEventsQueuedAtShutdownAreWritten(t *testing.T) {
 			// stay well within the 2 s allowance (8 writes of 100 ms did
 			// not, once, in a cold CI run).
 			slow := &slowEvents{delay: 20 * time.Millisecond}
-			cfg := env.Config()
-			cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { slow.next = rt; return slow })
-			op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: cfg, Name: "op-events-" + dnsName(tt.name), Logger: log.NewNopLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := operatorFramework(t, op, ns, "widgets", newOwnedConfigMapOps("a", op.OwnWrites()))
-			if err := op.Add(f); err != nil {
-				t.Fatal(err)
-			}
-			events := op.EventRecorder(clientgoscheme.Scheme)
-			stop, done := runOperator(op)
-			t.Cleanup(func() { _ = stop() })
-			select {
-			case <-f.Booted():
-			case err := <-done:
-				t.Fatalf("Run returned before booting: %v", err)
-			case <-time.After(60 * time.Second):
-				t.Fatal("framework not booted within 60 s")
-			}
+			events, stop := startEventsOperator(t, ns, "op-events-"+dnsName(tt.name), func(rt http.RoundTripper) http.RoundTripper { slow.next = rt; return slow })
 			slow.hold.Store(tt.hold)
 			const n = 3 // one in flight, two queued behind it
 			for i := range n {
@@ -182,4 +145,33 @@ func TestEventsQueuedAtShutdownAreWritten(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startEventsOperator runs an operator named name, with one Framework of
+// widgets in ns, whose requests go through wrap, until the test ends or
+// stop is called; it returns once the Framework booted, with the
+// Operator's event recorder.
+func startEventsOperator(t *testing.T, ns, name string, wrap func(http.RoundTripper) http.RoundTripper) (events record.EventRecorder, stop func() error) {
+	t.Helper()
+	cfg := env.Config()
+	cfg.Wrap(wrap)
+	op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: cfg, Name: name, Logger: log.NewNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := operatorFramework(t, op, ns, "widgets", newOwnedConfigMapOps("a", op.OwnWrites()))
+	if err := op.Add(f); err != nil {
+		t.Fatal(err)
+	}
+	events = op.EventRecorder(clientgoscheme.Scheme)
+	stop, done := runOperator(op)
+	t.Cleanup(func() { _ = stop() })
+	select {
+	case <-f.Booted():
+	case err := <-done:
+		t.Fatalf("Run returned before booting: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("framework not booted within 60 s")
+	}
+	return events, stop
 }
