@@ -66,7 +66,8 @@ func (e *Env) WaitCondition(ctx context.Context, gvr schema.GroupVersionResource
 		want += " (reason " + reason + ")"
 	}
 	obj, what, last, err := e.poll(ctx, "WaitCondition", gvr, namespace, name, func(u *unstructured.Unstructured) (bool, bool, string) {
-		return hasCondition(u, condType, status, reason), false, conditionSeen(u, condType)
+		ok, why := conditionOf(u, condType, status, reason)
+		return ok, false, why
 	})
 	if err != nil && what != "" {
 		return obj, fmt.Errorf("testenv: %s not %s: %s: %w", what, want, last, err)
@@ -119,36 +120,32 @@ func (e *Env) poll(ctx context.Context, caller string, gvr schema.GroupVersionRe
 	return obj, what, last, err
 }
 
-// hasCondition reports whether u has a condition of type condType with
-// status (and reason, unless empty) for its current generation.
-func hasCondition(u *unstructured.Unstructured, condType string, status metav1.ConditionStatus, reason string) bool {
+// conditionOf reads u's status once and reports whether u has a condition
+// of type condType with status (and reason, unless empty) for its current
+// generation, and, when it has not, what it has instead.
+func conditionOf(u *unstructured.Unstructured, condType string, status metav1.ConditionStatus, reason string) (ok bool, why string) {
 	conds, observed, err := statusConditions(u)
 	if err != nil {
-		return false
+		return false, "status unreadable: " + err.Error()
 	}
-	c := meta.FindStatusCondition(conds, condType)
-	gen := u.GetGeneration()
-	return c != nil && c.Status == status && (reason == "" || c.Reason == reason) &&
-		(c.ObservedGeneration == 0 || c.ObservedGeneration == gen) && (observed == nil || *observed == gen)
+	return conditionAt(conds, observed, u.GetGeneration(), condType, status, reason)
 }
 
-// conditionSeen says what u's condition condType is, for an error.
-func conditionSeen(u *unstructured.Unstructured, condType string) string {
-	conds, observed, err := statusConditions(u)
-	if err != nil {
-		return "status unreadable: " + err.Error()
-	}
+// conditionAt is conditionOf on a status read: conds, observed (its
+// observedGeneration, nil when absent) and the object's generation gen.
+func conditionAt(conds []metav1.Condition, observed *int64, gen int64, condType string, status metav1.ConditionStatus, reason string) (ok bool, why string) {
 	c := meta.FindStatusCondition(conds, condType)
-	gen := u.GetGeneration()
 	switch {
 	case c == nil:
-		return "no " + condType + " condition in status.conditions"
+		return false, "no " + condType + " condition in status.conditions"
 	case c.ObservedGeneration != 0 && c.ObservedGeneration != gen:
-		return fmt.Sprintf("%s is for generation %d, the object is at %d", condType, c.ObservedGeneration, gen)
+		return false, fmt.Sprintf("%s is for generation %d, the object is at %d", condType, c.ObservedGeneration, gen)
 	case observed != nil && *observed != gen:
-		return fmt.Sprintf("status.observedGeneration is %d, the object is at %d", *observed, gen)
+		return false, fmt.Sprintf("status.observedGeneration is %d, the object is at %d", *observed, gen)
+	case c.Status != status || reason != "" && c.Reason != reason:
+		return false, fmt.Sprintf("%s is %s (reason %s: %s)", condType, c.Status, c.Reason, c.Message)
 	}
-	return fmt.Sprintf("%s is %s (reason %s: %s)", condType, c.Status, c.Reason, c.Message)
+	return true, ""
 }
 
 // readiness reads u's status once: whether u is ready, whether it is
@@ -163,18 +160,8 @@ func readiness(u *unstructured.Unstructured) (ready, stalled bool, why string) {
 	if c := meta.FindStatusCondition(conds, "Stalled"); c != nil && c.Status == metav1.ConditionTrue && (c.ObservedGeneration == 0 || c.ObservedGeneration == gen) {
 		return false, true, fmt.Sprintf("Stalled is True (reason %s: %s)", c.Reason, c.Message)
 	}
-	c := meta.FindStatusCondition(conds, "Ready")
-	switch {
-	case c == nil:
-		return false, false, "no Ready condition in status.conditions"
-	case c.ObservedGeneration != 0 && c.ObservedGeneration != gen:
-		return false, false, fmt.Sprintf("Ready is for generation %d, the object is at %d", c.ObservedGeneration, gen)
-	case observed != nil && *observed != gen:
-		return false, false, fmt.Sprintf("status.observedGeneration is %d, the object is at %d", *observed, gen)
-	case c.Status != metav1.ConditionTrue:
-		return false, false, fmt.Sprintf("Ready is %s (reason %s: %s)", c.Status, c.Reason, c.Message)
-	}
-	return true, false, ""
+	ready, why = conditionAt(conds, observed, gen, "Ready", metav1.ConditionTrue, "")
+	return ready, false, why
 }
 
 // statusConditions returns u's status.conditions and its
