@@ -520,6 +520,38 @@ func TestWaitsForReadiness(t *testing.T) {
 	}
 }
 
+// TestWaitMessageFitsACondition: the message of the Reconciling condition
+// of a DesiredSet whose many children are not ready is cut to what a
+// condition holds (32 KiB); whole, it made the condition invalid, and the
+// reconciliation a permanent error instead of a wait.
+func TestWaitMessageFitsACondition(t *testing.T) {
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.Desired = nil
+		c.DesiredSet = func(context.Context, *corev1.Secret) ([]*appsv1.Deployment, error) {
+			var ds []*appsv1.Deployment
+			for i := range 150 {
+				d := desiredDeployment(2, "nginx")
+				d.Name = fmt.Sprintf("%s-%03d", strings.Repeat("web", 60), i)
+				ds = append(ds, d)
+			}
+			return ds, nil
+		}
+		c.ReadyWhen = child.Ready[*appsv1.Deployment]
+	})
+	ctx := reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	assertWaiting(t, ctx, "deployment demo/webweb")
+	c, _ := conditioncontext.Get(ctx, conditioncontext.Reconciling)
+	if err := conditioncontext.Validate(c); err != nil {
+		t.Fatalf("Reconciling condition of %d bytes: %v", len(c.Message), err)
+	}
+	if !strings.HasSuffix(c.Message, "...") {
+		t.Errorf("message not cut: %q", c.Message[len(c.Message)-40:])
+	}
+}
+
 func assertWaiting(t *testing.T, ctx context.Context, reason string) {
 	t.Helper()
 	if !reconciliationcanceledcontext.IsCanceled(ctx) {

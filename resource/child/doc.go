@@ -124,8 +124,10 @@
 // Config.WaitDelay ([DefaultWaitDelay], 5 s; the child's own watch, through
 // operator.Owns, wakes the owner sooner), conditioncontext Reconciling True
 // with reason [ReasonWaitingForChild] and the message "deployment ns/web not
-// ready: 1 of 2 replicas available", a trace step "wait: <message>" with
-// outcome canceled, and a debug log. It is not an error: no backoff grows.
+// ready: 1 of 2 replicas available" (one such reason per child not ready,
+// joined by "; ", cut at the 32 KiB a condition message holds), a trace
+// step "wait: <message>" with outcome canceled, and a debug log. It is not
+// an error: no backoff grows.
 //
 // # Plans and traces
 //

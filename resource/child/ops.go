@@ -26,6 +26,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/internal/conditions"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/trace"
@@ -973,9 +974,12 @@ func (o *ops[O, C]) notReady(c C) string {
 }
 
 // wait stops the chain as waiting for reasons: no error, a requeue after
-// WaitDelay, the Reconciling condition, a trace step and a debug log.
+// WaitDelay, the Reconciling condition, a trace step and a debug log. The
+// message is cut to what a condition holds (conditions.MaxMessage): longer,
+// the framework would refuse the condition as invalid, and fail the
+// reconciliation instead of waiting.
 func (o *ops[O, C]) wait(ctx context.Context, reasons []string) {
-	msg := strings.Join(reasons, "; ")
+	msg := conditions.Fit(strings.Join(reasons, "; "), conditions.MaxMessage)
 	requeuecontext.SetRequeueAfter(ctx, o.config.WaitDelay)
 	reconciliationcanceledcontext.SetCanceled(ctx)
 	conditioncontext.Set(ctx, conditioncontext.Reconciling, metav1.ConditionTrue, ReasonWaitingForChild, msg)
