@@ -127,10 +127,19 @@ func runBackupOperator(t *testing.T, ns string, crd *apiextensionsv1.CustomResou
 			return &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: b.Name}, Spec: batchv1.CronJobSpec{
 				Schedule: b.Spec.Schedule, JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: pod}}}}, nil
 		},
-		// Ready while the last run that was scheduled succeeded.
-		ReadyWhen: func(c *batchv1.CronJob) bool {
+		// Ready while the last run that was scheduled succeeded; the
+		// Backup's Reconciling condition says which run it waits for.
+		Readiness: func(c *batchv1.CronJob) (bool, string) {
 			s := c.Status
-			return s.LastScheduleTime == nil || s.LastSuccessfulTime != nil && !s.LastSuccessfulTime.Before(s.LastScheduleTime)
+			switch {
+			case s.LastScheduleTime == nil:
+				return true, "" // no run yet
+			case s.LastSuccessfulTime == nil:
+				return false, "no successful run yet (last scheduled " + s.LastScheduleTime.UTC().Format(time.RFC3339) + ")"
+			case s.LastSuccessfulTime.Before(s.LastScheduleTime):
+				return false, "the run scheduled " + s.LastScheduleTime.UTC().Format(time.RFC3339) + " has not succeeded yet"
+			}
+			return true, ""
 		},
 		WaitDelay: time.Second,
 	})
@@ -170,7 +179,8 @@ func must(t *testing.T, err error) {
 // TestBackupOperator runs an operator of another shape than the guide's:
 // a Backup whose CronJob waits for its Secret (Ready False, a Warning
 // event), follows a change of the Secret (which it does not own, through
-// References), waits for its last run (ReadyWhen), and goes with its children.
+// References), waits for its last run saying why (Readiness), and goes with
+// its children.
 func TestBackupOperator(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
@@ -243,9 +253,31 @@ func TestBackupOperator(t *testing.T) {
 			return err
 		}))
 	}
+	// The Backup's user reads why in its Reconciling condition (and Ready's).
+	messageIs := func(want string) wait.ConditionWithContextFunc {
+		return func(ctx context.Context) (bool, error) {
+			u, err := backups.Get(ctx, "nightly", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			var got []string
+			for _, c := range conds {
+				c, _ := c.(map[string]any)
+				if c["type"] == conditioncontext.Reconciling || c["type"] == conditioncontext.Ready {
+					got = append(got, fmt.Sprint(c["message"]))
+				}
+			}
+			return len(got) == 2 && got[0] == want && got[1] == want, nil
+		}
+	}
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	earlier := metav1.NewTime(now.Add(-24 * time.Hour))
 	setStatus(batchv1.CronJobStatus{LastScheduleTime: &now})
 	condition(conditioncontext.Reconciling, metav1.ConditionTrue, child.ReasonWaitingForChild)
+	eventually("the reason in the conditions", messageIs(fmt.Sprintf("cronjob %s/nightly not ready: no successful run yet (last scheduled %s)", ns, now.UTC().Format(time.RFC3339))))
+	setStatus(batchv1.CronJobStatus{LastScheduleTime: &now, LastSuccessfulTime: &earlier})
+	eventually("the next reason in the conditions", messageIs(fmt.Sprintf("cronjob %s/nightly not ready: the run scheduled %s has not succeeded yet", ns, now.UTC().Format(time.RFC3339))))
 	setStatus(batchv1.CronJobStatus{LastScheduleTime: &now, LastSuccessfulTime: &now})
 	condition(conditioncontext.Ready, metav1.ConditionTrue, framework.ReasonSucceeded)
 

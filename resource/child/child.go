@@ -42,7 +42,7 @@ const (
 const LabelManagedBy = "app.kubernetes.io/managed-by"
 
 // ReasonWaitingForChild is the reason of the Reconciling condition set
-// while a child is not ready (see Config.ReadyWhen).
+// while a child is not ready (see Config.Readiness and Config.ReadyWhen).
 const ReasonWaitingForChild = "WaitingForChild"
 
 // StepWait names the trace step recorded when the resource stops the chain
@@ -184,12 +184,44 @@ type Config[Owner, Child Object] struct {
 	// the owner) and the set does not name are deleted.
 	DesiredSet func(ctx context.Context, owner Owner) ([]Child, error)
 
-	// ReadyWhen, when set, tells whether a child is ready. While one is
+	// ReadyWhen, when set, tells whether a child is ready: the short form
+	// of Readiness, called when and as it is (see there). While one is
 	// not, the resource stops the chain as waiting (see the package
 	// documentation). [Ready] is the kstatus rule for Deployments,
 	// StatefulSets, DaemonSets, Jobs, Pods and Services:
-	// ReadyWhen: child.Ready[*appsv1.Deployment]. Optional: nil never waits.
+	// ReadyWhen: child.Ready[*appsv1.Deployment]. The Reconciling message
+	// of a child it finds not ready gives the kstatus reason when those
+	// rules find it not ready too ("deployment ns/web not ready: 1 of 2
+	// replicas available"), and none otherwise ("cronjob ns/nightly not
+	// ready"): to say why, use Readiness. Optional: nil never waits. At
+	// most one of ReadyWhen and Readiness.
 	ReadyWhen func(child Child) bool
+	// Readiness, when set, tells whether a child is ready and, when it is
+	// not, why: reason, in a cluster user's words ("no successful run
+	// yet", "2 of 3 replicas available"), goes into the Reconciling
+	// condition's message, "<kind> <namespace/name> not ready: <reason>"
+	// ("<kind> <namespace/name> not ready" when reason is empty; the
+	// reason of a ready child is ignored). The reason is made one line of
+	// at most 1024 bytes: runs of white space (newlines, tabs) become one
+	// space, other control characters are escaped as in a Go string
+	// ("\x1b"), invalid UTF-8 becomes U+FFFD, and a longer reason is cut
+	// and ends in "...". [ReadinessOf] is [Ready]'s kstatus rules with
+	// their reason (Readiness: child.ReadinessOf[*appsv1.Deployment]), for
+	// a check of its own to fall back to. While a child is not ready, the
+	// resource stops the chain as waiting (see the package documentation).
+	//
+	// It is called by the resource's update step for each desired child
+	// the Cache holds that needs no write, so in every reconciliation that
+	// writes nothing (every resync of every owner), and with the API
+	// server's answer of each child the create and update steps apply;
+	// also when the chain is planned (framework.Plan). Calls for different
+	// owners may run concurrently. It must be cheap, and must have no side
+	// effects: it must not change child (the Cache's shared object), nor
+	// call the API server. A panic in it goes on, as one in Desired does:
+	// the Framework recovers it (a *framework.PanicError naming the
+	// resource) and retries the owner with backoff. Optional: nil (and a
+	// nil ReadyWhen) never waits. At most one of ReadyWhen and Readiness.
+	Readiness func(child Child) (ready bool, reason string)
 	// Matches, when set, replaces the comparison of the owned fields: it
 	// returns true when current needs no write to become desired.
 	// Optional.
@@ -283,6 +315,8 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		return nil, fmt.Errorf("%w: %T.Desired must not be empty (or set DesiredSet)", ErrInvalidConfig, config)
 	case config.Desired != nil && config.DesiredSet != nil:
 		return nil, fmt.Errorf("%w: %T.Desired and DesiredSet exclude each other: set one", ErrInvalidConfig, config)
+	case config.ReadyWhen != nil && config.Readiness != nil:
+		return nil, fmt.Errorf("%w: %T.ReadyWhen and Readiness exclude each other: set one (Readiness tells why a child is not ready)", ErrInvalidConfig, config)
 	case config.WaitDelay < 0:
 		return nil, fmt.Errorf("%w: %T.WaitDelay must not be negative", ErrInvalidConfig, config)
 	case config.WaitDelay > 0 && config.WaitDelay < MinWaitDelay:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +26,10 @@ import (
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	"github.com/operatorkit/operatorkit/informer/informertest"
+	operatorkitresource "github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
@@ -520,6 +523,178 @@ func TestWaitsForReadiness(t *testing.T) {
 	}
 }
 
+// TestReadinessReason: Config.Readiness's reason is the Reconciling
+// message's ("deployment demo/web not ready: <reason>"), also for a child
+// just written; a check of one's own falls back to ReadinessOf; a ready
+// child does not wait.
+func TestReadinessReason(t *testing.T) {
+	ready, reason := false, "no successful run yet"
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.Readiness = func(d *appsv1.Deployment) (bool, string) {
+			if d.Annotations["paused"] == "yes" {
+				return false, "paused by its owner"
+			}
+			if ready && reason == "" {
+				return child.ReadinessOf(d) // the kstatus rules
+			}
+			return ready, reason
+		}
+	})
+	tr := trace.New("demo/web", time.Now())
+	ctx := trace.NewContext(reconcileCtx(), tr)
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil { // the create's answer
+		t.Fatal(err)
+	}
+	assertMessage(t, ctx, "deployment demo/web not ready: no successful run yet")
+	f.sync(t, defaulted)
+	ctx = trace.NewContext(reconcileCtx(), tr)
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil { // no write
+		t.Fatal(err)
+	}
+	assertMessage(t, ctx, "deployment demo/web not ready: no successful run yet")
+	if len(f.client.applies) != 1 {
+		t.Errorf("waiting wrote: %v", f.client.applies)
+	}
+	if !slices.ContainsFunc(tr.Snapshot().Steps, func(s trace.Step) bool {
+		return s.Step == "wait: deployment demo/web not ready: no successful run yet"
+	}) {
+		t.Errorf("trace has no wait step with the reason: %+v", tr.Snapshot().Steps)
+	}
+	plans, err := framework.Plan(context.Background(), owner(), []operatorkitresource.Interface{f.resource})
+	if err != nil || len(plans) != 1 || plans[0].Waits != "deployment demo/web not ready: no successful run yet (again in 5s)" {
+		t.Errorf("Plan() = %+v, %v; want it to wait with the reason", plans, err)
+	}
+
+	// Falling back to the kstatus rules, and their reason.
+	ready, reason = true, ""
+	ctx = reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	assertMessage(t, ctx, "deployment demo/web not ready: 0 of 2 replicas updated")
+
+	ready, reason = true, "ignored when ready"
+	ctx = reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	if reconciliationcanceledcontext.IsCanceled(ctx) {
+		t.Error("ready child still waits")
+	}
+	if _, ok := conditioncontext.Get(ctx, conditioncontext.Reconciling); ok {
+		t.Error("ready child set Reconciling")
+	}
+}
+
+// TestNotReadyWithoutReason: a child not ready with no reason reads
+// "<kind> <namespace/name> not ready", from Readiness with an empty reason
+// and from a ReadyWhen false that the kstatus rules find ready: no Go
+// field name ("ReadyWhen is false" before) in a cluster user's condition.
+func TestNotReadyWithoutReason(t *testing.T) {
+	readyByKstatus := func(d *appsv1.Deployment) *appsv1.Deployment {
+		d = defaulted(d)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+		return d
+	}
+	for name, mod := range map[string]func(*child.Config[*corev1.Secret, *appsv1.Deployment]){
+		"Readiness": func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+			c.Readiness = func(*appsv1.Deployment) (bool, string) { return false, "" }
+		},
+		"Readiness with white space": func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+			c.Readiness = func(*appsv1.Deployment) (bool, string) { return false, " \n\t" }
+		},
+		"ReadyWhen": func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+			c.ReadyWhen = func(*appsv1.Deployment) bool { return false }
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, mod)
+			if err := f.resource.EnsureCreated(reconcileCtx(), owner()); err != nil {
+				t.Fatal(err)
+			}
+			f.sync(t, readyByKstatus)
+			ctx := reconcileCtx()
+			if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+				t.Fatal(err)
+			}
+			assertMessage(t, ctx, "deployment demo/web not ready")
+		})
+	}
+}
+
+// TestReadinessReasonMadeOneLine: the author's reason is one line of at
+// most 1024 bytes of valid UTF-8 in the message, whatever it holds, and
+// the condition stays valid.
+func TestReadinessReasonMadeOneLine(t *testing.T) {
+	tests := []struct{ reason, want string }{
+		{"2 of 3 replicas available", "2 of 3 replicas available"},
+		{"  last run failed:\n\texit 1\r\n", "last run failed: exit 1"},
+		{"red \x1b[31malert\x1b[0m", `red \x1b[31malert\x1b[0m`},
+		{"bad \xff byte", "bad \uFFFD byte"},
+		{"para\u2029graph\u00a0nbsp", "para graph nbsp"},
+		{strings.Repeat("é", 600), strings.Repeat("é", 510) + "..."},
+		{strings.Repeat("x\n", 2000), strings.Repeat("x ", 511)[:1021] + "..."},
+	}
+	for _, tt := range tests {
+		f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+			c.Readiness = func(*appsv1.Deployment) (bool, string) { return false, tt.reason }
+		})
+		ctx := reconcileCtx()
+		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := conditioncontext.Get(ctx, conditioncontext.Reconciling)
+		if want := "deployment demo/web not ready: " + tt.want; c.Message != want {
+			t.Errorf("reason %q: message %q, want %q", tt.reason, c.Message, want)
+		}
+		if err := conditioncontext.Validate(c); err != nil {
+			t.Errorf("reason %q: %v", tt.reason, err)
+		}
+	}
+}
+
+// TestReadinessPanics: a panic in Readiness goes on, as one in Desired
+// does, for the Framework to recover (framework.Plan returns it as a
+// *framework.PanicError naming the resource, as a reconciliation does);
+// the write before it is settled with Writes.
+func TestReadinessPanics(t *testing.T) {
+	writes := &balancedWrites{}
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.Readiness = func(*appsv1.Deployment) (bool, string) { panic("readiness") }
+		c.Writes = writes
+		c.Resource = schema.GroupResource{Group: "apps", Resource: "deployments"}
+	})
+	panicked := func() (v any) {
+		defer func() { v = recover() }()
+		_ = f.resource.EnsureCreated(reconcileCtx(), owner())
+		return nil
+	}
+	if v := panicked(); v != "readiness" {
+		t.Fatalf("EnsureCreated (a create) panicked with %v, want readiness", v)
+	}
+	if len(f.client.applies) != 1 || writes.begun != 1 || writes.settled != 1 {
+		t.Errorf("applies %v, writes begun %d settled %d; want 1, 1, 1", f.client.applies, writes.begun, writes.settled)
+	}
+	f.sync(t, defaulted)
+	if v := panicked(); v != "readiness" {
+		t.Fatalf("EnsureCreated (no write) panicked with %v, want readiness", v)
+	}
+	_, err := framework.Plan(context.Background(), owner(), []operatorkitresource.Interface{f.resource})
+	var pe *framework.PanicError
+	if !errors.As(err, &pe) || pe.Resource != "deployment" || pe.Value != "readiness" {
+		t.Errorf("Plan() error = %v, want a *framework.PanicError of deployment", err)
+	}
+}
+
+// assertMessage is assertWaiting with the whole message.
+func assertMessage(t *testing.T, ctx context.Context, msg string) {
+	t.Helper()
+	assertWaiting(t, ctx, msg)
+	if c, _ := conditioncontext.Get(ctx, conditioncontext.Reconciling); c.Message != msg {
+		t.Errorf("Reconciling message %q, want %q", c.Message, msg)
+	}
+}
+
 // TestWaitMessageFitsACondition: the message of the Reconciling condition
 // of a DesiredSet whose many children are not ready is cut to what a
 // condition holds (32 KiB); whole, it made the condition invalid, and the
@@ -581,6 +756,7 @@ func TestNewValidates(t *testing.T) {
 		{"nil pointer writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: (*countingWrites)(nil), Resource: schema.GroupResource{Group: "apps", Resource: "deployments"}}, ".Writes is a nil *child_test.countingWrites"},
 		{"nil pointer logger", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Logger: (*nilLogger)(nil)}, ".Logger is a nil *child_test.nilLogger"},
 		{"desired", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New()}, ".Desired must not be empty"},
+		{"ready when and readiness", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, ReadyWhen: child.Ready[*appsv1.Deployment], Readiness: child.ReadinessOf[*appsv1.Deployment]}, ".ReadyWhen and Readiness exclude each other"},
 		{"writes", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}}, ".Resource must not be empty"},
 		{"writes resource without a resource", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: informertest.New(), Desired: desired, Writes: nopWrites{}, Resource: schema.GroupResource{Group: "apps"}}, `.Resource ".apps" needs a resource`},
 		{"writes resource not the cache's", child.Config[*corev1.Secret, *appsv1.Deployment]{Name: "x", Client: client.For, Cache: gvrCache{informertest.New(), deploymentsGVR}, Desired: desired, Writes: nopWrites{}, Resource: schema.GroupResource{Group: "apps", Resource: "Deployment"}}, `.Resource "Deployment.apps" is not the resource of Cache, "deployments.apps"`},

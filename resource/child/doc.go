@@ -117,17 +117,22 @@
 //
 // # Readiness
 //
-// With Config.ReadyWhen ([Ready] holds the kstatus rules of the common
-// kinds), a desired child that is not ready stops the chain as waiting,
+// With Config.Readiness, which tells whether a child is ready and why not
+// ([ReadinessOf] holds the kstatus rules of the common kinds with their
+// reasons), or its short form Config.ReadyWhen, which tells whether alone
+// ([Ready]), a desired child that is not ready stops the chain as waiting,
 // after this resource's writes: reconciliationcanceledcontext (the chain
 // ends as a success, later resources do not run), requeuecontext after
 // Config.WaitDelay ([DefaultWaitDelay], 5 s; the child's own watch, through
 // operator.Owns, wakes the owner sooner), conditioncontext Reconciling True
 // with reason [ReasonWaitingForChild] and the message "deployment ns/web not
-// ready: 1 of 2 replicas available" (one such reason per child not ready,
-// joined by "; ", cut at the 32 KiB a condition message holds), a trace
-// step "wait: <message>" with outcome canceled, and a debug log. It is not
-// an error: no backoff grows.
+// ready: 1 of 2 replicas available" (Readiness's reason, on one line of at
+// most 1 KiB; "cronjob ns/nightly not ready" without one; one such text per
+// child not ready, joined by "; ", cut at the 32 KiB a condition message
+// holds), a trace step "wait: <message>" with outcome canceled, and a debug
+// log. It is not an error: no backoff grows. The check runs in every
+// reconciliation that writes nothing: keep it cheap and free of side
+// effects. A panic in it goes on to the Framework, as one in Desired does.
 //
 // # Plans and traces
 //

@@ -3,7 +3,9 @@ package child_test
 import (
 	"context"
 	"fmt"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -53,4 +55,49 @@ func ExampleNew() {
 	// Output:
 	// applies: 1
 	// configmap demo/web: data["index.html"] "hello" → "bye"
+}
+
+// ExampleConfig_readiness waits for a CronJob's last scheduled run, and
+// says why in the Reconciling condition (here as framework.Plan shows it),
+// which kubectl describe prints to the owner's user.
+func ExampleConfig_readiness() {
+	client := newFakeClient[batchv1.CronJob]()
+	cache := informertest.New()
+	r, err := child.New(child.Config[*corev1.Secret, *batchv1.CronJob]{
+		Name:   "cronjob",
+		Client: client.For,
+		Cache:  cache,
+		Desired: func(_ context.Context, owner *corev1.Secret) (*batchv1.CronJob, error) {
+			return &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: owner.Name}, Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *"}}, nil
+		},
+		// Cheap and without side effects: called in every reconciliation
+		// that writes nothing.
+		Readiness: func(c *batchv1.CronJob) (bool, string) {
+			s := c.Status
+			switch {
+			case s.LastScheduleTime == nil:
+				return true, "" // no run yet: nothing to wait for
+			case s.LastSuccessfulTime == nil:
+				return false, "no successful run yet"
+			case s.LastSuccessfulTime.Before(s.LastScheduleTime):
+				return false, "last run, scheduled " + s.LastScheduleTime.UTC().Format(time.RFC3339) + ", has not succeeded yet"
+			}
+			return true, ""
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	owner := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "nightly", UID: "1"}}
+	ctx := context.Background()
+	_ = r.EnsureCreated(ctx, owner)
+
+	cronJob := client.objs["demo/nightly"]
+	run := metav1.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	cronJob.Status.LastScheduleTime = &run // the CronJob controller ran it
+	_ = cache.Add(cronJob)                 // the watch delivers it
+	plans, _ := framework.Plan(ctx, owner, []resource.Interface{r})
+	fmt.Println(plans[0].Waits)
+	// Output:
+	// cronjob demo/nightly not ready: no successful run yet (again in 5s)
 }

@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-kit/log"
 	"github.com/go-kit/log/level"
@@ -428,8 +431,8 @@ func (o *ops[O, C]) invalid(w O, child, problem string) error {
 // NewUpdatePatch applies (create part) desired children the cache does not
 // hold, applies (update part) those whose owned fields differ, and deletes
 // (delete part) the owner's children that the desired state does not name.
-// When nothing is written and ReadyWhen finds a child not ready, it stops
-// the chain as waiting.
+// When nothing is written and Readiness (or ReadyWhen) finds a child not
+// ready, it stops the chain as waiting.
 func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desiredState any) (*crud.Patch, error) {
 	w, err := o.owner(obj)
 	if err != nil {
@@ -500,7 +503,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		}
 		return nil, nil // nothing to apply (crud: a nil patch applies nothing)
 	}
-	if o.config.ReadyWhen != nil {
+	if o.waits() {
 		// The last part applied signals the wait, for the children
 		// written and those found not ready here.
 		ws := &waitState{reasons: waits}
@@ -960,17 +963,99 @@ func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 // patch.
 type waitState struct{ reasons []string }
 
-// notReady returns why c is not ready, or "" when it is (or ReadyWhen is
-// not set, or c is nil).
+// waits reports whether the resource checks its children's readiness
+// (Readiness or ReadyWhen is set).
+func (o *ops[O, C]) waits() bool { return o.config.Readiness != nil || o.config.ReadyWhen != nil }
+
+// notReady returns why c is not ready, "<kind> <namespace/name> not
+// ready[: <reason>]", or "" when it is (or neither Readiness nor ReadyWhen
+// is set, or c is nil). A panic in the author's check goes on, as one in
+// Desired does: the Framework recovers it.
 func (o *ops[O, C]) notReady(c C) string {
-	if o.config.ReadyWhen == nil || reflect.ValueOf(c).IsNil() || o.config.ReadyWhen(c) {
+	if !o.waits() || reflect.ValueOf(c).IsNil() {
 		return ""
 	}
-	why := "ReadyWhen is false"
-	if ok, reason := readiness(c); !ok && reason != "" {
-		why = reason
+	var ready bool
+	var why string
+	if o.config.Readiness != nil {
+		ready, why = o.config.Readiness(c)
+	} else if ready = o.config.ReadyWhen(c); !ready {
+		// The kstatus reason, when those rules find it not ready too.
+		if ok, reason := ReadinessOf(c); !ok {
+			why = reason
+		}
 	}
-	return fmt.Sprintf("%s %s not ready: %s", strings.ToLower(o.config.GVK.Kind), childName(c), why)
+	if ready {
+		return ""
+	}
+	msg := strings.ToLower(o.config.GVK.Kind) + " " + childName(c) + " not ready"
+	if why = reasonLine(why); why != "" {
+		msg += ": " + why
+	}
+	return msg
+}
+
+// maxReason is the longest reason of a child not ready that the Reconciling
+// message holds, in bytes: a long one cannot hide the others (a condition
+// message holds 32 KiB).
+const maxReason = 1024
+
+// reasonLine returns reason as one line of the Reconciling message: each
+// run of white space (newlines, tabs) as one space and none at either end,
+// other control characters escaped as in a Go string literal ("\x1b", so
+// that kubectl describe and the plan's text print no terminal control),
+// invalid UTF-8 as U+FFFD, and at most maxReason bytes, cut at a character
+// boundary with "...". A reason that is such a line already is returned as
+// it is.
+func reasonLine(reason string) string {
+	if isLine(reason) {
+		return reason
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range strings.TrimSpace(strings.ToValidUTF8(reason, "\uFFFD")) {
+		switch {
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case space:
+			b.WriteByte(' ')
+			space = false
+		}
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+		if b.Len() > maxReason {
+			break // Fit cuts it
+		}
+	}
+	return conditions.Fit(b.String(), maxReason)
+}
+
+// isLine reports whether s is what reasonLine returns for it: at most
+// maxReason bytes of valid UTF-8, without control characters, white space
+// other than single ASCII spaces, or a space at either end.
+func isLine(s string) bool {
+	if len(s) > maxReason || !utf8.ValidString(s) {
+		return false
+	}
+	space := true // no space first
+	for _, r := range s {
+		switch {
+		case r == ' ' && space:
+			return false
+		case r == ' ':
+			space = true
+		case unicode.IsSpace(r), unicode.IsControl(r):
+			return false
+		default:
+			space = false
+		}
+	}
+	return s == "" || !space
 }
 
 // wait stops the chain as waiting for reasons: no error, a requeue after

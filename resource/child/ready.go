@@ -11,7 +11,8 @@ import (
 // Ready reports whether child is ready by the kstatus rules
 // (sigs.k8s.io/cli-utils/pkg/kstatus) for the kinds below, and true for
 // every other kind. Use it as Config.ReadyWhen:
-// ReadyWhen: child.Ready[*appsv1.Deployment].
+// ReadyWhen: child.Ready[*appsv1.Deployment]; [ReadinessOf] also says why
+// a child is not ready.
 //
 //   - Deployment: status.observedGeneration ≥ metadata.generation, and
 //     updated, ready and available replicas equal spec.replicas (default 1),
@@ -25,13 +26,19 @@ import (
 //   - Service: type LoadBalancer needs an ingress in
 //     status.loadBalancer; other types are ready at once.
 func Ready[C any](child C) bool {
-	ok, _ := readiness(child)
-	return ok
+	ready, _ := ReadinessOf(child)
+	return ready
 }
 
-// readiness is Ready with the reason a child is not ready.
-func readiness(obj any) (bool, string) {
-	switch o := obj.(type) {
+// ReadinessOf is [Ready] with the reason a child is not ready, in the
+// words of the Reconciling message ("1 of 2 replicas available", "failed:
+// <the Job's message>"): ready is Ready's answer, reason empty when child
+// is ready (every kind but those Ready lists is). Use it as
+// Config.Readiness, Readiness: child.ReadinessOf[*appsv1.Deployment], or
+// as the fallback of a check of your own. It reads child only: cheap, and
+// safe for concurrent use.
+func ReadinessOf[C any](child C) (ready bool, reason string) {
+	switch o := any(child).(type) {
 	case *appsv1.Deployment:
 		want := replicasOr1(o.Spec.Replicas)
 		s := o.Status
