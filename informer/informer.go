@@ -180,6 +180,10 @@ type Informer struct {
 	mu              sync.Mutex
 	watchers        map[*watcher]struct{}
 	watchGoroutines sync.WaitGroup
+	// syncErr is the last list or watch error seen while the cache had not
+	// synced, for WaitForCacheSync's error, which reads it only then (the
+	// first error after the sync clears it). Under mu.
+	syncErr error
 }
 
 // New validates config and returns an Informer that has not started yet:
@@ -484,8 +488,14 @@ func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
 
 // WaitForCacheSync blocks until HasSynced is true or ctx ends, whichever
 // comes first. In the latter case it returns an error wrapping ErrNotSynced
-// and the context's cause. It does not start the informer: if Run is never
-// called it waits for ctx.
+// and the context's cause, and naming (and wrapping) the last error of the
+// informer's lists and watches since Run started, when there was one: the
+// reason the cache did not sync (a Forbidden list: RBAC does not let this
+// identity list the resource; NotFound: the server does not serve it, or
+// Config.Namespace is set for a cluster-scoped resource). Those errors do
+// not end the wait: the informer retries the list with backoff, and RBAC
+// granted or a CRD installed meanwhile lets it sync. It does not start the
+// informer: if Run is never called it waits for ctx.
 func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 	select {
 	case <-i.informer.HasSyncedChecker().Done():
@@ -494,7 +504,13 @@ func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 		if i.HasSynced() {
 			return nil
 		}
-		return fmt.Errorf("informer %s: %w: %w", i.name, ErrNotSynced, context.Cause(ctx))
+		i.mu.Lock()
+		last := i.syncErr
+		i.mu.Unlock()
+		if last == nil {
+			return fmt.Errorf("informer %s: %w: %w (no list or watch error so far: the first list has not answered)", i.name, ErrNotSynced, context.Cause(ctx))
+		}
+		return fmt.Errorf("informer %s: %w: %w: last list or watch error: %w", i.name, ErrNotSynced, context.Cause(ctx), last)
 	}
 }
 
@@ -651,8 +667,9 @@ func (i *Informer) Selection() (namespace string, selector labels.Selector) {
 }
 
 // onWatchError is the informer's watch error handler: it counts and logs
-// err and passes it on to the Watch error channels. io.EOF (a watch that
-// the server closed normally) is not an error.
+// err, keeps it for WaitForCacheSync while the cache has not synced, and
+// passes it on to the Watch error channels. io.EOF (a watch that the server
+// closed normally) is not an error.
 func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error) {
 	if errors.Is(err, io.EOF) {
 		return
@@ -663,9 +680,15 @@ func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error
 	} else {
 		level.Warn(i.logger).Log("msg", "list or watch failed, retrying", "err", err)
 	}
-	err = fmt.Errorf("watch %s: %w", i.gvr.String(), err)
+	synced := i.HasSynced()
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if synced {
+		i.syncErr = nil
+	} else {
+		i.syncErr = err
+	}
+	err = fmt.Errorf("watch %s: %w", i.gvr.String(), err)
 	for w := range i.watchers {
 		w.sendError(err)
 	}

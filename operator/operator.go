@@ -154,9 +154,11 @@ type Config struct {
 	// CacheSyncTimeout bounds how long Run (and Plan) waits for every
 	// informer's first list: a resource the API server does not serve (its
 	// CRD not installed) or that this identity may not list and watch never
-	// syncs, and Run then returns an error naming the informer instead of
+	// syncs, and Run then returns an error naming the informer and its
+	// last list error (a Forbidden, a NotFound: the reason) instead of
 	// waiting for ever (the pod restarts, with the reason in its log).
-	// Defaults to DefaultCacheSyncTimeout.
+	// Those errors are waited out, as RBAC granted or a CRD installed
+	// meanwhile heals them. Defaults to DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
 	// ResyncPeriod is the resync period of informers created by Informer
 	// without one. Defaults to DefaultResyncPeriod; negative disables
@@ -751,10 +753,10 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 
 // cacheSyncContext returns the context that Run and Plan wait for the
 // informers' first lists with: it ends after CacheSyncTimeout, with a cause
-// that says what a cache that never syncs usually means.
+// that names it (the informer's error adds its last list error: the reason).
 func (o *Operator) cacheSyncContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, o.config.CacheSyncTimeout,
-		fmt.Errorf("not synced within CacheSyncTimeout (%s): is the resource served (its CRD installed), and may this identity list and watch it? The informer's list errors are in the log", o.config.CacheSyncTimeout))
+		fmt.Errorf("not synced within CacheSyncTimeout (%s)", o.config.CacheSyncTimeout))
 }
 
 // runFrameworks boots every Framework and runs them until ctx ends (a clean
