@@ -524,7 +524,13 @@ func (f *Framework) EnsureCRD(ctx context.Context) error {
 // stops taking work and returns after the in-flight reconciliations have
 // finished (each is bounded by ReconcileTimeout); it returns nil then. It
 // returns an error, without starting workers, when the CRD cannot be ensured
-// or the cache does not sync. Boot may be called once.
+// or the cache does not sync: the informer's WaitForCacheSync failed before
+// ctx ended (an informer.Informer whose list the API server refuses for
+// good, such as a field selector it does not support); the informer it
+// ran is stopped then. A cache that merely never syncs (a resource not
+// served, a list not allowed) keeps Boot waiting until ctx ends, and it
+// returns nil then: bound it with ctx, or use the operator package, whose
+// Run bounds the wait with its CacheSyncTimeout. Boot may be called once.
 func (f *Framework) Boot(ctx context.Context) error {
 	first := false
 	f.bootOnce.Do(func() { first = true })
@@ -577,9 +583,14 @@ func (f *Framework) Boot(ctx context.Context) error {
 	_ = reg
 
 	var wg sync.WaitGroup
-	defer wg.Wait() // the informer's goroutine ends with ctx
+	defer wg.Wait()
+	// The informer's goroutine ends with ctx, or when Boot returns before
+	// (a cache that failed to sync before ctx ended: the list refused for
+	// good), which Boot must not wait on ctx for.
+	infCtx, stopInformer := context.WithCancel(ctx)
+	defer stopInformer() // before wg.Wait
 	informerErr := make(chan error, 1)
-	wg.Go(func() { informerErr <- f.informer.Run(ctx) })
+	wg.Go(func() { informerErr <- f.informer.Run(infCtx) })
 
 	level.Info(logger).Log("msg", "waiting for cache sync")
 	if err := f.informer.WaitForCacheSync(ctx); err != nil {

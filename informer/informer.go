@@ -103,7 +103,9 @@ type Config struct {
 	// FieldSelector restricts the informer to objects whose fields match it,
 	// in the syntax of fields.ParseSelector ("metadata.name=x"). The server
 	// supports only a few fields per resource (metadata.name and
-	// metadata.namespace everywhere). Validated by New.
+	// metadata.namespace everywhere; a CRD's selectableFields): it refuses
+	// the list of another (400 BadRequest), and WaitForCacheSync then
+	// returns at once with its error. Validated by New (the syntax only).
 	FieldSelector string
 	// ResyncPeriod is how often every cached object is delivered again to
 	// the event handlers as an update whose old and new objects are the
@@ -154,9 +156,13 @@ type Informer struct {
 	// Config.LabelSelector, for Selection.
 	namespace string
 	selector  labels.Selector
-	informer  cache.SharedIndexInformer
-	logger    log.Logger
-	metrics   *metrics
+	// labelSelector and fieldSelector are Config's, as given: the error of
+	// a list the server refuses names them.
+	labelSelector, fieldSelector string
+
+	informer cache.SharedIndexInformer
+	logger   log.Logger
+	metrics  *metrics
 
 	started atomic.Bool
 
@@ -184,6 +190,12 @@ type Informer struct {
 	// synced, for WaitForCacheSync's error, which reads it only then (the
 	// first error after the sync clears it). Under mu.
 	syncErr error
+	// refused is closed (under mu, once) when the API server refused a
+	// list or watch for good before the cache synced (refusedForGood);
+	// refusedErr, set before, says which and why. WaitForCacheSync returns
+	// refusedErr then, without waiting for its context.
+	refused    chan struct{}
+	refusedErr error
 }
 
 // New validates config and returns an Informer that has not started yet:
@@ -270,14 +282,17 @@ func New(config Config) (*Informer, error) {
 	}
 
 	i := &Informer{
-		gvr:       config.GVR,
-		name:      config.Name,
-		namespace: config.Namespace,
-		selector:  selector,
-		logger:    log.With(config.Logger, "informer", config.Name),
-		metrics:   m,
-		watchers:  make(map[*watcher]struct{}),
-		stopping:  make(chan struct{}),
+		gvr:           config.GVR,
+		name:          config.Name,
+		namespace:     config.Namespace,
+		selector:      selector,
+		labelSelector: config.LabelSelector,
+		fieldSelector: config.FieldSelector,
+		logger:        log.With(config.Logger, "informer", config.Name),
+		metrics:       m,
+		watchers:      make(map[*watcher]struct{}),
+		stopping:      make(chan struct{}),
+		refused:       make(chan struct{}),
 
 		mutationCacheSize: config.MutationCacheSize,
 	}
@@ -494,19 +509,41 @@ func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
 // identity list the resource; NotFound: the server does not serve it, or
 // Config.Namespace is set for a cluster-scoped resource). Those errors do
 // not end the wait: the informer retries the list with backoff, and RBAC
-// granted or a CRD installed meanwhile lets it sync. It does not start the
-// informer: if Run is never called it waits for ctx.
+// granted or a CRD installed meanwhile lets it sync.
+//
+// A list or watch that the API server refuses for good, before the cache
+// synced, ends the wait at once instead, with an error wrapping
+// ErrNotSynced and the server's error that names the resource, the
+// namespace and the selectors: 400 BadRequest (the server refuses
+// Config.FieldSelector, a field it does not select on for the resource,
+// or Config.LabelSelector) and 405 MethodNotAllowed (the resource cannot
+// be listed or watched). Retrying the same request cannot heal them; the
+// informer still retries, with backoff, until Run's context ends. (A field
+// selector that a CRD's selectableFields gain later would be accepted
+// then: such an informer needs a new start, after the CRD is updated.)
+//
+// It does not start the informer: if Run is never called it waits for ctx.
 func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 	select {
 	case <-i.informer.HasSyncedChecker().Done():
 		return nil
+	case <-i.refused:
+		if i.HasSynced() {
+			return nil
+		}
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		return i.refusedErr
 	case <-ctx.Done():
 		if i.HasSynced() {
 			return nil
 		}
 		i.mu.Lock()
-		last := i.syncErr
+		last, refused := i.syncErr, i.refusedErr
 		i.mu.Unlock()
+		if refused != nil { // the reason, whichever select saw first
+			return refused
+		}
 		if last == nil {
 			return fmt.Errorf("informer %s: %w: %w (no list or watch error so far: the first list has not answered)", i.name, ErrNotSynced, context.Cause(ctx))
 		}
@@ -687,11 +724,46 @@ func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error
 		i.syncErr = nil
 	} else {
 		i.syncErr = err
+		if refusedForGood(err) && i.refusedErr == nil {
+			i.refusedErr = fmt.Errorf("informer %s: %w: the API server refuses to list %s: %w", i.name, ErrNotSynced, i.listed(), err)
+			close(i.refused)
+			level.Error(i.logger).Log("msg", "the API server refuses the list for good: the cache cannot sync until the informer's Config changes", "err", err)
+		}
 	}
 	err = fmt.Errorf("watch %s: %w", i.gvr.String(), err)
 	for w := range i.watchers {
 		w.sendError(err)
 	}
+}
+
+// refusedForGood reports whether err, a list or watch error, is an answer
+// of the API server that no retry of the same request can change: 400
+// BadRequest (a field or label selector it refuses) or 405
+// MethodNotAllowed (a resource that cannot be listed or watched). A
+// Forbidden (RBAC may be granted later), a NotFound (a CRD may be
+// installed later), a timeout or a server error are not.
+func refusedForGood(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// listed describes what the informer lists: its resource, namespace and
+// selectors.
+func (i *Informer) listed() string {
+	s := i.gvr.Resource
+	if i.gvr.Group != "" {
+		s += "." + i.gvr.Group
+	}
+	s += "/" + i.gvr.Version
+	if i.namespace != "" {
+		s += " in namespace " + i.namespace
+	}
+	if i.labelSelector != "" {
+		s += fmt.Sprintf(" with label selector %q", i.labelSelector)
+	}
+	if i.fieldSelector != "" {
+		s += fmt.Sprintf(" with field selector %q", i.fieldSelector)
+	}
+	return s
 }
 
 // metricsHandler keeps the informer's event metrics (cache_objects reads

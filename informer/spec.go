@@ -17,7 +17,8 @@ type Interface interface {
 	// initial list. It never goes back to false.
 	HasSynced() bool
 	// WaitForCacheSync blocks until HasSynced is true, and returns an error
-	// wrapping ErrNotSynced if ctx ends first.
+	// wrapping ErrNotSynced if ctx ends first, or at once when the cache
+	// can never sync (*Informer: a list the API server refuses for good).
 	WaitForCacheSync(ctx context.Context) error
 	// Get returns the cached object with the key "namespace/name" (just
 	// "name" for cluster-scoped objects). exists is false when the cache has

@@ -76,3 +76,88 @@ func TestWaitForCacheSyncWithoutListError(t *testing.T) {
 		t.Fatalf("WaitForCacheSync() = %v, want ErrNotSynced saying no list failed", err)
 	}
 }
+
+// TestWaitForCacheSyncRefusedForGood: a list the API server refuses for
+// good (400 BadRequest: a selector it does not support; 405
+// MethodNotAllowed: a resource that cannot be listed) can never sync:
+// WaitForCacheSync returns at once with an error that names the resource,
+// the namespace, the selectors and the server's answer; it waited for its
+// context to end.
+func TestWaitForCacheSyncRefusedForGood(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		is   func(error) bool
+		want string
+	}{
+		"bad request": {
+			apierrors.NewBadRequest(`"spec.foo" is not a known field selector`), apierrors.IsBadRequest,
+			`informer widgets: informer cache not synced: the API server refuses to list widgets.example.com/v1 in namespace ns with label selector "a=b" with field selector "spec.foo=x": failed to list example.com/v1, Resource=widgets: "spec.foo" is not a known field selector`,
+		},
+		"method not allowed": {
+			apierrors.NewMethodNotSupported(widgets.GroupResource(), "list"), apierrors.IsMethodNotSupported,
+			`the API server refuses to list widgets.example.com/v1 in namespace ns with label selector "a=b" with field selector "spec.foo=x": failed to list example.com/v1, Resource=widgets: list is not supported on resources of kind "widgets.example.com"`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			inf, err := New(Config{Client: failingList(tc.err), GVR: widgets, Namespace: "ns", LabelSelector: "a=b", FieldSelector: "spec.foo=x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ran := make(chan error, 1)
+			go func() { ran <- inf.Run(ctx) }()
+			defer func() { cancel(); <-ran }()
+			waited := make(chan error, 1)
+			go func() { waited <- inf.WaitForCacheSync(ctx) }()
+			select {
+			case err := <-waited:
+				if !errors.Is(err, ErrNotSynced) || !tc.is(err) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("WaitForCacheSync() = %v, want ErrNotSynced and the refused list: %s", err, tc.want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("WaitForCacheSync did not return within 30 s of a list refused for good")
+			}
+			// A second wait returns the same at once.
+			if err := inf.WaitForCacheSync(ctx); !tc.is(err) {
+				t.Errorf("second WaitForCacheSync() = %v, want the refused list", err)
+			}
+		})
+	}
+}
+
+// TestWaitForCacheSyncWaitsOutForbiddenAndNotFound: a Forbidden list (RBAC
+// may be granted later) and a NotFound one (a CRD may be installed later)
+// do not end the wait: WaitForCacheSync returns only when its context
+// ends, with the list error.
+func TestWaitForCacheSyncWaitsOutForbiddenAndNotFound(t *testing.T) {
+	for name, listErr := range map[string]error{
+		"forbidden": apierrors.NewForbidden(widgets.GroupResource(), "", errors.New("no")),
+		"not found": apierrors.NewNotFound(widgets.GroupResource(), ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			inf, err := New(Config{Client: failingList(listErr), GVR: widgets, Registerer: prometheus.NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runUntilListFailed(t, inf)
+			// The error handler of the first failed list has returned once
+			// the retried list failed too.
+			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				return testutil.ToFloat64(inf.metrics.watchErrors) > 1, nil
+			}); err != nil {
+				t.Fatalf("waiting for the list to be retried: %v", err)
+			}
+			select {
+			case <-inf.refused:
+				t.Fatalf("a %s list ended the wait for the cache", name)
+			default:
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(errors.New("test over"))
+			if err := inf.WaitForCacheSync(ctx); !errors.Is(err, ErrNotSynced) || !errors.Is(err, listErr) || !strings.Contains(err.Error(), "test over: last list or watch error") {
+				t.Fatalf("WaitForCacheSync() = %v, want ErrNotSynced with the context's cause and the list error", err)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-kit/log"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/framework"
@@ -39,14 +41,56 @@ func TestRunCacheSyncTimeoutNamesTheForbiddenList(t *testing.T) {
 	}
 }
 
+// TestRunFailsAtOnceOnARefusedFieldSelector: a FieldSelector the API
+// server does not support for the resource (spec.foo on ConfigMaps) is
+// refused with 400 BadRequest on every list: the cache can never sync.
+// Run and Plan return at once with an error naming the informer, the
+// selector and the server's message, even behind an informer that is
+// still waiting (a resource not served); they waited CacheSyncTimeout,
+// here a minute, and named neither.
+func TestRunFailsAtOnceOnARefusedFieldSelector(t *testing.T) {
+	t.Parallel()
+	notServed := schema.GroupVersionResource{Group: "nothing.example.com", Version: "v1", Resource: "nothings"}
+	refused := informer.Config{GVR: configMapGVR, ObjectType: &corev1.ConfigMap{}, FieldSelector: "spec.foo=x"}
+	const want = `the API server refuses to list configmaps/v1 with field selector "spec.foo=x": failed to list /v1, Resource=configmaps: "spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"`
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, informer.ErrNotSynced) || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "cache of configmaps/v1 fields spec.foo=x: informer configmaps: informer cache not synced: "+want) {
+			t.Errorf("%s with a field selector the server refuses = %v, want ErrNotSynced naming the informer, the selector and the server's message", what, err)
+		}
+	}
+
+	op, _ := configMapOperator(t, env.Config(), "refused-run", time.Minute, refused, notServed)
+	check("Run()", runResult(t, op, 30*time.Second))
+
+	op, f := configMapOperator(t, env.Config(), "refused-plan", time.Minute, refused, notServed)
+	planned := make(chan error, 1)
+	go func() {
+		_, err := op.Plan(context.Background(), operatorpkg.PlanConfig{Framework: f})
+		planned <- err
+	}()
+	select {
+	case err := <-planned:
+		check("Plan()", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Plan did not return within 30 s")
+	}
+}
+
 // configMapOperator is an Operator of cfg named name, with CacheSyncTimeout
 // timeout, whose one Framework reconciles the objects of its informer for
-// infCfg (ConfigMaps, with a resource that is never run here).
-func configMapOperator(t *testing.T, cfg *rest.Config, name string, timeout time.Duration, infCfg informer.Config) (*operatorpkg.Operator, *framework.Framework) {
+// infCfg (ConfigMaps, with a resource that is never run here). Informers
+// of before, created first, are waited for too.
+func configMapOperator(t *testing.T, cfg *rest.Config, name string, timeout time.Duration, infCfg informer.Config, before ...schema.GroupVersionResource) (*operatorpkg.Operator, *framework.Framework) {
 	t.Helper()
 	op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: cfg, Name: name, CacheSyncTimeout: timeout, Logger: log.NewNopLogger()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, gvr := range before {
+		if _, err := op.Informer(informer.Config{GVR: gvr}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	inf, err := op.Informer(infCfg)
 	if err != nil {

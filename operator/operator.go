@@ -158,7 +158,9 @@ type Config struct {
 	// last list error (a Forbidden, a NotFound: the reason) instead of
 	// waiting for ever (the pod restarts, with the reason in its log).
 	// Those errors are waited out, as RBAC granted or a CRD installed
-	// meanwhile heals them. Defaults to DefaultCacheSyncTimeout.
+	// meanwhile heals them; a list the API server refuses for good (400
+	// BadRequest: a selector it does not support) ends the wait at once.
+	// Defaults to DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
 	// ResyncPeriod is the resync period of informers created by Informer
 	// without one. Defaults to DefaultResyncPeriod; negative disables
@@ -496,7 +498,14 @@ func (o *Operator) MetricsURL() string {
 // It returns the first fatal error otherwise: a Framework that fails to
 // boot (the others are stopped; if they exceed ShutdownTimeout, the error
 // joins the Boot error and the timeout's), a cache that does not sync within
-// CacheSyncTimeout (matching informer.ErrNotSynced), ErrLeaseLost
+// CacheSyncTimeout (matching informer.ErrNotSynced; the error names the
+// informer's last list error, a Forbidden or a NotFound, which the wait
+// does not end on: RBAC granted or a CRD installed meanwhile heals them),
+// a cache whose list the API server refuses for good, at once, without
+// waiting CacheSyncTimeout (matching informer.ErrNotSynced and wrapping
+// the server's 400 BadRequest, for a field or label selector it does not
+// support, or 405 MethodNotAllowed, for a resource that cannot be listed:
+// see informer.Informer.WaitForCacheSync), ErrLeaseLost
 // when the Lease (or the member Lease) is lost (reconciling stops at
 // once, and the writes of the Operator's clients are refused from then
 // on: RESTConfig), or a shutdown that exceeded ShutdownTimeout (Run
@@ -604,13 +613,11 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	}
 	syncCtx, stopSync := o.cacheSyncContext(ctx)
 	defer stopSync()
-	for _, si := range informers {
-		if err := si.inf.WaitForCacheSync(syncCtx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("operator %s: cache of %s: %w", o.config.Name, si.key, err)
+	if err := waitForCaches(syncCtx, cacheWaits(informers)); err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
+		return fmt.Errorf("operator %s: %w", o.config.Name, err)
 	}
 	stopSync()
 	st.cachesSynced.Store(true)
@@ -757,6 +764,62 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 func (o *Operator) cacheSyncContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, o.config.CacheSyncTimeout,
 		fmt.Errorf("not synced within CacheSyncTimeout (%s)", o.config.CacheSyncTimeout))
+}
+
+// cacheWait is a cache that Run or Plan waits for: what an error calls it,
+// and its WaitForCacheSync.
+type cacheWait struct {
+	name string
+	wait func(context.Context) error
+}
+
+// cacheWaits are the waits for the caches of informers.
+func cacheWaits(informers []*sharedInformer) []cacheWait {
+	waits := make([]cacheWait, 0, len(informers))
+	for _, si := range informers {
+		waits = append(waits, cacheWait{name: si.key.String(), wait: si.inf.WaitForCacheSync})
+	}
+	return waits
+}
+
+// errOtherCacheFailed ends the waits of waitForCaches once one cache failed.
+var errOtherCacheFailed = errors.New("another cache failed to sync")
+
+// waitForCaches waits for the caches of waits, all at once, until ctx
+// ends: one that fails before (an informer whose list the API server
+// refuses for good: informer.Informer.WaitForCacheSync) ends the wait at
+// once, whatever the others do. The error, naming the cache, is of the
+// first in waits' order that failed by itself, else (ctx ended) of the
+// first that failed.
+func waitForCaches(ctx context.Context, waits []cacheWait) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	type failure struct {
+		err error
+		own bool // failed by itself, not for the end of ctx
+	}
+	failures := make([]failure, len(waits))
+	var wg sync.WaitGroup
+	for n, w := range waits {
+		wg.Go(func() {
+			if err := w.wait(ctx); err != nil {
+				ended := ctx.Err() != nil && (errors.Is(err, context.Cause(ctx)) || errors.Is(err, ctx.Err()))
+				failures[n] = failure{err: err, own: !ended}
+				cancel(errOtherCacheFailed)
+			}
+		})
+	}
+	wg.Wait()
+	first := -1
+	for n, f := range failures {
+		if f.err != nil && (first < 0 || f.own && !failures[first].own) {
+			first = n
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return fmt.Errorf("cache of %s: %w", waits[first].name, failures[first].err)
 }
 
 // runFrameworks boots every Framework and runs them until ctx ends (a clean

@@ -43,7 +43,8 @@ type PlanConfig struct {
 // An object's own error (a spec the resources cannot use, no resource set)
 // is in its ObjectPlan.Err. The error returned is what prevents planning:
 // a key the cache does not hold (ErrNotFound), a cache that does not sync
-// within Config.CacheSyncTimeout or before ctx ends (matching
+// within Config.CacheSyncTimeout or before ctx ends, or whose list the API
+// server refuses for good (at once then: see Run; matching
 // informer.ErrNotSynced, as in Run), a config without Framework
 // (ErrInvalidConfig). Plan
 // leaves no goroutine behind. Like Run it is called once: afterwards Run
@@ -80,13 +81,9 @@ func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.Obj
 	// no permission to list) is an error, not a wait for ever.
 	syncCtx, stopSync := o.cacheSyncContext(ctx)
 	defer stopSync()
-	for _, si := range informers {
-		if err := si.inf.WaitForCacheSync(syncCtx); err != nil {
-			return nil, fmt.Errorf("operator %s: cache of %s: %w", o.config.Name, si.key, err)
-		}
-	}
-	if err := own.WaitForCacheSync(syncCtx); err != nil {
-		return nil, fmt.Errorf("operator %s: cache of the Framework's informer: %w", o.config.Name, err)
+	waits := append(cacheWaits(informers), cacheWait{name: "the Framework's informer", wait: own.WaitForCacheSync})
+	if err := waitForCaches(syncCtx, waits); err != nil {
+		return nil, fmt.Errorf("operator %s: %w", o.config.Name, err)
 	}
 	stopSync()
 
