@@ -92,9 +92,13 @@ type Config struct {
 	// must not be empty (Group is empty for the core group).
 	GVR schema.GroupVersionResource
 	// Namespace restricts the informer to one namespace; "" means all
-	// namespaces (and is the only sensible value for cluster-scoped
-	// resources). Otherwise it must be a namespace name (a DNS-1123
-	// label): New refuses another, which no object could be in.
+	// namespaces (and is the only valid value for cluster-scoped
+	// resources: the API server answers the list of one in a namespace
+	// with NotFound, as for a resource it does not serve, so the cache
+	// never syncs; the informer cannot tell the two apart, and
+	// WaitForCacheSync waits, while operator.Operator.Run refuses it from
+	// the server's discovery). Otherwise it must be a namespace name (a
+	// DNS-1123 label): New refuses another, which no object could be in.
 	Namespace string
 	// LabelSelector restricts the informer to objects whose labels match it,
 	// in the syntax of labels.Parse ("app=web,tier!=db"). Objects whose

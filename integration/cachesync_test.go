@@ -77,6 +77,39 @@ func TestRunFailsAtOnceOnARefusedFieldSelector(t *testing.T) {
 	}
 }
 
+// TestRunRefusesANamespaceForAClusterScopedResource: an informer given a
+// Namespace for a cluster-scoped resource (nodes) lists in a namespace,
+// which the API server answers NotFound, as for a resource it does not
+// serve: the cache never syncs. Run and Plan refuse it at once, from the
+// server's discovery, naming the informer and the field; they waited
+// CacheSyncTimeout, here a minute.
+func TestRunRefusesANamespaceForAClusterScopedResource(t *testing.T) {
+	t.Parallel()
+	nodes := informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, Namespace: "default", ObjectType: &corev1.Node{}}
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, operatorpkg.ErrInvalidConfig) || !strings.Contains(err.Error(), `informer for nodes/v1 in default: informer.Config.Namespace is "default", but the API server's discovery shows nodes cluster-scoped`) {
+			t.Errorf("%s with a Namespace for nodes = %v, want ErrInvalidConfig naming the informer and its Namespace", what, err)
+		}
+	}
+
+	op, _ := configMapOperator(t, env.Config(), "scope-run", time.Minute, nodes)
+	check("Run()", runResult(t, op, 30*time.Second))
+
+	op, f := configMapOperator(t, env.Config(), "scope-plan", time.Minute, nodes)
+	planned := make(chan error, 1)
+	go func() {
+		_, err := op.Plan(context.Background(), operatorpkg.PlanConfig{Framework: f})
+		planned <- err
+	}()
+	select {
+	case err := <-planned:
+		check("Plan()", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Plan did not return within 30 s")
+	}
+}
+
 // configMapOperator is an Operator of cfg named name, with CacheSyncTimeout
 // timeout, whose one Framework reconciles the objects of its informer for
 // infCfg (ConfigMaps, with a resource that is never run here). Informers

@@ -505,7 +505,10 @@ func (o *Operator) MetricsURL() string {
 // waiting CacheSyncTimeout (matching informer.ErrNotSynced and wrapping
 // the server's 400 BadRequest, for a field or label selector it does not
 // support, or 405 MethodNotAllowed, for a resource that cannot be listed:
-// see informer.Informer.WaitForCacheSync), ErrLeaseLost
+// see informer.Informer.WaitForCacheSync), an informer given a Namespace
+// (informer.Config) for a resource the API server's discovery shows
+// cluster-scoped, before any informer starts (ErrInvalidConfig: its list
+// would be answered NotFound until CacheSyncTimeout), ErrLeaseLost
 // when the Lease (or the member Lease) is lost (reconciling stops at
 // once, and the writes of the Operator's clients are refused from then
 // on: RESTConfig), or a shutdown that exceeded ShutdownTimeout (Run
@@ -596,6 +599,15 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 			}
 			return fmt.Errorf("operator %s: %w", o.config.Name, err)
 		}
+	}
+
+	// A Namespace for a cluster-scoped resource: its cache would never
+	// sync.
+	if err := o.checkScopes(ctx, informers); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("operator %s: %w", o.config.Name, err)
 	}
 
 	// Informers run until Run returns: started before leading, so that a

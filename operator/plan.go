@@ -45,8 +45,9 @@ type PlanConfig struct {
 // a key the cache does not hold (ErrNotFound), a cache that does not sync
 // within Config.CacheSyncTimeout or before ctx ends, or whose list the API
 // server refuses for good (at once then: see Run; matching
-// informer.ErrNotSynced, as in Run), a config without Framework
-// (ErrInvalidConfig). Plan
+// informer.ErrNotSynced, as in Run), a config without Framework or an
+// informer given a Namespace for a cluster-scoped resource
+// (ErrInvalidConfig, as in Run). Plan
 // leaves no goroutine behind. Like Run it is called once: afterwards Run
 // and Plan return ErrAlreadyStarted.
 func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.ObjectPlan, error) {
@@ -62,6 +63,9 @@ func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.Obj
 	informers := append([]*sharedInformer(nil), o.order...)
 	o.mu.Unlock()
 
+	if err := o.checkScopes(ctx, informers); err != nil {
+		return nil, fmt.Errorf("operator %s: %w", o.config.Name, err)
+	}
 	own := config.Framework.Informer() // a SharedInformer's Run only waits
 	infCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
