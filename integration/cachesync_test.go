@@ -64,17 +64,7 @@ func TestRunFailsAtOnceOnARefusedFieldSelector(t *testing.T) {
 	check("Run()", runResult(t, op, 30*time.Second))
 
 	op, f := configMapOperator(t, env.Config(), "refused-plan", time.Minute, refused, notServed)
-	planned := make(chan error, 1)
-	go func() {
-		_, err := op.Plan(context.Background(), operatorpkg.PlanConfig{Framework: f})
-		planned <- err
-	}()
-	select {
-	case err := <-planned:
-		check("Plan()", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Plan did not return within 30 s")
-	}
+	check("Plan()", planResult(t, op, f, 30*time.Second))
 }
 
 // TestRunRefusesANamespaceForAClusterScopedResource: an informer given a
@@ -97,17 +87,7 @@ func TestRunRefusesANamespaceForAClusterScopedResource(t *testing.T) {
 	check("Run()", runResult(t, op, 30*time.Second))
 
 	op, f := configMapOperator(t, env.Config(), "scope-plan", time.Minute, nodes)
-	planned := make(chan error, 1)
-	go func() {
-		_, err := op.Plan(context.Background(), operatorpkg.PlanConfig{Framework: f})
-		planned <- err
-	}()
-	select {
-	case err := <-planned:
-		check("Plan()", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Plan did not return within 30 s")
-	}
+	check("Plan()", planResult(t, op, f, 30*time.Second))
 }
 
 // configMapOperator is an Operator of cfg named name, with CacheSyncTimeout
@@ -145,6 +125,26 @@ func configMapOperator(t *testing.T, cfg *rest.Config, name string, timeout time
 
 // runResult runs op and returns Run's error, failing the test when Run has
 // not returned within d.
+// planResult returns Plan's error, failing t if Plan does not return
+// within d.
+func planResult(t *testing.T, op *operatorpkg.Operator, f *framework.Framework, d time.Duration) error {
+	t.Helper()
+	planned := make(chan error, 1)
+	go func() {
+		_, err := op.Plan(context.Background(), operatorpkg.PlanConfig{Framework: f})
+		planned <- err
+	}()
+	select {
+	case err := <-planned:
+		return err
+	case <-time.After(d):
+		t.Fatalf("Plan did not return within %s", d)
+		return nil
+	}
+}
+
+// runResult returns Run's error, failing t if Run does not return within
+// d.
 func runResult(t *testing.T, op *operatorpkg.Operator, d time.Duration) error {
 	t.Helper()
 	stop, done := runOperator(op)
