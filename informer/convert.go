@@ -29,7 +29,9 @@ import (
 // the resources then meet an object of an unexpected type. The transform
 // never returns an error, which would make client-go list and watch again,
 // forever, and never panics. Objects that are not unstructured pass
-// unchanged. ConvertTo panics if T is not a pointer to a struct.
+// unchanged. ConvertTo panics if T is not a pointer to a struct. New
+// refuses it on a metadata-only informer (ObjectType
+// &metav1.PartialObjectMetadata{}), whose objects it could not convert.
 func ConvertTo[T runtime.Object](logger log.Logger) cache.TransformFunc {
 	t := reflect.TypeFor[T]()
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
@@ -38,7 +40,7 @@ func ConvertTo[T runtime.Object](logger log.Logger) cache.TransformFunc {
 	if nilptr.Is(logger) { // nor a nil pointer in the interface
 		logger = log.NewNopLogger()
 	}
-	return func(obj any) (any, error) {
+	f := cache.TransformFunc(func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok || u == nil {
 			return obj, nil
@@ -49,7 +51,9 @@ func ConvertTo[T runtime.Object](logger log.Logger) cache.TransformFunc {
 			return u, nil
 		}
 		return typed, nil
-	}
+	})
+	convertToCode.Store(reflect.ValueOf(f).Pointer(), struct{}{})
+	return f
 }
 
 // quoted matches a double-quoted string in an error message, escapes

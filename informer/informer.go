@@ -65,6 +65,9 @@ type Config struct {
 	// copied, so its rate limits (QPS, Burst) and transport wrappers apply.
 	// operator.Operator.Informer sets it when ObjectType is set and no
 	// client is. Client, RESTClient and RESTConfig exclude each other.
+	//
+	// With ObjectType &metav1.PartialObjectMetadata{} the informer is
+	// metadata-only: see ObjectType.
 	RESTConfig *rest.Config
 	// Client lists and watches the objects as *unstructured.Unstructured:
 	// for code that works on maps, or kinds without a Go type.
@@ -87,6 +90,29 @@ type Config struct {
 	// ObjectType is an empty object of the Go type to cache, such as
 	// &corev1.ConfigMap{}: a non-nil pointer to a struct. Required with
 	// RESTConfig and RESTClient, unused with Client.
+	//
+	// &metav1.PartialObjectMetadata{} makes the informer metadata-only
+	// (MetadataOnly), as controller-runtime's OnlyMetadata does: with
+	// RESTConfig (New refuses it with Client or RESTClient, which read
+	// whole objects), it lists and watches GVR through client-go's metadata
+	// client (k8s.io/client-go/metadata, built from RESTConfig), so that the
+	// API server sends, and the cache holds, each object's metadata only (a
+	// *metav1.PartialObjectMetadata: name, namespace, labels, annotations,
+	// owner references, finalizers, resourceVersion, ...), never its spec,
+	// status or data. For an operator that watches objects only to be woken
+	// when they come, go or change their metadata (Secrets or Pods it does
+	// not own) it saves their content's memory and decoding. The cached
+	// objects carry the apiVersion and kind of GVR's resource (not
+	// meta.k8s.io/v1 PartialObjectMetadata, as the API server sends them):
+	// the kind is ObjectType's when its TypeMeta names one (its apiVersion,
+	// if set, must be GVR's group version), a built-in resource's from
+	// client-go's scheme, and otherwise read once from the API server's
+	// discovery by the first list or watch. An update that changes only
+	// the content (a Secret's data) changes the object's resourceVersion
+	// and still comes as an update. Selectors, Namespace, ResyncPeriod,
+	// DropManagedFields, Transform (which receives the
+	// *metav1.PartialObjectMetadata; ConvertTo is refused), Mutation and
+	// the metrics work as on the other paths.
 	ObjectType runtime.Object
 	// GVR is the resource to inform about. Required: Version and Resource
 	// must not be empty (Group is empty for the core group).
@@ -120,12 +146,15 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// DropManagedFields clears metadata.managedFields from every object
 	// before it is cached, which typically saves a third of the memory an
-	// object takes. Consumers then never see managedFields.
+	// object takes (more of a metadata-only informer's, whose objects are
+	// all metadata). Consumers then never see managedFields.
 	DropManagedFields bool
 	// Transform, if set, is applied to every object from the API server
 	// before it is cached, after DropManagedFields. It receives an
 	// *unstructured.Unstructured with Client, an object of ObjectType's type
-	// with RESTClient, and either with RESTConfig (already transformed
+	// with RESTClient, and either with RESTConfig (a
+	// *metav1.PartialObjectMetadata, with its apiVersion and kind set, when
+	// metadata-only; already transformed
 	// objects are never passed again), and may change it in place or return another object,
 	// for instance a typed one converted with
 	// runtime.DefaultUnstructuredConverter. The result must still be a
@@ -178,6 +207,11 @@ type Informer struct {
 	// cachedType is the Go type of the cached objects when the informer
 	// knows it (no Config.Transform); nil otherwise.
 	cachedType reflect.Type
+	// metadataOnly is true when the informer caches
+	// *metav1.PartialObjectMetadata (Config.ObjectType), of the kind
+	// metadataKind knows (once known).
+	metadataOnly bool
+	metadataKind *metadataKind
 	// mutations overlays the objects given to Mutation on the cache; nil
 	// until the first call, so that Get costs nothing extra without it.
 	mutations     atomic.Pointer[mutations]
@@ -225,6 +259,17 @@ func New(config Config) (*Informer, error) {
 		return nil, fmt.Errorf("%w: %T.ObjectType must not be empty when RESTConfig is set", ErrInvalidConfig, config)
 	case config.RESTClient != nil && config.ObjectType == nil:
 		return nil, fmt.Errorf("%w: %T.ObjectType must not be empty when RESTClient is set", ErrInvalidConfig, config)
+	}
+	md := metadataOnly(config.ObjectType)
+	if md {
+		switch {
+		case nilptr.Is(config.ObjectType):
+			return nil, fmt.Errorf("%w: %T.ObjectType is a nil %T: give &metav1.PartialObjectMetadata{} for a metadata-only informer", ErrInvalidConfig, config, config.ObjectType)
+		case config.RESTConfig == nil:
+			return nil, fmt.Errorf("%w: %T.ObjectType %T (metadata only) needs RESTConfig, which client-go's metadata client is built from: Client and RESTClient read whole objects", ErrInvalidConfig, config, config.ObjectType)
+		case isConvertTo(config.Transform):
+			return nil, fmt.Errorf("%w: %T.Transform is an informer.ConvertTo, which converts unstructured objects into a Go type: a metadata-only informer (ObjectType %T) caches metadata only, which it cannot convert", ErrInvalidConfig, config, config.ObjectType)
+		}
 	}
 	if config.GVR.Resource == "" {
 		return nil, fmt.Errorf("%w: %T.GVR.Resource must not be empty", ErrInvalidConfig, config)
@@ -299,13 +344,25 @@ func New(config Config) (*Informer, error) {
 		refused:       make(chan struct{}),
 
 		mutationCacheSize: config.MutationCacheSize,
+		metadataOnly:      md,
 	}
 	var lw cache.ListerWatcher
+	// setKind is the metadata-only informer's first transform.
+	var setKind cache.TransformFunc
 	// objType is the type client-go's reflector insists on: none for the
 	// typed path, which may deliver an unstructured object among the typed.
 	var objType runtime.Object = &unstructured.Unstructured{}
 	i.cachedType = reflect.TypeOf(objType)
 	switch {
+	case md:
+		kind, err := newMetadataKind(config.RESTConfig, config.GVR, config.ObjectType.(*metav1.PartialObjectMetadata))
+		if err != nil {
+			return nil, err
+		}
+		if lw, err = newMetadataListWatch(config.RESTConfig, kind, config.Namespace, config.LabelSelector, config.FieldSelector); err != nil {
+			return nil, err
+		}
+		objType, i.cachedType, setKind, i.metadataKind = &metav1.PartialObjectMetadata{}, reflect.TypeOf(config.ObjectType), kind.transform, kind
 	case config.RESTConfig != nil:
 		client, err := newTypedRESTClient(config.RESTConfig, config.GVR.GroupVersion(), config.ObjectType, config.DropManagedFields, i.logger, m.undecodable.Inc)
 		if err != nil {
@@ -331,7 +388,7 @@ func New(config Config) (*Informer, error) {
 			ObjectDescription: config.GVR.String(),
 		},
 	)
-	if t := transform(config.DropManagedFields, config.Transform); t != nil {
+	if t := transform(setKind, config.DropManagedFields, config.Transform); t != nil {
 		i.transform = t
 		if err := i.informer.SetTransform(t); err != nil {
 			return nil, fmt.Errorf("set transform: %w", err)
@@ -432,20 +489,34 @@ func btoi(b bool) int {
 	return 0
 }
 
-// transform chains the managedFields dropper and the user's transform.
-func transform(dropManagedFields bool, user cache.TransformFunc) cache.TransformFunc {
-	switch {
-	case !dropManagedFields:
-		return user
-	case user == nil:
-		return dropManagedFieldsTransform
+// transform chains the metadata-only informer's kind setter (nil
+// otherwise), the managedFields dropper and the user's transform; nil when
+// there is none.
+func transform(setKind cache.TransformFunc, dropManagedFields bool, user cache.TransformFunc) cache.TransformFunc {
+	var drop cache.TransformFunc
+	if dropManagedFields {
+		drop = dropManagedFieldsTransform
+	}
+	var steps []cache.TransformFunc
+	for _, t := range []cache.TransformFunc{setKind, drop, user} {
+		if t != nil {
+			steps = append(steps, t)
+		}
+	}
+	switch len(steps) {
+	case 0:
+		return nil
+	case 1:
+		return steps[0]
 	}
 	return func(obj any) (any, error) {
-		obj, err := dropManagedFieldsTransform(obj)
-		if err != nil {
-			return nil, err
+		for _, t := range steps {
+			var err error
+			if obj, err = t(obj); err != nil {
+				return nil, err
+			}
 		}
-		return user(obj)
+		return obj, nil
 	}
 }
 
@@ -559,7 +630,8 @@ func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 // for cluster-scoped objects); exists is false when there is none. The
 // object is of ObjectType's type with RESTConfig or RESTClient (with
 // RESTConfig, an object of a custom resource that the type cannot hold is
-// an *unstructured.Unstructured), an *unstructured.Unstructured with
+// an *unstructured.Unstructured; a metadata-only informer's are
+// *metav1.PartialObjectMetadata), an *unstructured.Unstructured with
 // Client, or what Config.Transform returns. It belongs to the cache: never
 // modify it; DeepCopy it first.
 func (i *Informer) Get(key string) (obj any, exists bool, err error) {
@@ -603,7 +675,12 @@ func (i *Informer) getMutated(m *mutations, key string) (obj any, exists bool, e
 //
 // obj must be of the type the informer caches (after Config.Transform) and
 // belongs to the informer afterwards: the informer's transform
-// (DropManagedFields, Config.Transform) is applied to it. A nil obj (or a
+// (DropManagedFields, Config.Transform) is applied to it. A metadata-only
+// informer takes any object with metadata (the typed object an Update
+// returned, or the *metav1.PartialObjectMetadata of the metadata client's
+// Patch) and records its metadata as a *metav1.PartialObjectMetadata of
+// the informer's kind (nothing before its first list or watch, when that
+// has to discover the kind: see Config.ObjectType). A nil obj (or a
 // nil pointer in it), or one without metadata, is ignored; so is, with a warning, an object of another
 // type than the cached ones when the informer knows that type (no
 // Config.Transform), or one whose resourceVersion is not an integer (an
@@ -622,6 +699,21 @@ func (i *Informer) Mutation(obj runtime.Object) {
 			level.Warn(i.logger).Log("msg", "Mutation with a resourceVersion that is not an integer; not recorded", "resourceVersion", rv)
 			return
 		}
+	}
+	if i.metadataOnly {
+		if i.metadataKind.kind.Load() == nil {
+			// Before the first list discovered it: Get would
+			// return an object without its kind.
+			level.Debug(i.logger).Log("msg", "Mutation before the kind of a metadata-only informer is known; not recorded")
+			return
+		}
+		// What the metadata client would have sent of it: the
+		// transform then sets the informer's kind.
+		m, ok := asPartialObjectMetadata(obj)
+		if !ok {
+			return
+		}
+		obj = m
 	}
 	if i.cachedType != nil && reflect.TypeOf(obj) != i.cachedType {
 		// Get would hand consumers an object of a type they do not expect.
@@ -697,6 +789,13 @@ func (i *Informer) SharedIndexInformer() cache.SharedIndexInformer { return i.in
 
 // GVR returns the resource the informer watches.
 func (i *Informer) GVR() schema.GroupVersionResource { return i.gvr }
+
+// MetadataOnly reports whether the informer caches its objects' metadata
+// only, as *metav1.PartialObjectMetadata (Config.ObjectType
+// &metav1.PartialObjectMetadata{}). Consumers that need the objects'
+// content check it: resource/child's New refuses such a Cache. A nil
+// *Informer is not metadata-only.
+func (i *Informer) MetadataOnly() bool { return i != nil && i.metadataOnly }
 
 // Selection returns the informer's Config.Namespace ("" for all namespaces)
 // and its Config.LabelSelector, parsed (empty, selecting everything, when

@@ -128,6 +128,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		{name: "namespace with a capital", config: Config{Client: client, GVR: widgets, Namespace: "Default"}, wantField: `informer.Config.Namespace "Default" is not a namespace`},
 		{name: "namespace with a space", config: Config{Client: client, GVR: widgets, Namespace: "kube system"}, wantField: `informer.Config.Namespace "kube system" is not a namespace`},
 		{name: "namespace with a slash", config: Config{Client: client, GVR: widgets, Namespace: "ns/x"}, wantField: `informer.Config.Namespace "ns/x" is not a namespace`},
+		{name: "metadata only with a dynamic client", config: Config{Client: client, ObjectType: &metav1.PartialObjectMetadata{}, GVR: widgets}, wantField: "informer.Config.ObjectType *v1.PartialObjectMetadata (metadata only) needs RESTConfig"},
+		{name: "metadata only with a REST client", config: Config{RESTClient: coreV1RESTClient(t), ObjectType: &metav1.PartialObjectMetadata{}, GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}}, wantField: "informer.Config.ObjectType *v1.PartialObjectMetadata (metadata only) needs RESTConfig"},
+		{name: "metadata only, nil", config: Config{RESTConfig: &rest.Config{}, ObjectType: (*metav1.PartialObjectMetadata)(nil), GVR: widgets}, wantField: "informer.Config.ObjectType is a nil *v1.PartialObjectMetadata"},
+		{name: "metadata only of another group version", config: Config{RESTConfig: &rest.Config{}, ObjectType: &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}, GVR: widgets}, wantField: `Config.ObjectType is a PartialObjectMetadata of apiVersion "v1", not of GVR's group version "example.com/v1"`},
 		{name: "namespace too long", config: Config{RESTConfig: &rest.Config{}, ObjectType: &corev1.ConfigMap{}, GVR: widgets, Namespace: strings.Repeat("n", 64)}, wantField: "informer.Config.Namespace"},
 	}
 	for _, tt := range tests {

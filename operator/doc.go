@@ -43,7 +43,10 @@
 //     each event once, straight into that type, on the Operator's
 //     rest.Config: no scheme, no AddToScheme, no conversion from a map.
 //     Without ObjectType it reads *unstructured.Unstructured through the
-//     dynamic client.
+//     dynamic client. ObjectType &metav1.PartialObjectMetadata{} makes a
+//     metadata-only cache, read through a metadata client: for objects
+//     that only wake yours (Watches, References, Owns), it holds their
+//     metadata, never their content.
 //   - Child watches: [Operator.Owns], [Operator.References] and [Operator.Watches] skip resyncs and
 //     the echoes of the operator's own writes (see below); a handler of
 //     your own that calls framework.Framework.Enqueue gets the same from
@@ -51,8 +54,8 @@
 //   - Client-side rate limit: [Options.RESTConfig] sets DefaultKubeAPIQPS
 //     (50) requests per second with bursts of DefaultKubeAPIBurst (100),
 //     or --kube-api-qps and --kube-api-burst, for each client the Operator
-//     builds (dynamic, typed, metadata, and each typed cache's: one limiter
-//     each). A rest.Config
+//     builds (dynamic, typed, metadata, and each typed or metadata-only
+//     cache's: one limiter each). A rest.Config
 //     made otherwise keeps its own QPS and Burst, and client-go's 5 and 10
 //     when they are zero.
 //

@@ -27,6 +27,11 @@ import (
 // object later (its spec changed) is reconciled for that change anyway,
 // and the index follows it.
 //
+// source may be metadata-only (Informer with ObjectType
+// &metav1.PartialObjectMetadata{}): only the key of its objects is read,
+// so refs is the same either way; the predicates then get
+// *metav1.PartialObjectMetadata, as for Watches.
+//
 // Events of source are filtered as for Watches (resyncs, the operator's
 // own writes), and every predicate given must return true; a nil
 // predicate is ErrInvalidConfig. f's informer must come from

@@ -63,6 +63,16 @@ type assignSource struct {
 	free                      []cache.SharedIndexInformer
 }
 
+// assignKey is the key of si's assign source: its resource, namespace,
+// field selector and user's label selector (without the shard label). The
+// informers of whole objects and of metadata only of one selection are one
+// source.
+func (si *sharedInformer) assignKey() informerKey {
+	k := si.key
+	k.labels, k.metadata = si.userLabels, false
+	return k
+}
+
 // freeKeys returns the keys of the free objects of src.
 func (src assignSource) freeKeys() []string {
 	var keys []string
@@ -142,8 +152,7 @@ func (s *sharder) assign(ctx context.Context) {
 	seen := map[informerKey]bool{}
 	synced := []cache.InformerSynced{}
 	for _, si := range s.informed {
-		k := si.key
-		k.labels = si.userLabels
+		k := si.assignKey()
 		if seen[k] {
 			continue
 		}

@@ -19,11 +19,14 @@ import (
 	"github.com/operatorkit/operatorkit/informer"
 )
 
-// informerKey identifies a shared informer: one per resource, namespace and
-// selectors in the process.
+// informerKey identifies a shared informer: one per resource, namespace,
+// selectors and content (whole objects, or metadata only) in the process.
 type informerKey struct {
 	gvr                          schema.GroupVersionResource
 	namespace, labels, fieldsSel string
+	// metadata is true for a metadata-only informer (ObjectType
+	// &metav1.PartialObjectMetadata{}).
+	metadata bool
 }
 
 func (k informerKey) String() string {
@@ -40,6 +43,9 @@ func (k informerKey) String() string {
 	}
 	if k.fieldsSel != "" {
 		s += " fields " + k.fieldsSel
+	}
+	if k.metadata {
+		s += " (metadata only)"
 	}
 	return s
 }
@@ -85,11 +91,20 @@ var _ informer.Interface = (*SharedInformer)(nil)
 // the Operator's. Set ObjectType, the Go type to cache (&corev1.ConfigMap{},
 // &v1alpha1.WebApp{}), and leave the clients empty: cfg.RESTConfig becomes
 // Config.RESTConfig, so every object is decoded once, straight into that
-// type (see informer.Config.RESTConfig). Without ObjectType and clients,
+// type (see informer.Config.RESTConfig). ObjectType
+// &metav1.PartialObjectMetadata{} makes a metadata-only informer, read
+// through a metadata client built from Config.RESTConfig (see
+// informer.Config.ObjectType): for objects that only wake yours (Watches,
+// References, Owns), whose content the operator never reads. It is
+// another informer than the one of whole objects of the same resource,
+// namespace and selectors; a later call gets it by setting the same
+// ObjectType. Without ObjectType and clients,
 // Client becomes a dynamic client (unstructured objects). ResyncPeriod
 // defaults to Config.ResyncPeriod, Logger and Registerer to the
 // Operator's, DropManagedFields to true. A later call for the same key must
-// not set RESTConfig, Client, RESTClient, ObjectType or Transform (the informer exists
+// not set RESTConfig, Client, RESTClient, ObjectType (but a
+// *metav1.PartialObjectMetadata, which names the metadata-only one) or
+// Transform (the informer exists
 // already): that is ErrInvalidConfig rather than a silent second meaning.
 // With Config.Sharding, an informer of one of Sharding.Resources selects
 // only this replica's objects: the shard label selector is added to
@@ -97,15 +112,16 @@ var _ informer.Interface = (*SharedInformer)(nil)
 // It is called before Run; after, it returns ErrAlreadyStarted.
 func (o *Operator) Informer(cfg informer.Config) (*SharedInformer, error) {
 	cfg, userLabels, sharded := o.shardedInformerConfig(cfg)
-	key := informerKey{gvr: cfg.GVR, namespace: cfg.Namespace, labels: cfg.LabelSelector, fieldsSel: cfg.FieldSelector}
+	_, metadataOnly := cfg.ObjectType.(*metav1.PartialObjectMetadata)
+	key := informerKey{gvr: cfg.GVR, namespace: cfg.Namespace, labels: cfg.LabelSelector, fieldsSel: cfg.FieldSelector, metadata: metadataOnly}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.started {
 		return nil, ErrAlreadyStarted
 	}
 	if si, ok := o.informers[key]; ok {
-		if cfg.RESTConfig != nil || cfg.Client != nil || cfg.RESTClient != nil || cfg.ObjectType != nil || cfg.Transform != nil {
-			return nil, fmt.Errorf("%w: informer for %s exists already: a second Informer call must not set RESTConfig, Client, RESTClient, ObjectType or Transform", ErrInvalidConfig, key)
+		if cfg.RESTConfig != nil || cfg.Client != nil || cfg.RESTClient != nil || cfg.ObjectType != nil && !metadataOnly || cfg.Transform != nil {
+			return nil, fmt.Errorf("%w: informer for %s exists already: a second Informer call must not set RESTConfig, Client, RESTClient, ObjectType or Transform (but ObjectType &metav1.PartialObjectMetadata{}, which names the metadata-only one)", ErrInvalidConfig, key)
 		}
 		return &SharedInformer{Informer: si.inf, gvr: key.gvr}, nil
 	}
@@ -158,6 +174,12 @@ type Predicate func(oldObj, newObj any) bool
 // that the operator's own writes caused (recorded in OwnWrites) enqueue
 // nothing (see OwnWrites); every predicate given must return true as well. It is called
 // before Run.
+//
+// child may be metadata-only (Informer with ObjectType
+// &metav1.PartialObjectMetadata{}) when nothing reads the children's
+// content from it (a child resource's Cache cannot be: resource/child's
+// New refuses it): the owner reference is metadata, and the predicates
+// then get *metav1.PartialObjectMetadata, as for Watches.
 func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *SharedInformer, predicates ...Predicate) error {
 	if owner.Kind == "" {
 		return fmt.Errorf("%w: Owns: owner kind must not be empty", ErrInvalidConfig)
@@ -197,6 +219,14 @@ func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *S
 // operator's own writes are filtered as for Owns, and every predicate given
 // must return true; a nil f, source, mapFunc or predicate, or a source
 // not made by Informer, is ErrInvalidConfig. It is called before Run.
+//
+// source may be metadata-only (Informer with ObjectType
+// &metav1.PartialObjectMetadata{}), which caches no object's content:
+// mapFunc and the predicates then get *metav1.PartialObjectMetadata (with
+// the resource's apiVersion and kind; labels, annotations, owner
+// references and the rest of the metadata, no spec or data). A change of
+// the content alone (a Secret's data) changes the resourceVersion, so it
+// still comes as an update.
 func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFunc func(obj any) []string, predicates ...Predicate) error {
 	if f == nil || source == nil || mapFunc == nil {
 		return fmt.Errorf("%w: Watches: framework, source and map function must not be nil", ErrInvalidConfig)

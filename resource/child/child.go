@@ -164,7 +164,12 @@ type Config[Owner, Child Object] struct {
 	// or one whose labels as written the selector does not select (such
 	// as a sharded child without its owner's shard label: see
 	// OwnerLabels), is a permanent error of the step: either would be
-	// applied in every reconciliation.
+	// applied in every reconciliation. When Cache has a method
+	// MetadataOnly() bool, as informer.Informer does, New refuses a
+	// metadata-only Cache (informer.Config.ObjectType
+	// &metav1.PartialObjectMetadata{}): the resource compares the
+	// children's content with the desired one, which such a cache does not
+	// hold.
 	Cache Cache
 
 	// Desired returns the one child owner should have, or a nil Child for
@@ -307,6 +312,9 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		return nil, fmt.Errorf("%w: %T.Cache must not be empty", ErrInvalidConfig, config)
 	case nilptr.Is(config.Cache): // a *operator.SharedInformer never made: New would panic
 		return nil, fmt.Errorf("%w: %T.Cache is a nil %T", ErrInvalidConfig, config, config.Cache)
+	case isMetadataOnly(config.Cache): // every compare would see no content
+		return nil, fmt.Errorf("%w: %T.Cache is a metadata-only informer (informer.Config.ObjectType %T), which holds no child's content to compare with the desired one: give it an informer of whole objects (ObjectType an empty Child)",
+			ErrInvalidConfig, config, &metav1.PartialObjectMetadata{})
 	case config.Writes != nil && nilptr.Is(config.Writes): // every apply would panic
 		return nil, fmt.Errorf("%w: %T.Writes is a nil %T", ErrInvalidConfig, config, config.Writes)
 	case config.Logger != nil && nilptr.Is(config.Logger): // its first log line would panic
@@ -450,6 +458,13 @@ func newOps[Owner, Child Object](config Config[Owner, Child]) (*ops[Owner, Child
 		o.owners = sharedOwnerIndex(s.SharedIndexInformer(), config.ManagedBy)
 	}
 	return o, nil
+}
+
+// isMetadataOnly reports whether c says it caches metadata only (a
+// MetadataOnly method, as informer.Informer has, that returns true).
+func isMetadataOnly(c Cache) bool {
+	m, ok := c.(interface{ MetadataOnly() bool })
+	return ok && m.MetadataOnly()
 }
 
 // schemeKind returns the kind client-go's scheme registers for t.
