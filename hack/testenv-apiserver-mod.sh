@@ -8,8 +8,8 @@
 # library are raised to the library's versions, and testenv's go.mod then
 # takes the server's versions of the modules both build (see below).
 #
-#   hack/testenv-apiserver-mod.sh v1.37.1            # print the replace block
-#   hack/testenv-apiserver-mod.sh v1.37.1 --write    # rewrite go.mod.txt and go.sum.txt
+#   hack/testenv-apiserver-mod.sh v1.37.2            # print the replace block
+#   hack/testenv-apiserver-mod.sh v1.37.2 --write    # rewrite go.mod.txt and go.sum.txt
 set -euo pipefail
 version=${1:?usage: hack/testenv-apiserver-mod.sh vX.Y.Z [--write]}
 staging="v0${version#v1}"

@@ -8,10 +8,10 @@ require (
 	github.com/operatorkit/operatorkit v0.0.0-00010101000000-000000000000
 	github.com/operatorkit/operatorkit/testenv v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
-	k8s.io/api v0.37.1
-	k8s.io/apiextensions-apiserver v0.37.1
-	k8s.io/apimachinery v0.37.1
-	k8s.io/client-go v0.37.1
+	k8s.io/api v0.37.2
+	k8s.io/apiextensions-apiserver v0.37.2
+	k8s.io/apimachinery v0.37.2
+	k8s.io/client-go v0.37.2
 )
 
 require (
