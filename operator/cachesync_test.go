@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
+	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 )
 
@@ -84,4 +86,56 @@ func notServingAPIServer(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// TestRunAndPlanBoundTheScopeCheckByCacheSyncTimeout: the discovery that
+// checks the scope of an informer with a Namespace is part of the wait
+// that CacheSyncTimeout bounds. Against an API server that does not
+// answer, Run and Plan waited in that discovery until their context ended
+// (and Run then returned nil) instead of failing after CacheSyncTimeout as
+// they do when the informers' lists do not answer.
+func TestRunAndPlanBoundTheScopeCheckByCacheSyncTimeout(t *testing.T) {
+	verifyNoLeaks(t)
+	newOperator := func(t *testing.T) (*Operator, *framework.Framework) {
+		t.Helper()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // never answers
+		}))
+		t.Cleanup(srv.Close)
+		o, err := New(Config{Name: "silent", CacheSyncTimeout: 300 * time.Millisecond, RESTConfig: &rest.Config{Host: srv.URL}, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace: "demo"}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := o.NewFramework(thingsConfig(t, o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o, f
+	}
+	check := func(t *testing.T, what string, ctx context.Context, err error) {
+		t.Helper()
+		if ctx.Err() != nil {
+			t.Fatalf("%s returned only when its context ended (%v), not after CacheSyncTimeout", what, err)
+		}
+		if !errors.Is(err, informer.ErrNotSynced) || !strings.Contains(err.Error(), "CacheSyncTimeout (300ms)") {
+			t.Fatalf("%s = %v, want an error matching informer.ErrNotSynced naming CacheSyncTimeout", what, err)
+		}
+	}
+	t.Run("Run", func(t *testing.T) {
+		o, _ := newOperator(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		err := o.Run(ctx)
+		check(t, "Run()", ctx, err)
+	})
+	t.Run("Plan", func(t *testing.T) {
+		o, f := newOperator(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		_, err := o.Plan(ctx, PlanConfig{Framework: f})
+		check(t, "Plan()", ctx, err)
+	})
 }

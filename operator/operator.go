@@ -152,7 +152,8 @@ type Config struct {
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// CacheSyncTimeout bounds how long Run (and Plan) waits for every
-	// informer's first list: a resource the API server does not serve (its
+	// informer's first list, and for the discovery before it that checks
+	// the scope of the informers given a Namespace: a resource the API server does not serve (its
 	// CRD not installed) or that this identity may not list and watch never
 	// syncs, and Run then returns an error naming the informer and its
 	// last list error (a Forbidden, a NotFound: the reason) instead of
@@ -602,8 +603,11 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 	}
 
 	// A Namespace for a cluster-scoped resource: its cache would never
-	// sync.
-	if err := o.checkScopes(ctx, informers); err != nil {
+	// sync. The discovery that tells is part of the wait CacheSyncTimeout
+	// bounds: an API server that does not answer fails Run then.
+	syncCtx, stopSync := o.cacheSyncContext(ctx)
+	defer stopSync()
+	if err := o.checkScopes(syncCtx, informers); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -623,8 +627,6 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 			}
 		})
 	}
-	syncCtx, stopSync := o.cacheSyncContext(ctx)
-	defer stopSync()
 	if err := waitForCaches(syncCtx, cacheWaits(informers)); err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -63,7 +63,11 @@ func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.Obj
 	informers := append([]*sharedInformer(nil), o.order...)
 	o.mu.Unlock()
 
-	if err := o.checkScopes(ctx, informers); err != nil {
+	// The scope check's discovery is part of the wait CacheSyncTimeout
+	// bounds, as in Run.
+	syncCtx, stopSync := o.cacheSyncContext(ctx)
+	defer stopSync()
+	if err := o.checkScopes(syncCtx, informers); err != nil {
 		return nil, fmt.Errorf("operator %s: %w", o.config.Name, err)
 	}
 	own := config.Framework.Informer() // a SharedInformer's Run only waits
@@ -83,8 +87,6 @@ func (o *Operator) Plan(ctx context.Context, config PlanConfig) ([]framework.Obj
 	run("framework", own.Run)
 	// Bounded as in Run: a cache that never syncs (the CRD not installed,
 	// no permission to list) is an error, not a wait for ever.
-	syncCtx, stopSync := o.cacheSyncContext(ctx)
-	defer stopSync()
 	waits := append(cacheWaits(informers), cacheWait{name: "the Framework's informer", wait: own.WaitForCacheSync})
 	if err := waitForCaches(syncCtx, waits); err != nil {
 		return nil, fmt.Errorf("operator %s: %w", o.config.Name, err)

@@ -17,7 +17,8 @@ import (
 // resource it does not show (a CRD not installed yet) or a discovery that
 // fails is not refused: the wait for the cache names its list error then.
 // One discovery request per group version of the informers with a
-// Namespace.
+// Namespace, under ctx: Run and Plan bound it with CacheSyncTimeout, and
+// one that does not answer by then is a discovery that fails.
 func (o *Operator) checkScopes(ctx context.Context, informers []*sharedInformer) error {
 	d, ok := o.kube.Discovery().(interface {
 		ServerResourcesForGroupVersionWithContext(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error)
