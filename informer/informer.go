@@ -806,23 +806,18 @@ func (i *Informer) Selection() (namespace string, selector labels.Selector) {
 	return i.namespace, i.selector
 }
 
-// onWatchError is the informer's watch error handler: it counts and logs
-// err, keeps it for WaitForCacheSync while the cache has not synced, and
+// onWatchError is the informer's watch error handler: it keeps err for
+// WaitForCacheSync while the cache has not synced, counts and logs it, and
 // passes it on to the Watch error channels. io.EOF (a watch that the server
-// closed normally) is not an error.
+// closed normally) is not an error. err is kept first: once the metric or
+// the log shows it, WaitForCacheSync names it.
 func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error) {
 	if errors.Is(err, io.EOF) {
 		return
 	}
-	i.metrics.watchErrors.Inc()
-	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.ErrUnexpectedEOF) {
-		level.Debug(i.logger).Log("msg", "watch closed, relisting", "err", err)
-	} else {
-		level.Warn(i.logger).Log("msg", "list or watch failed, retrying", "err", err)
-	}
 	synced := i.HasSynced()
+	refused := false
 	i.mu.Lock()
-	defer i.mu.Unlock()
 	if synced {
 		i.syncErr = nil
 	} else {
@@ -830,10 +825,22 @@ func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error
 		if refusedForGood(err) && i.refusedErr == nil {
 			i.refusedErr = fmt.Errorf("informer %s: %w: the API server refuses to list %s: %w", i.name, ErrNotSynced, i.listed(), err)
 			close(i.refused)
-			level.Error(i.logger).Log("msg", "the API server refuses the list for good: the cache cannot sync until the informer's Config changes", "err", err)
+			refused = true
 		}
 	}
+	i.mu.Unlock()
+	i.metrics.watchErrors.Inc()
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || errors.Is(err, io.ErrUnexpectedEOF) {
+		level.Debug(i.logger).Log("msg", "watch closed, relisting", "err", err)
+	} else {
+		level.Warn(i.logger).Log("msg", "list or watch failed, retrying", "err", err)
+	}
+	if refused {
+		level.Error(i.logger).Log("msg", "the API server refuses the list for good: the cache cannot sync until the informer's Config changes", "err", err)
+	}
 	err = fmt.Errorf("watch %s: %w", i.gvr.String(), err)
+	i.mu.Lock()
+	defer i.mu.Unlock()
 	for w := range i.watchers {
 		w.sendError(err)
 	}

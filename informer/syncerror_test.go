@@ -161,3 +161,46 @@ func TestWaitForCacheSyncWaitsOutForbiddenAndNotFound(t *testing.T) {
 		})
 	}
 }
+
+// onLog is a logger that calls f with each log line's key-value pairs.
+type onLog func(keyvals ...any)
+
+func (f onLog) Log(keyvals ...any) error { f(keyvals...); return nil }
+
+// TestWaitForCacheSyncNamesTheErrorOnceReported: once the informer reports
+// a list error (its log line, watch_errors_total), WaitForCacheSync names
+// it. The error was counted and logged before it was kept for
+// WaitForCacheSync, so a wait that ended in between said that no list had
+// failed (TestWaitForCacheSyncNamesTheListError, which waits for the
+// metric, failed now and then).
+func TestWaitForCacheSyncNamesTheErrorOnceReported(t *testing.T) {
+	forbidden := apierrors.NewForbidden(widgets.GroupResource(), "", errors.New(`User "x" cannot list resource "widgets"`))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	var inf *Informer
+	seen := make(chan error, 1) // the wait's error when the first list error was logged
+	logger := onLog(func(keyvals ...any) {
+		for n := 0; n+1 < len(keyvals); n += 2 {
+			if keyvals[n] == "msg" && keyvals[n+1] == "list or watch failed, retrying" {
+				select {
+				case seen <- inf.WaitForCacheSync(ended):
+				default:
+				}
+			}
+		}
+	})
+	var err error
+	inf, err = New(Config{Client: failingList(forbidden), GVR: widgets, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilListFailed(t, inf)
+	select {
+	case err := <-seen:
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("WaitForCacheSync() when the list error was logged = %v, want the Forbidden list error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the list error was not logged")
+	}
+}
