@@ -12,8 +12,9 @@ import (
 // cache at once, so a cache that fails by itself (its list refused for
 // good) ends the wait, even behind one still waiting; they waited for the
 // caches one by one, so a cache that never synced held up the failure of
-// the next for CacheSyncTimeout. When the context ends, the first cache in
-// order is named, as before.
+// the next for CacheSyncTimeout. When the context ends, every cache that
+// did not sync is named, in order: the first alone (as before) hid the
+// cause when another cache had it.
 func TestWaitForCachesEndsOnTheFirstFailure(t *testing.T) {
 	waiting := func(ctx context.Context) error {
 		<-ctx.Done()
@@ -40,8 +41,8 @@ func TestWaitForCachesEndsOnTheFirstFailure(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(timedOut)
 	err := waitForCaches(ctx, []cacheWait{{name: "a", wait: waiting}, {name: "c", wait: waiting}})
-	if !errors.Is(err, timedOut) || err.Error() != "cache of a: not synced: not synced within CacheSyncTimeout" {
-		t.Fatalf("waitForCaches(ended context) = %v, want the first cache, a", err)
+	if want := "cache of a: not synced: not synced within CacheSyncTimeout\ncache of c: not synced: not synced within CacheSyncTimeout"; !errors.Is(err, timedOut) || err.Error() != want {
+		t.Fatalf("waitForCaches(ended context) = %q, want both caches, a and c: %q", err, want)
 	}
 	if err := waitForCaches(context.Background(), []cacheWait{{name: "a", wait: func(context.Context) error { return nil }}}); err != nil {
 		t.Fatalf("waitForCaches(synced) = %v", err)

@@ -803,8 +803,10 @@ var errOtherCacheFailed = errors.New("another cache failed to sync")
 // ends: one that fails before (an informer whose list the API server
 // refuses for good: informer.Informer.WaitForCacheSync) ends the wait at
 // once, whatever the others do. The error, naming the cache, is of the
-// first in waits' order that failed by itself, else (ctx ended) of the
-// first that failed.
+// first in waits' order that failed by itself; else (ctx ended) it joins
+// the errors of every cache that did not sync, each naming its cache and
+// its last list error, so that the one with the cause (a Forbidden list)
+// is named even behind one that has seen no error yet.
 func waitForCaches(ctx context.Context, waits []cacheWait) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -824,16 +826,16 @@ func waitForCaches(ctx context.Context, waits []cacheWait) error {
 		})
 	}
 	wg.Wait()
-	first := -1
+	var unsynced []error
 	for n, f := range failures {
-		if f.err != nil && (first < 0 || f.own && !failures[first].own) {
-			first = n
+		switch {
+		case f.own:
+			return fmt.Errorf("cache of %s: %w", waits[n].name, f.err)
+		case f.err != nil:
+			unsynced = append(unsynced, fmt.Errorf("cache of %s: %w", waits[n].name, f.err))
 		}
 	}
-	if first < 0 {
-		return nil
-	}
-	return fmt.Errorf("cache of %s: %w", waits[first].name, failures[first].err)
+	return errors.Join(unsynced...)
 }
 
 // runFrameworks boots every Framework and runs them until ctx ends (a clean
