@@ -135,7 +135,8 @@ type Config struct {
 	// supports only a few fields per resource (metadata.name and
 	// metadata.namespace everywhere; a CRD's selectableFields): it refuses
 	// the list of another (400 BadRequest), and WaitForCacheSync then
-	// returns at once with its error. Validated by New (the syntax only).
+	// returns with its error once the retried list is refused too, about
+	// a second later. Validated by New (the syntax only).
 	FieldSelector string
 	// ResyncPeriod is how often every cached object is delivered again to
 	// the event handlers as an update whose old and new objects are the
@@ -234,7 +235,20 @@ type Informer struct {
 	// refusedErr then, without waiting for its context.
 	refused    chan struct{}
 	refusedErr error
+	// refusals counts the lists and watches refused for good in a row
+	// before the cache synced (under mu): the wait ends at the
+	// refusalsToEnd-th, so that one refusal the retried list no longer
+	// meets does not end it.
+	refusals int
 }
+
+// refusalsToEnd is how many lists or watches in a row the API server must
+// refuse for good (refusedForGood) before WaitForCacheSync gives up: a
+// refusal repeated by the retried list, about a second later (client-go's
+// backoff), rather than one answer of a server that was still taking in a
+// change, such as a CRD's new selectableFields that the Operator's
+// EnsureCRD has just written.
+const refusalsToEnd = 2
 
 // New validates config and returns an Informer that has not started yet:
 // call Run. It registers the metrics with config.Registerer, reusing
@@ -586,8 +600,10 @@ func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
 // not end the wait: the informer retries the list with backoff, and RBAC
 // granted or a CRD installed meanwhile lets it sync.
 //
-// A list or watch that the API server refuses for good, before the cache
-// synced, ends the wait at once instead, with an error wrapping
+// A list or watch that the API server refuses for good, twice in a row
+// before the cache synced (the first list and its retry, about a second
+// later: one refusal may be the answer of a server still taking in a
+// change), ends the wait then instead, with an error wrapping
 // ErrNotSynced and the server's error that names the resource, the
 // namespace and the selectors: 400 BadRequest (the server refuses
 // Config.FieldSelector, a field it does not select on for the resource,
@@ -822,7 +838,9 @@ func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error
 		i.syncErr = nil
 	} else {
 		i.syncErr = err
-		if refusedForGood(err) && i.refusedErr == nil {
+		if !refusedForGood(err) {
+			i.refusals = 0
+		} else if i.refusals++; i.refusals >= refusalsToEnd && i.refusedErr == nil {
 			i.refusedErr = fmt.Errorf("informer %s: %w: the API server refuses to list %s: %w", i.name, ErrNotSynced, i.listed(), err)
 			close(i.refused)
 			refused = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,5 +203,35 @@ func TestWaitForCacheSyncNamesTheErrorOnceReported(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the list error was not logged")
+	}
+}
+
+// TestWaitForCacheSyncOutlastsOneRefusal: a list refused once (400
+// BadRequest: a server still taking in a CRD's new selectableFields, just
+// written by the Operator's EnsureCRD) and then answered syncs the cache;
+// the first refusal ended the wait with an error.
+func TestWaitForCacheSyncOutlastsOneRefusal(t *testing.T) {
+	c := newFakeClient()
+	var lists atomic.Int32
+	c.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if lists.Add(1) == 1 {
+			return true, nil, apierrors.NewBadRequest(`"spec.foo" is not a known field selector`)
+		}
+		return false, nil, nil
+	})
+	inf, err := New(Config{Client: c, GVR: widgets, Namespace: "ns", FieldSelector: "spec.foo=x", Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("WaitForCacheSync() = %v after one refused list and one answered, want nil", err)
+	}
+	if n := lists.Load(); n < 2 {
+		t.Fatalf("%d lists, want the refused one and its retry", n)
 	}
 }

@@ -160,7 +160,8 @@ type Config struct {
 	// waiting for ever (the pod restarts, with the reason in its log).
 	// Those errors are waited out, as RBAC granted or a CRD installed
 	// meanwhile heals them; a list the API server refuses for good (400
-	// BadRequest: a selector it does not support) ends the wait at once.
+	// BadRequest: a selector it does not support) ends the wait once the
+	// retried list is refused too, about a second later.
 	// Defaults to DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
 	// ResyncPeriod is the resync period of informers created by Informer
@@ -502,8 +503,8 @@ func (o *Operator) MetricsURL() string {
 // CacheSyncTimeout (matching informer.ErrNotSynced; the error names the
 // informer's last list error, a Forbidden or a NotFound, which the wait
 // does not end on: RBAC granted or a CRD installed meanwhile heals them),
-// a cache whose list the API server refuses for good, at once, without
-// waiting CacheSyncTimeout (matching informer.ErrNotSynced and wrapping
+// a cache whose list the API server refuses for good, once its retry,
+// about a second later, is refused too, without waiting CacheSyncTimeout (matching informer.ErrNotSynced and wrapping
 // the server's 400 BadRequest, for a field or label selector it does not
 // support, or 405 MethodNotAllowed, for a resource that cannot be listed:
 // see informer.Informer.WaitForCacheSync), an informer given a Namespace

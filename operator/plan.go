@@ -44,7 +44,7 @@ type PlanConfig struct {
 // is in its ObjectPlan.Err. The error returned is what prevents planning:
 // a key the cache does not hold (ErrNotFound), a cache that does not sync
 // within Config.CacheSyncTimeout or before ctx ends, or whose list the API
-// server refuses for good (at once then: see Run; matching
+// server refuses for good (within about a second then: see Run; matching
 // informer.ErrNotSynced, as in Run), a config without Framework or an
 // informer given a Namespace for a cluster-scoped resource
 // (ErrInvalidConfig, as in Run). Plan
