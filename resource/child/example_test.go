@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,4 +101,25 @@ func ExampleConfig_readiness() {
 	fmt.Println(plans[0].Waits)
 	// Output:
 	// cronjob demo/nightly not ready: no successful run yet (again in 5s)
+}
+
+// ExampleReadinessOf: the reasons of children just written, before their
+// controllers ran (always so against an API server without controllers,
+// such as testenv's), and once a Deployment's controller has seen it.
+func ExampleReadinessOf() {
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
+	fmt.Println(child.ReadinessOf(deployment))
+	deployment.Status.ObservedGeneration = 1
+	fmt.Println(child.ReadinessOf(deployment))
+	fmt.Println(child.ReadinessOf(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: appsv1.StatefulSetStatus{ObservedGeneration: 1}}))
+	fmt.Println(child.ReadinessOf(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 3}}))
+	fmt.Println(child.ReadinessOf(&batchv1.Job{Status: batchv1.JobStatus{Active: 1}}))
+	fmt.Println(child.ReadinessOf(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}))
+	// Output:
+	// false generation 1 not observed yet (observed 0)
+	// false 0 of 1 replicas updated
+	// false 0 of 1 replicas ready
+	// false 0 of 3 pods updated
+	// false not complete (1 active, 0 succeeded)
+	// false phase Pending, condition Ready not True
 }

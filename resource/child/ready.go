@@ -37,6 +37,16 @@ func Ready[C any](child C) bool {
 // Config.Readiness, Readiness: child.ReadinessOf[*appsv1.Deployment], or
 // as the fallback of a check of your own. It reads child only: cheap, and
 // safe for concurrent use.
+//
+// The reason names the first check the child fails, the observed
+// generation first. A Deployment, StatefulSet or DaemonSet just written reads
+// "generation 1 not observed yet (observed 0)" (its controller has not
+// seen it yet: always so against an API server without controllers, such
+// as testenv's), then "0 of 1 replicas updated" (a Deployment), "0 of 1
+// replicas ready" (a StatefulSet) or "0 of 3 pods updated" (a DaemonSet);
+// a Job "not complete (1 active, 0 succeeded)", a Pod "phase Pending,
+// condition Ready not True", a Service of type LoadBalancer "no load
+// balancer ingress yet".
 func ReadinessOf[C any](child C) (ready bool, reason string) {
 	switch o := any(child).(type) {
 	case *appsv1.Deployment:
