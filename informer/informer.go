@@ -88,8 +88,10 @@ type Config struct {
 	// them before decoding. RESTConfig has neither price.
 	RESTClient rest.Interface
 	// ObjectType is an empty object of the Go type to cache, such as
-	// &corev1.ConfigMap{}: a non-nil pointer to a struct. Required with
-	// RESTConfig and RESTClient, unused with Client.
+	// &corev1.ConfigMap{}: a non-nil pointer to a struct, of one object's
+	// type (New refuses a list type, &corev1.ConfigMapList{} or
+	// &metav1.PartialObjectMetadataList{}). Required with RESTConfig and
+	// RESTClient, unused with Client.
 	//
 	// &metav1.PartialObjectMetadata{} makes the informer metadata-only
 	// (MetadataOnly), as controller-runtime's OnlyMetadata does: with
@@ -273,6 +275,12 @@ func New(config Config) (*Informer, error) {
 		return nil, fmt.Errorf("%w: %T.ObjectType must not be empty when RESTConfig is set", ErrInvalidConfig, config)
 	case config.RESTClient != nil && config.ObjectType == nil:
 		return nil, fmt.Errorf("%w: %T.ObjectType must not be empty when RESTClient is set", ErrInvalidConfig, config)
+	}
+	_, isList := config.ObjectType.(metav1.ListInterface)
+	if _, isObject := config.ObjectType.(metav1.Object); isList && !isObject && !nilptr.Is(config.ObjectType) {
+		// Its decoder would take no object of the list or the watch: the
+		// cache would never sync, with no list error to say why.
+		return nil, fmt.Errorf("%w: %T.ObjectType %T is a list type: give the type of one object (&metav1.PartialObjectMetadata{} for a metadata-only informer, the list's item type otherwise)", ErrInvalidConfig, config, config.ObjectType)
 	}
 	md := metadataOnly(config.ObjectType)
 	if md {

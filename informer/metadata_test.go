@@ -351,3 +351,23 @@ func TestMetadataOnlyRefusesConvertTo(t *testing.T) {
 		t.Error("isConvertTo is true for a transform of one's own, or nil")
 	}
 }
+
+// TestNewRefusesAListObjectType: an ObjectType of a list type
+// (&metav1.PartialObjectMetadataList{}, as controller-runtime's metadata
+// lists are written, or &corev1.ConfigMapList{}) decodes no object of the
+// list or the watch: the cache never synced, and Run waited
+// CacheSyncTimeout with no list error to name. New refuses it.
+func TestNewRefusesAListObjectType(t *testing.T) {
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	for _, c := range []Config{
+		{RESTConfig: cfg, ObjectType: &metav1.PartialObjectMetadataList{}, GVR: secrets},
+		{RESTConfig: cfg, ObjectType: &corev1.ConfigMapList{}, GVR: configMaps},
+		{RESTClient: coreV1RESTClient(t), ObjectType: &corev1.ConfigMapList{}, GVR: configMaps},
+	} {
+		want := fmt.Sprintf("informer.Config.ObjectType %T is a list type", c.ObjectType)
+		if _, err := New(c); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("New(ObjectType %T) = %v, want ErrInvalidConfig saying %q", c.ObjectType, err, want)
+		}
+	}
+}
