@@ -179,7 +179,14 @@ type Predicate func(oldObj, newObj any) bool
 // &metav1.PartialObjectMetadata{}) when nothing reads the children's
 // content from it (a child resource's Cache cannot be: resource/child's
 // New refuses it): the owner reference is metadata, and the predicates
-// then get *metav1.PartialObjectMetadata, as for Watches.
+// then get *metav1.PartialObjectMetadata, as for Watches. It is for
+// children no resource of f reads: for a child resource's children, give
+// Owns the resource's Cache itself. A metadata-only informer beside it
+// saves nothing (the Cache holds the content anyway), and its events are
+// not the Cache's: the owner it wakes for a child's change may read the
+// Cache before the Cache has the change, find nothing to do, and not be
+// woken when the Cache gets it (only after WaitDelay while a child is not
+// ready, or at the owner's next resync or change).
 func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *SharedInformer, predicates ...Predicate) error {
 	if owner.Kind == "" {
 		return fmt.Errorf("%w: Owns: owner kind must not be empty", ErrInvalidConfig)
