@@ -90,8 +90,12 @@ type Config struct {
 	// ObjectType is an empty object of the Go type to cache, such as
 	// &corev1.ConfigMap{}: a non-nil pointer to a struct, of one object's
 	// type (New refuses a list type, &corev1.ConfigMapList{} or
-	// &metav1.PartialObjectMetadataList{}). Required with RESTConfig and
-	// RESTClient, unused with Client.
+	// &metav1.PartialObjectMetadataList{}), of the kind of GVR's objects
+	// (New refuses a type of client-go's scheme that is another kind than
+	// GVR's built-in resource, &corev1.Secret{} for configmaps: the typed
+	// path decodes each object by the kind the API server sends, and the
+	// cache would hold objects of another type). Required with RESTConfig
+	// and RESTClient, unused with Client.
 	//
 	// &metav1.PartialObjectMetadata{} makes the informer metadata-only
 	// (MetadataOnly), as controller-runtime's OnlyMetadata does: with
@@ -298,6 +302,11 @@ func New(config Config) (*Informer, error) {
 	}
 	if config.GVR.Version == "" {
 		return nil, fmt.Errorf("%w: %T.GVR.Version must not be empty", ErrInvalidConfig, config)
+	}
+	if config.Client == nil && !md && !nilptr.Is(config.ObjectType) {
+		if err := objectTypeOfGVR(config.GVR, config.ObjectType); err != nil {
+			return nil, fmt.Errorf("%w: %T.ObjectType: %w", ErrInvalidConfig, config, err)
+		}
 	}
 	if config.RESTClient != nil {
 		// Another group version's client would list GVR.Resource where the

@@ -91,6 +91,31 @@ func schemeKind(gvr schema.GroupVersionResource) (schema.GroupVersionKind, bool)
 	return found[0], true
 }
 
+// objectTypeOfGVR returns an error when objType is a type of client-go's
+// scheme of another kind than the objects of gvr, a built-in resource (a
+// *corev1.Secret for configmaps): the typed path decodes each object by
+// the kind the API server sends, so the cache would hold objects of
+// another type than ObjectType, and a consumer's type assertion would
+// panic. A type the scheme does not know (a custom resource's, an
+// *unstructured.Unstructured) and a resource it does not know cannot be
+// told: nil.
+func objectTypeOfGVR(gvr schema.GroupVersionResource, objType runtime.Object) error {
+	want, ok := schemeKind(gvr)
+	if !ok {
+		return nil
+	}
+	kinds, _, err := scheme.Scheme.ObjectKinds(objType)
+	if err != nil {
+		return nil
+	}
+	for _, k := range kinds {
+		if k.Group == want.Group && k.Kind == want.Kind {
+			return nil
+		}
+	}
+	return fmt.Errorf("%T is a %s, but %s holds %s objects: give &%s{} of that group's Go package", objType, kinds[0].GroupKind(), gvr.GroupResource(), want.Kind, want.Kind)
+}
+
 // resolve makes sure the kind is known, asking the API server's discovery
 // when it is not yet: an error (the group version or the resource not
 // served) fails the list or watch that called it, which client-go retries.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -368,6 +369,33 @@ func TestNewRefusesAListObjectType(t *testing.T) {
 		want := fmt.Sprintf("informer.Config.ObjectType %T is a list type", c.ObjectType)
 		if _, err := New(c); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("New(ObjectType %T) = %v, want ErrInvalidConfig saying %q", c.ObjectType, err, want)
+		}
+	}
+}
+
+// TestNewRefusesAnObjectTypeOfAnotherKind: an ObjectType of client-go's
+// scheme of another kind than GVR's built-in resource (a Secret for
+// configmaps) was taken, and the typed path, which decodes by the kind the
+// API server sends, cached ConfigMaps that a consumer's
+// obj.(*corev1.Secret) would panic on; New refuses it, naming both kinds.
+// A type or a resource the scheme does not know cannot be told.
+func TestNewRefusesAnObjectTypeOfAnotherKind(t *testing.T) {
+	cfg := &rest.Config{Host: "https://cluster.example"}
+	configMaps := corev1.SchemeGroupVersion.WithResource("configmaps")
+	_, err := New(Config{RESTConfig: cfg, GVR: configMaps, ObjectType: &corev1.Secret{}, Registerer: prometheus.NewRegistry()})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "*v1.Secret is a Secret, but configmaps holds ConfigMap objects") {
+		t.Fatalf("New(configmaps, ObjectType *corev1.Secret) = %v, want ErrInvalidConfig naming both kinds", err)
+	}
+	for name, c := range map[string]Config{
+		"its own kind":      {RESTConfig: cfg, GVR: configMaps, ObjectType: &corev1.ConfigMap{}},
+		"unstructured":      {RESTConfig: cfg, GVR: configMaps, ObjectType: &unstructured.Unstructured{}},
+		"a custom resource": {RESTConfig: cfg, GVR: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, ObjectType: &corev1.Secret{}},
+		"metadata only":     {RESTConfig: cfg, GVR: configMaps, ObjectType: &metav1.PartialObjectMetadata{}},
+		"a dynamic client":  {Client: newFakeClient(), GVR: configMaps, ObjectType: &corev1.Secret{}},
+	} {
+		c.Registerer = prometheus.NewRegistry()
+		if _, err := New(c); err != nil {
+			t.Errorf("New(%s) = %v, want nil", name, err)
 		}
 	}
 }
