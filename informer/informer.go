@@ -161,10 +161,12 @@ type Config struct {
 	// *unstructured.Unstructured with Client, an object of ObjectType's type
 	// with RESTClient, and either with RESTConfig (a
 	// *metav1.PartialObjectMetadata, with its apiVersion and kind set, when
-	// metadata-only; already transformed
-	// objects are never passed again), and may change it in place or return another object,
-	// for instance a typed one converted with
-	// runtime.DefaultUnstructuredConverter. The result must still be a
+	// metadata-only, or an object it returned before), and may change it in
+	// place or return another object, for instance a typed one converted
+	// with runtime.DefaultUnstructuredConverter. It must be idempotent:
+	// client-go may pass it an object it has already transformed (its
+	// watch-list path does), as client-go's TransformFunc documents; every
+	// transform of this package is. The result must still be a
 	// runtime.Object that satisfies meta.Accessor (the cache keys objects by
 	// namespace and name). It runs on the informer's hot path: keep it
 	// fast. An error makes client-go abandon the current list or watch and
