@@ -92,14 +92,7 @@ func TestAssignKeyIgnoresMetadataOnly(t *testing.T) {
 // from such a source are tested against a real API server (integration's
 // TestWatchesMetadataOnlySecrets).
 func TestReferencesAndOwnsMetadataOnlySource(t *testing.T) {
-	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := o.NewFramework(thingsConfig(t, o))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, f := thingsFramework(t)
 	secrets, err := o.Informer(informer.Config{GVR: corev1.SchemeGroupVersion.WithResource("secrets"), ObjectType: &metav1.PartialObjectMetadata{}})
 	if err != nil {
 		t.Fatal(err)

@@ -129,6 +129,21 @@ func planFramework(t *testing.T, o *Operator) *framework.Framework {
 
 // thingsConfig returns the framework.Config of a Framework over things on
 // o's informer, whose one set "v1" handles label v=1.
+// thingsFramework returns a new Operator named "x" (not run) and the
+// Framework of thingsConfig added to it.
+func thingsFramework(t *testing.T) (*Operator, *framework.Framework) {
+	t.Helper()
+	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := o.NewFramework(thingsConfig(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, f
+}
+
 func thingsConfig(t *testing.T, o *Operator) framework.Config {
 	t.Helper()
 	inf, err := o.Informer(informer.Config{GVR: things})

@@ -19,14 +19,7 @@ import (
 // ErrInvalidConfig. Events reaching the Framework through the index are
 // tested against a real API server (integration's TestBackupOperator).
 func TestReferences(t *testing.T) {
-	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := o.NewFramework(thingsConfig(t, o))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, f := thingsFramework(t)
 	secrets, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "secrets"}})
 	if err != nil {
 		t.Fatal(err)

@@ -492,14 +492,7 @@ func TestOwnWritesFilterEveryHandler(t *testing.T) {
 // TestOwnsAndWatchesRejectBadArguments: arguments that would make the
 // watch wake no owner, or panic, are ErrInvalidConfig saying which.
 func TestOwnsAndWatchesRejectBadArguments(t *testing.T) {
-	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := o.NewFramework(thingsConfig(t, o))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, f := thingsFramework(t)
 	src, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}})
 	if err != nil {
 		t.Fatal(err)
@@ -526,14 +519,7 @@ func TestOwnsAndWatchesRejectBadArguments(t *testing.T) {
 // is an error naming it, not a panic on the informer's event path at the
 // first event.
 func TestWatchesRejectsANilPredicate(t *testing.T) {
-	o, err := New(Config{RESTConfig: restConfig(), Name: "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := o.NewFramework(thingsConfig(t, o))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, f := thingsFramework(t)
 	src, err := o.Informer(informer.Config{GVR: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}})
 	if err != nil {
 		t.Fatal(err)
