@@ -4,12 +4,11 @@ import (
 	"container/list"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
+	"github.com/operatorkit/operatorkit/internal/printable"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/trace"
@@ -408,18 +407,4 @@ func formatSummaries(b *strings.Builder, list []ObjectSummary) {
 // textField returns s with its control characters (newlines, tabs, ...)
 // escaped as in a Go string literal ("\n"), so that a field of the text
 // format never breaks or forges its lines; other text is kept as it is.
-func textField(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func textField(s string) string { return printable.Escape(s) }

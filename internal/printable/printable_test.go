@@ -26,3 +26,18 @@ func TestFieldManager(t *testing.T) {
 		}
 	}
 }
+
+// TestEscape: control characters are written as in a Go string literal;
+// a string without one is returned as it is.
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é 世":     "plain é 世",
+		"a\nb\tc":       `a\nb\tc`,
+		"\x1b[31mred":   `\x1b[31mred`,
+		"nul\x00\u0085": `nul\x00\u0085`,
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

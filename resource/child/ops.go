@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"unicode"
@@ -30,6 +29,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/internal/conditions"
+	"github.com/operatorkit/operatorkit/internal/printable"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/trace"
@@ -1011,28 +1011,8 @@ func reasonLine(reason string) string {
 	if isLine(reason) {
 		return reason
 	}
-	var b strings.Builder
-	space := false
-	for _, r := range strings.TrimSpace(strings.ToValidUTF8(reason, "\uFFFD")) {
-		switch {
-		case unicode.IsSpace(r):
-			space = true
-			continue
-		case space:
-			b.WriteByte(' ')
-			space = false
-		}
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		} else {
-			b.WriteRune(r)
-		}
-		if b.Len() > maxReason {
-			break // Fit cuts it
-		}
-	}
-	return conditions.Fit(b.String(), maxReason)
+	line := strings.Join(strings.FieldsFunc(strings.ToValidUTF8(reason, "\uFFFD"), unicode.IsSpace), " ")
+	return conditions.Fit(printable.Escape(line), maxReason)
 }
 
 // isLine reports whether s is what reasonLine returns for it: at most
