@@ -100,14 +100,7 @@ func noOpReconciler(b testing.TB, conditions bool, objects int) func(i int) outc
 	}
 	keys := make([]string, objects)
 	for i := range keys {
-		obj := &typedWithStatus{}
-		obj.APIVersion, obj.Kind = "test.operatorkit.io/v1", "Thing"
-		obj.Namespace, obj.Name, obj.Generation, obj.ResourceVersion = "ns", fmt.Sprintf("a%05d", i), 3, "7"
-		obj.Finalizers = []string{f.finalizer}
-		obj.Status.ObservedGeneration = 3
-		obj.Status.Conditions = []metav1.Condition{
-			{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: readyMessageOf("v1"), ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)},
-		}
+		obj := steadyThing(fmt.Sprintf("a%05d", i), f.finalizer)
 		if err := inf.Add(runtime.Object(obj)); err != nil {
 			b.Fatal(err)
 		}
@@ -147,14 +140,7 @@ func BenchmarkNoOpReconciliationQueued(b *testing.B) {
 	}
 	keys := make([]string, 1000)
 	for i := range keys {
-		obj := &typedWithStatus{}
-		obj.APIVersion, obj.Kind = "test.operatorkit.io/v1", "Thing"
-		obj.Namespace, obj.Name, obj.Generation, obj.ResourceVersion = "ns", fmt.Sprintf("a%05d", i), 3, "7"
-		obj.Finalizers = []string{f.finalizer}
-		obj.Status.ObservedGeneration = 3
-		obj.Status.Conditions = []metav1.Condition{
-			{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: readyMessageOf("v1"), ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)},
-		}
+		obj := steadyThing(fmt.Sprintf("a%05d", i), f.finalizer)
 		wg.Add(1)
 		if err := inf.Add(runtime.Object(obj)); err != nil {
 			b.Fatal(err)
@@ -179,4 +165,18 @@ func BenchmarkNoOpReconciliationQueued(b *testing.B) {
 	b.StopTimer()
 	cancel()
 	<-stopped
+}
+
+// steadyThing returns the Thing ns/name at rest for the no-op benchmarks:
+// generation 3 observed, the finalizer given, Ready True of set "v1".
+func steadyThing(name, finalizer string) *typedWithStatus {
+	obj := &typedWithStatus{}
+	obj.APIVersion, obj.Kind = "test.operatorkit.io/v1", "Thing"
+	obj.Namespace, obj.Name, obj.Generation, obj.ResourceVersion = "ns", name, 3, "7"
+	obj.Finalizers = []string{finalizer}
+	obj.Status.ObservedGeneration = 3
+	obj.Status.Conditions = []metav1.Condition{
+		{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded, Message: readyMessageOf("v1"), ObservedGeneration: 3, LastTransitionTime: metav1.Unix(100, 0)},
+	}
+	return obj
 }
