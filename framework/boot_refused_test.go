@@ -16,7 +16,6 @@ import (
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
-	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
 	"github.com/operatorkit/operatorkit/resource/crud/crudtest"
 	"github.com/operatorkit/operatorkit/router"
@@ -37,22 +36,7 @@ func TestBootReturnsWhenTheListIsRefusedForGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := crud.New(crud.Config{Ops: crudtest.Nop("r")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{r}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := framework.New(framework.Config{Name: "refused", Informer: inf, ResourceRouter: rt, DisableFinalizers: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := nopFramework(t, "refused", inf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	booted := make(chan error, 1)
@@ -68,4 +52,23 @@ func TestBootReturnsWhenTheListIsRefusedForGood(t *testing.T) {
 	// Boot returned before ctx ended: the informer it ran stopped with it
 	// (Boot waits for it), and nothing of it is left.
 	goleak.VerifyNone(t)
+}
+
+// nopFramework returns a Framework named name over inf, without
+// finalizers, whose one resource does nothing.
+func nopFramework(t *testing.T, name string, inf informer.Interface) *framework.Framework {
+	t.Helper()
+	r, err := crud.New(crud.Config{Ops: crudtest.Nop("r")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.Single("v1", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := framework.New(framework.Config{Name: name, Informer: inf, ResourceRouter: rt, DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

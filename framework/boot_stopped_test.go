@@ -8,12 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
-	"github.com/operatorkit/operatorkit/resource"
-	"github.com/operatorkit/operatorkit/resource/crud"
-	"github.com/operatorkit/operatorkit/resource/crud/crudtest"
-	"github.com/operatorkit/operatorkit/router"
 )
 
 // TestBootAfterItsInformerStoppedWithItsContext: an informer run elsewhere
@@ -28,22 +23,7 @@ func TestBootAfterItsInformerStoppedWithItsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := crud.New(crud.Config{Ops: crudtest.Nop("r")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resource.Interface{r}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := framework.New(framework.Config{Name: "stopped", Informer: inf, ResourceRouter: rt, DisableFinalizers: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := nopFramework(t, "stopped", inf)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
