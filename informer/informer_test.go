@@ -73,23 +73,10 @@ func newFakeClient(objs ...runtime.Object) *fakeClient {
 // start runs inf until the test ends and waits for its cache and watch.
 func start(t *testing.T, inf *Informer, c *fakeClient) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- inf.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run() = %v, want nil", err)
-		}
-	})
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
-	defer syncCancel()
-	if err := inf.WaitForCacheSync(syncCtx); err != nil {
-		t.Fatalf("WaitForCacheSync() = %v", err)
-	}
+	run(t, inf)
 	select {
 	case <-c.watching:
-	case <-syncCtx.Done():
+	case <-time.After(30 * time.Second):
 		t.Fatal("watch not started")
 	}
 }
