@@ -2,10 +2,7 @@ package integration
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -57,8 +54,8 @@ func (b *Backup) DeepCopyObject() runtime.Object {
 }
 
 const (
-	backupOperator   = "backup-operator"
-	backupSecretHash = "backup.example.com/secret-hash" // on the CronJob's pods: a new Secret rolls them
+	backupOperator       = "backup-operator"
+	backupSecretChecksum = "backup.example.com/secret-checksum" // on the CronJob's pods: a new Secret rolls them
 )
 
 // backupCRD is the Backup CRD in group, with a status subresource and the
@@ -114,13 +111,17 @@ func runBackupOperator(t *testing.T, ns string, crd *apiextensionsv1.CustomResou
 		Name: "cronjob", Client: child.Typed(op.Kubernetes().BatchV1().CronJobs), Cache: cronJobs,
 		FieldManager: backupOperator, Writes: op.OwnWrites(),
 		Desired: func(_ context.Context, b *Backup) (*batchv1.CronJob, error) {
-			obj, ok, err := secrets.Get(b.Namespace + "/" + b.Spec.SecretName)
+			secret, ok, err := informer.Get[*corev1.Secret](secrets, b.Namespace, b.Spec.SecretName)
 			if err != nil {
 				return nil, err
 			} else if !ok {
 				return nil, conditioncontext.WithReason(fmt.Errorf("secret %s not found", b.Spec.SecretName), "SecretNotFound")
 			}
-			pod := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{backupSecretHash: secretHash(obj.(*corev1.Secret))}},
+			sum, err := child.Checksum(secret) // rolls the pods when the Secret's data changes
+			if err != nil {
+				return nil, err
+			}
+			pod := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{backupSecretChecksum: sum}},
 				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyOnFailure, Containers: []corev1.Container{{
 					Name: "backup", Image: "backup:1", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: b.Spec.SecretName}}}},
 				}}}}
@@ -158,15 +159,6 @@ func runBackupOperator(t *testing.T, ns string, crd *apiextensionsv1.CustomResou
 	}))
 	stop, _ := runOperator(op)
 	t.Cleanup(func() { must(t, stop()) })
-}
-
-// secretHash is a digest of s's data.
-func secretHash(s *corev1.Secret) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
-		fmt.Fprintf(h, "%s=%x;", k, s.Data[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func must(t *testing.T, err error) {
@@ -221,13 +213,15 @@ func TestBackupOperator(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Data: map[string][]byte{"password": []byte("one")}}
 	secret, err := kube.CoreV1().Secrets(ns).Create(t.Context(), secret, metav1.CreateOptions{})
 	must(t, err)
-	hashIs := func(s *corev1.Secret) wait.ConditionWithContextFunc {
+	checksumIs := func(s *corev1.Secret) wait.ConditionWithContextFunc {
+		sum, err := child.Checksum(s)
+		must(t, err)
 		return func(ctx context.Context) (bool, error) {
 			cj, err := kube.BatchV1().CronJobs(ns).Get(ctx, "nightly", metav1.GetOptions{})
-			return err == nil && cj.Spec.JobTemplate.Spec.Template.Annotations[backupSecretHash] == secretHash(s), nil
+			return err == nil && cj.Spec.JobTemplate.Spec.Template.Annotations[backupSecretChecksum] == sum, nil
 		}
 	}
-	eventually("the CronJob", hashIs(secret))
+	eventually("the CronJob", checksumIs(secret))
 	if _, err := env.WaitReady(t.Context(), gvr, ns, "nightly"); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +233,7 @@ func TestBackupOperator(t *testing.T) {
 	secret.Data["password"] = []byte("two")
 	secret, err = kube.CoreV1().Secrets(ns).Update(t.Context(), secret, metav1.UpdateOptions{})
 	must(t, err)
-	eventually("the CronJob with the new Secret", hashIs(secret))
+	eventually("the CronJob with the new Secret", checksumIs(secret))
 
 	// A run is scheduled (the test plays the CronJob controller): Backup
 	// waits for it, and is Ready once it succeeded.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -36,8 +37,8 @@ func (r *secretReader) Name() string { return "secret-reader" }
 func (r *secretReader) EnsureCreated(_ context.Context, obj any) error {
 	w := obj.(*unstructured.Unstructured)
 	rev := "none"
-	if s, ok, _ := r.secrets.Get(w.GetNamespace() + "/" + w.GetLabels()["secret"]); ok {
-		rev = s.(*metav1.PartialObjectMetadata).Annotations["rev"]
+	if s, ok, _ := informer.Get[*metav1.PartialObjectMetadata](r.secrets, w.GetNamespace(), w.GetLabels()["secret"]); ok {
+		rev = s.Annotations["rev"]
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -146,6 +147,12 @@ func TestWatchesMetadataOnlySecrets(t *testing.T) {
 	obj, ok, err := secrets.Get(ns + "/db")
 	if m, isMeta := obj.(*metav1.PartialObjectMetadata); err != nil || !ok || !isMeta || m.Kind != "Secret" || m.APIVersion != "v1" || m.ManagedFields != nil || m.Labels["widget"] != "w1" {
 		t.Fatalf("Get(db) = %#v, %v, %v; want a PartialObjectMetadata of v1 Secret with its labels, without managedFields", obj, ok, err)
+	}
+	// Asked for the whole Secret, the metadata-only cache answers an error
+	// that says what it holds.
+	if _, _, err := informer.Get[*corev1.Secret](secrets, ns, "db"); !errors.Is(err, informer.ErrWrongType) ||
+		err.Error() != "get secrets "+ns+"/db: the cache holds a *v1.PartialObjectMetadata, not a *v1.Secret: cached object of another type" {
+		t.Errorf("Get[*corev1.Secret](db) on the metadata-only cache: error = %v, want ErrWrongType naming both types", err)
 	}
 	for _, o := range secrets.List() {
 		if _, ok := o.(*metav1.PartialObjectMetadata); !ok {

@@ -18,6 +18,9 @@ import (
 // not of that form never matches). References keeps those keys in an index
 // of f's informer, so that an event of source finds the objects that refer
 // to it with one index lookup, as controller-runtime's field indexes do.
+// The reconciliation reads the object it refers to from source with
+// informer.Get (typed, by namespace and name), and a child whose pods read
+// it can carry child.Checksum of its data in its pod template.
 //
 // refs is called by f's informer for each object it stores (not for an
 // event of source): it must be fast, must not block, and must not change

@@ -134,6 +134,20 @@
 // reconciliation that writes nothing: keep it cheap and free of side
 // effects. A panic in it goes on to the Framework, as one in Desired does.
 //
+// # Referenced objects
+//
+// A child built from an object that the owner only names (a Secret or
+// ConfigMap its pods read) reads that object in Desired from an informer
+// of its own, typed, with informer.Get, and operator.Operator.References
+// wakes the owner when it changes. [Checksum] digests the data of such
+// Secrets and ConfigMaps for an annotation of the child's pod template, so
+// that the pods roll when the data changes (not when only metadata does):
+//
+//	secret, ok, err := informer.Get[*corev1.Secret](secrets, b.Namespace, b.Spec.SecretName)
+//	... // err, or !ok: the Secret does not exist (yet)
+//	sum, err := child.Checksum(secret)
+//	... // template.Annotations["example.com/secret-checksum"] = sum
+//
 // # Plans and traces
 //
 // Patch parts hold [Changes]; each [Change] describes itself field by field

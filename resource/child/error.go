@@ -24,7 +24,8 @@ var ErrInvalidChild = errors.New("invalid child")
 
 // ErrWrongType is matched by the error returned when the reconciled object
 // is not of the resource's Owner type (nor an *unstructured.Unstructured
-// convertible to it). It is marked retry.Permanent.
+// convertible to it), and by the error of [Checksum] for an object it does
+// not digest. It is marked retry.Permanent.
 var ErrWrongType = errors.New("wrong object type")
 
 // IsInvalidChild reports whether err matches [ErrInvalidChild].
