@@ -27,7 +27,9 @@ const (
 	EnvCacheDir = "OPERATORKIT_TESTENV_CACHE"
 	// EnvAPIServer names a server program built elsewhere (for instance by
 	// `go build` in a copy of the module Build writes); testenv then runs
-	// it and builds nothing.
+	// it, and builds and prunes nothing. A program in the cache directory
+	// named here is no use of its entry, which other Builds remove after
+	// PruneAfter: copy it out of the cache to keep it.
 	EnvAPIServer = "OPERATORKIT_TESTENV_APISERVER"
 )
 
@@ -62,10 +64,17 @@ var sourceFiles = map[string]string{
 // and says so on progress (nil: os.Stderr). Processes that call Build at the
 // same time build once: the cache entry is locked while it is built, and the
 // others wait for it; what a build killed with its process left in the entry
-// (where the platform locks it) the next build removes. ctx's cancellation
-// stops the build; its deadline does not, DefaultBuildTimeout does. Of the
-// caller's GOFLAGS the build keeps only -trimpath and -gcflags, so that the
-// packages the server shares with the caller's own builds compile once.
+// (where the platform locks it) the next build removes. Build marks the
+// entry it returns used (at most once an hour, so that finding the program
+// in the cache writes nothing most of the time) and removes the cache's
+// other entries not used for PruneAfter (a week): after it builds a new
+// entry, and otherwise at most once a day. It never removes an entry
+// another process is building, and where flock is missing (Windows) it
+// removes none; a cache it cannot write (read-only) is used all the same,
+// and not pruned. ctx's cancellation stops the build; its deadline does
+// not, DefaultBuildTimeout does. Of the caller's GOFLAGS the build keeps
+// only -trimpath and -gcflags, so that the packages the server shares with
+// the caller's own builds compile once.
 // Start calls Build; call it yourself to build ahead of tests (make does,
 // before running packages in parallel).
 func Build(ctx context.Context, progress io.Writer) (string, error) {
@@ -97,6 +106,9 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	entry := filepath.Join(root, key)
 	bin := filepath.Join(entry, "apiserver")
 	if executable(bin) {
+		now := time.Now()
+		markUsed(entry, now)
+		maybePrune(root, key, now)
 		return bin, nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -118,6 +130,7 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	}
 	defer unlock()
 	if executable(bin) { // built by the process we waited for
+		markUsed(entry, time.Now())
 		return bin, nil
 	}
 	removeStale(entry)
@@ -162,6 +175,9 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 		return "", cacheError(root, err)
 	}
 	fmt.Fprintf(progress, "testenv: built the test API server in %s\n", time.Since(start).Round(time.Second))
+	now := time.Now()
+	markUsed(entry, now)
+	pruneCache(root, key, now)
 	return bin, nil
 }
 

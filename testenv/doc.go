@@ -52,6 +52,16 @@
 //     temporaries of a build killed with its process (the go command's
 //     work directory, a half-written program) are removed by the next
 //     build of the entry.
+//   - The cache does not grow for ever (each entry holds a program of
+//     about 120 MB, and each Kubernetes bump or Go upgrade makes a new
+//     one): it is pruned as Go's build cache is. Build marks the entry it
+//     uses (the time of its file "used", refreshed at most once an hour),
+//     and removes the other entries not used for PruneAfter, a week: when
+//     it builds a new entry, and on a use at most once a day. It skips an
+//     entry that another process is building (holds its lock) and
+//     anything not named as entries are (go1.26.8-14b18b0694268a6f),
+//     symbolic links too; where flock is missing nothing is removed, and
+//     with EnvAPIServer set nothing is built or removed.
 //   - The child process prints its address when /readyz answers and takes
 //     "restart" and "stop" on stdin. It never outlives the test process: on
 //     Linux the kernel sends it SIGTERM when its parent dies

@@ -19,8 +19,10 @@ const lockExcludes = true
 
 // lockFile takes an exclusive flock on path, calling onWait once if another
 // process holds it, and polls until it gets it or ctx is canceled. The lock
-// goes with the process: one that dies mid-build frees it. A path that
-// cannot be opened (or created) is os.OpenFile's *fs.PathError.
+// goes with the process: one that dies mid-build frees it. A lock file
+// removed while this process waited for it (pruneCache removes an entry's)
+// locks nothing any more: lockFile then locks the file at path again. A
+// path that cannot be opened (or created) is os.OpenFile's *fs.PathError.
 func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -29,6 +31,13 @@ func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), e
 	waited := false
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil && !lockedAt(f, path) {
+			f.Close()
+			if f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err == nil {
 			return func() {
 				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
@@ -50,6 +59,36 @@ func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), e
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// tryLockFile takes an exclusive flock on path (creating the file if it is
+// missing) if no other process holds it, without waiting: ok is false when
+// one does, or when path cannot be opened or locked.
+func tryLockFile(path string) (unlock func(), ok bool) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, false
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil || !lockedAt(f, path) {
+		f.Close()
+		return nil, false
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, true
+}
+
+// lockedAt reports whether f, locked, is still the file at path: another
+// process may have removed it (and another created a new one) before f's
+// lock was taken.
+func lockedAt(f *os.File, path string) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	at, err := os.Stat(path)
+	return err == nil && os.SameFile(held, at)
 }
 
 // lockDir marks dir, an Env's directory, as in use by this process until
