@@ -66,9 +66,11 @@ var sourceFiles = map[string]string{
 // others wait for it; what a build killed with its process left in the entry
 // (where the platform locks it) the next build removes. Build marks the
 // entry it returns used (at most once an hour, so that finding the program
-// in the cache writes nothing most of the time) and removes the cache's
-// other entries not used for PruneAfter (a week): after it builds a new
-// entry, and otherwise at most once a day. It never removes an entry
+// in the cache writes nothing most of the time; the mark is made under the
+// entry's lock, so that a program another process is pruning is built
+// again, never returned to be removed before its start) and removes the
+// cache's other entries not used for PruneAfter (a week): after it builds
+// a new entry, and otherwise at most once a day. It never removes an entry
 // another process is building, and where flock is missing (Windows) it
 // removes none; a cache it cannot write (read-only) is used all the same,
 // and not pruned. ctx's cancellation stops the build; its deadline does
@@ -107,9 +109,12 @@ func build(ctx context.Context, progress io.Writer) (string, error) {
 	bin := filepath.Join(entry, "apiserver")
 	if executable(bin) {
 		now := time.Now()
-		markUsed(entry, now)
-		maybePrune(root, key, now)
-		return bin, nil
+		if useEntry(ctx, entry, bin, now, progress) {
+			maybePrune(root, key, now)
+			return bin, nil
+		}
+		// Another process pruned the entry (unused for PruneAfter)
+		// while this one looked at it: built again below.
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", cacheError(root, err)

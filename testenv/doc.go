@@ -55,9 +55,11 @@
 //   - The cache does not grow for ever (each entry holds a program of
 //     about 120 MB, and each Kubernetes bump or Go upgrade makes a new
 //     one): it is pruned as Go's build cache is. Build marks the entry it
-//     uses (the time of its file "used", refreshed at most once an hour),
-//     and removes the other entries not used for PruneAfter, a week: when
-//     it builds a new entry, and on a use at most once a day. It skips an
+//     uses (the time of its file "used", refreshed at most once an hour,
+//     under the entry's lock: a program that another process is pruning is
+//     built again, never returned to be removed before it starts), and
+//     removes the other entries not used for PruneAfter, a week: when it
+//     builds a new entry, and on a use at most once a day. It skips an
 //     entry that another process is building (holds its lock) and
 //     anything not named as entries are (go1.26.8-14b18b0694268a6f),
 //     symbolic links too; where flock is missing nothing is removed, and

@@ -1,7 +1,10 @@
 package testenv
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,6 +52,42 @@ func markUsed(entry string, now time.Time) {
 		return
 	}
 	touch(marker, now)
+}
+
+// useEntry marks entry used at now for a Build that found its program bin
+// there, and reports whether bin is still there to be run: false when
+// another process pruned the entry meanwhile. A pruning removes an entry
+// under its lock after a last look at its marker; a marker older than
+// usedInterval is therefore refreshed under that lock too, after a last
+// look at bin, so that the pruning either finds the entry used or has
+// removed it before Build returns its program. A fresh marker needs
+// neither the lock nor a write: no pruning removes the entry for
+// PruneAfter. A lock that cannot be taken (a read-only cache, which is
+// not pruned) leaves the entry as it is, used all the same.
+func useEntry(ctx context.Context, entry, bin string, now time.Time, progress io.Writer) bool {
+	if fi, err := os.Lstat(filepath.Join(entry, usedMarker)); err == nil && now.Sub(fi.ModTime()) < usedInterval {
+		return true
+	}
+	// Bounded as the build's own wait for the lock is (see build); a
+	// pruning holds it for the removal of one entry.
+	lctx, stopLock := buildContext(ctx)
+	unlock, err := lockFile(lctx, entry+".lock", func() {
+		fmt.Fprintf(progress, "testenv: waiting for the lock of %s, which another process holds (building or pruning it)\n", entry)
+	})
+	stopLock()
+	if err != nil {
+		// A read-only cache, a file system without flock: neither is
+		// pruned (pruneCache locks each entry first). Or ctx canceled,
+		// which the caller finds out.
+		markUsed(entry, now)
+		return executable(bin)
+	}
+	defer unlock()
+	if !executable(bin) {
+		return false
+	}
+	markUsed(entry, now)
+	return true
 }
 
 // maybePrune prunes root, the cache directory, unless it was pruned less

@@ -3,12 +3,17 @@
 package testenv
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The names of the markers in the cache (usedMarker, prunedMarker),
@@ -350,5 +355,84 @@ func TestBuildKeepsItsOwnEntry(t *testing.T) {
 	}
 	if !exists(bin) {
 		t.Errorf("Build pruned its own entry %s", current)
+	}
+}
+
+// progressLog is a Build's progress, written by its goroutine and read by
+// the test's.
+type progressLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (w *progressLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *progressLog) contains(s string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Contains(w.buf.String(), s)
+}
+
+// TestBuildHitWhilePruned: a Build that finds its program in an entry not
+// used for a week, while another process prunes that entry (holds its
+// lock, has looked at it again under the lock and found it unused), waits
+// for the pruning and builds the entry again. It returned the program at
+// once, marked used too late, and the pruning removed it: the test
+// process's start of it failed with "no such file or directory".
+func TestBuildHitWhilePruned(t *testing.T) {
+	_, current := hitCache(t)
+	// The other process's pruning, up to its removal of the entry.
+	unlock, ok := tryLockFile(current + ".lock")
+	if !ok {
+		t.Fatalf("cannot lock %s.lock", current)
+	}
+	if unused := time.Since(lastUsed(current)); unused < PruneAfter {
+		t.Fatalf("entry %s was used %s ago; the test needs one unused for %s", current, unused, PruneAfter)
+	}
+	type result struct {
+		bin string
+		err error
+	}
+	done := make(chan result, 1)
+	progress := &progressLog{}
+	go func() {
+		bin, err := Build(t.Context(), progress)
+		done <- result{bin, err}
+	}()
+	// Build returns, or waits for the entry's lock.
+	var r *result
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case got := <-done:
+			r = &got
+			return true, nil
+		default:
+			return progress.contains("waiting"), nil
+		}
+	}); err != nil {
+		unlock()
+		t.Fatalf("Build neither returned nor waited for the lock of its entry, which another process holds: %v", err)
+	}
+	// The pruning removes the entry and its lock file, then unlocks.
+	if err := os.RemoveAll(current); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(current + ".lock"); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if r == nil {
+		got := <-done
+		r = &got
+	}
+	if r.err != nil {
+		t.Fatalf("Build: %v", r.err)
+	}
+	if !executable(r.bin) {
+		t.Fatalf("Build returned %s, which the pruning it raced with removed: the start of the server would fail", r.bin)
 	}
 }
