@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // ErrWrongType is matched by the error [Get] returns when the cached object
@@ -47,12 +49,17 @@ type Getter interface {
 // exists true, and an error matching [ErrWrongType] that names the
 // informer's resource (when inf has a GVR method, as *Informer and
 // *operator.SharedInformer have), the key and both types. An error of
-// inf.Get is returned wrapped, with the resource and the key.
+// inf.Get is returned wrapped, with the resource and the key. A nil inf
+// (or a nil pointer in it: an informer never made) is an error matching
+// [ErrInvalidConfig] that names the key, not a panic.
 //
 // The object belongs to the cache, as with [Informer.Get]: never modify
 // it; DeepCopy it first. Get makes no API request.
 func Get[T runtime.Object](inf Getter, namespace, name string) (obj T, exists bool, err error) {
 	key := cache.NewObjectName(namespace, name).String()
+	if nilptr.Is(inf) { // its Get would dereference it
+		return obj, false, fmt.Errorf("%w: get %s: the informer is nil (%T)", ErrInvalidConfig, key, inf)
+	}
 	o, exists, err := inf.Get(key)
 	if err != nil {
 		return obj, exists, fmt.Errorf("get %s %s: %w", resourceOf(inf), key, err)

@@ -141,3 +141,31 @@ func isNilPointer(v any) bool {
 type failingGetter struct{ err error }
 
 func (g failingGetter) Get(string) (any, bool, error) { return nil, false, g.err }
+
+// TestGetNilInformer: a nil informer (an interface left nil, or a
+// *Informer never made) is an error matching ErrInvalidConfig that names
+// the key, not a nil pointer dereference inside Get.
+func TestGetNilInformer(t *testing.T) {
+	var never *informer.Informer
+	tests := []struct {
+		name string
+		inf  informer.Getter
+		want string
+	}{
+		{"nil", nil, "invalid config: get ns/db: the informer is nil (<nil>)"},
+		{"nil *Informer", never, "invalid config: get ns/db: the informer is nil (*informer.Informer)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("Get() with a nil informer panicked: %v", r)
+				}
+			}()
+			got, ok, err := informer.Get[*corev1.Secret](tt.inf, "ns", "db")
+			if !errors.Is(err, informer.ErrInvalidConfig) || err.Error() != tt.want || ok || got != nil {
+				t.Fatalf("Get() = %v, %v, %v; want nil, false, %q (ErrInvalidConfig)", got, ok, err, tt.want)
+			}
+		})
+	}
+}
