@@ -1007,11 +1007,14 @@ func failureReason(err error, tr *trace.Trace) string {
 		return reason
 	}
 	res := resourceOf(err)
-	reason := camel(res) + camel(stepOf(tr, res)) + "Failed"
-	if reason[0] < 'A' || reason[0] > 'Z' {
+	reason := camel(res) + camel(stepOf(tr, res))
+	if reason != "" && (reason[0] < 'A' || reason[0] > 'Z') {
 		reason = "Resource" + reason
 	}
-	return conditions.Fit(reason, conditions.MaxReason)
+	// Cut to the API server's limit, keeping the suffix: the reason must
+	// end in a letter or digit ("..." would make the status write fail).
+	// camel writes ASCII only.
+	return reason[:min(len(reason), conditions.MaxReason-len("Failed"))] + "Failed"
 }
 
 // validReason reports whether reason is allowed as a condition's reason.

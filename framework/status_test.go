@@ -1388,3 +1388,17 @@ func TestDryRunWritesNoCRD(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureReasonOfALongResourceName: a reason cut to the API server's
+// 1024 bytes stays a valid reason (it ended in "..." before, which the
+// server refuses in a condition, failing the status write).
+func TestFailureReasonOfALongResourceName(t *testing.T) {
+	long := strings.Repeat("a", 1100)
+	got := failureReason(&ExecutionError{Resource: long, Err: errors.New("x")}, trace.New("ns/a", time.Now()))
+	if err := conditioncontext.Validate(metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: got}); err != nil {
+		t.Errorf("failureReason() of a resource of %d bytes (%d bytes, ending %q): not a valid reason", len(long), len(got), got[max(0, len(got)-10):])
+	}
+	if !strings.HasPrefix(got, "Aaaa") || !strings.HasSuffix(got, "Failed") {
+		t.Errorf("failureReason() = %q...%q, want the resource's name cut, then Failed", got[:min(len(got), 10)], got[max(0, len(got)-10):])
+	}
+}
