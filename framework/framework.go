@@ -526,8 +526,9 @@ func (f *Framework) EnsureCRD(ctx context.Context) error {
 // returns an error, without starting workers, when the CRD cannot be ensured
 // or the cache does not sync: the informer's WaitForCacheSync failed before
 // ctx ended (an informer.Informer whose list the API server refuses for
-// good, such as a field selector it does not support); the informer it
-// ran is stopped then. A cache that merely never syncs (a resource not
+// good, such as a field selector it does not support, or one given a
+// Namespace for a cluster-scoped resource); the informer it ran is
+// stopped then. A cache that merely never syncs (a resource not
 // served, a list not allowed) keeps Boot waiting until ctx ends, and it
 // returns nil then: bound it with ctx, or use the operator package, whose
 // Run bounds the wait with its CacheSyncTimeout. Boot may be called once.

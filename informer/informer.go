@@ -27,12 +27,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/operatorkit/operatorkit/internal/nilptr"
+	"github.com/operatorkit/operatorkit/internal/scope"
 )
 
 // DefaultResyncPeriod is the resync period used when Config.ResyncPeriod is
@@ -124,13 +126,24 @@ type Config struct {
 	// must not be empty (Group is empty for the core group).
 	GVR schema.GroupVersionResource
 	// Namespace restricts the informer to one namespace; "" means all
-	// namespaces (and is the only valid value for cluster-scoped
+	// namespaces, and is the only valid value for cluster-scoped
 	// resources: the API server answers the list of one in a namespace
 	// with NotFound, as for a resource it does not serve, so the cache
-	// never syncs; the informer cannot tell the two apart, and
-	// WaitForCacheSync waits, while operator.Operator.Run refuses it from
-	// the server's discovery). Otherwise it must be a namespace name (a
-	// DNS-1123 label): New refuses another, which no object could be in.
+	// could never sync. When a list of its Namespace is answered NotFound
+	// before the cache synced, the informer asks the API server which of
+	// the two it is, within 10 s (the list is retried after), and no more
+	// once the answer showed the resource served: its discovery with
+	// RESTConfig or RESTClient; with Client, which has no discovery, a
+	// list of one object in all namespaces and one in Namespace (a
+	// Forbidden list in all namespaces cannot tell). A cluster-scoped
+	// resource ends WaitForCacheSync at once, with an error wrapping
+	// ErrNotSynced and ErrInvalidConfig that names the resource and this
+	// field ("leave Namespace empty"); one not served is waited for, as
+	// its CRD may come, and the wait's error says it is not served.
+	// operator.Operator.Run refuses such a Namespace from the same reading
+	// of discovery before any informer starts. Otherwise it must be a
+	// namespace name (a DNS-1123 label): New refuses another, which no
+	// object could be in.
 	Namespace string
 	// LabelSelector restricts the informer to objects whose labels match it,
 	// in the syntax of labels.Parse ("app=web,tier!=db"). Objects whose
@@ -248,6 +261,10 @@ type Informer struct {
 	// refusalsToEnd-th, so that one refusal the retried list no longer
 	// meets does not end it.
 	refusals int
+	// scope tells, when a list of Config.Namespace is answered NotFound
+	// before the cache synced, whether the resource is cluster-scoped
+	// (the wait ends then) or not served; nil without a Namespace.
+	scope *scopeCheck
 }
 
 // refusalsToEnd is how many lists or watches in a row the API server must
@@ -379,6 +396,19 @@ func New(config Config) (*Informer, error) {
 		mutationCacheSize: config.MutationCacheSize,
 		metadataOnly:      md,
 	}
+	// disc is the discovery client of the RESTConfig paths, made once,
+	// for the metadata-only informer's kind and the scope check both.
+	var disc scope.Discovery
+	newDiscovery := func() (scope.Discovery, error) {
+		if disc == nil {
+			d, err := discovery.NewDiscoveryClientForConfig(config.RESTConfig)
+			if err != nil {
+				return nil, err
+			}
+			disc = d
+		}
+		return disc, nil
+	}
 	var lw cache.ListerWatcher
 	// setKind is the metadata-only informer's first transform.
 	var setKind cache.TransformFunc
@@ -388,7 +418,7 @@ func New(config Config) (*Informer, error) {
 	i.cachedType = reflect.TypeOf(objType)
 	switch {
 	case md:
-		kind, err := newMetadataKind(config.RESTConfig, config.GVR, config.ObjectType.(*metav1.PartialObjectMetadata))
+		kind, err := newMetadataKind(newDiscovery, config.GVR, config.ObjectType.(*metav1.PartialObjectMetadata))
 		if err != nil {
 			return nil, err
 		}
@@ -408,6 +438,20 @@ func New(config Config) (*Informer, error) {
 		objType, i.cachedType = config.ObjectType, reflect.TypeOf(config.ObjectType)
 	default:
 		lw = newListWatch(config.Client, config.GVR, config.Namespace, config.LabelSelector, config.FieldSelector)
+	}
+	if config.Namespace != "" {
+		switch {
+		case config.RESTConfig != nil:
+			d, err := newDiscovery()
+			if err != nil {
+				return nil, fmt.Errorf("discovery client for the scope of %s: %w", config.GVR, err)
+			}
+			i.scope = &scopeCheck{ask: discoveryScope(d, config.GVR), discovered: true}
+		case config.RESTClient != nil:
+			i.scope = &scopeCheck{ask: discoveryScope(restDiscovery{config.RESTClient}, config.GVR), discovered: true}
+		default:
+			i.scope = &scopeCheck{ask: listScope(config.Client, config.GVR, config.Namespace)}
+		}
 	}
 	if config.Transform != nil {
 		i.cachedType = nil
@@ -614,10 +658,16 @@ func (i *Informer) HasSynced() bool { return i.informer.HasSynced() }
 // and the context's cause, and naming (and wrapping) the last error of the
 // informer's lists and watches since Run started, when there was one: the
 // reason the cache did not sync (a Forbidden list: RBAC does not let this
-// identity list the resource; NotFound: the server does not serve it, or
-// Config.Namespace is set for a cluster-scoped resource). Those errors do
-// not end the wait: the informer retries the list with backoff, and RBAC
-// granted or a CRD installed meanwhile lets it sync.
+// identity list the resource; NotFound: the server does not serve it,
+// which the error then says when Config.Namespace is set). Those errors
+// do not end the wait: the informer retries the list with backoff, and
+// RBAC granted or a CRD installed meanwhile lets it sync.
+//
+// A list of Config.Namespace answered NotFound for a resource that the
+// API server serves cluster-scoped (see Config.Namespace for how the
+// informer tells) ends the wait at once, with an error wrapping
+// ErrNotSynced and ErrInvalidConfig that names the resource, the
+// Namespace field and the fix: no list in a namespace can ever sync it.
 //
 // A list or watch that the API server refuses for good, twice in a row
 // before the cache synced (the first list and its retry, about a second
@@ -842,27 +892,50 @@ func (i *Informer) Selection() (namespace string, selector labels.Selector) {
 }
 
 // onWatchError is the informer's watch error handler: it keeps err for
-// WaitForCacheSync while the cache has not synced, counts and logs it, and
-// passes it on to the Watch error channels. io.EOF (a watch that the server
-// closed normally) is not an error. err is kept first: once the metric or
-// the log shows it, WaitForCacheSync names it.
-func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error) {
+// WaitForCacheSync while the cache has not synced (a NotFound list of
+// Config.Namespace first asks scope whether the resource is
+// cluster-scoped, which ends the wait, or not served, which the kept
+// error then says), counts and logs it, and passes it on to the Watch
+// error channels. io.EOF (a watch that the server closed normally) is not
+// an error. err is kept first: once the metric or the log shows it,
+// WaitForCacheSync names it.
+func (i *Informer) onWatchError(ctx context.Context, _ *cache.Reflector, err error) {
 	if errors.Is(err, io.EOF) {
 		return
 	}
 	synced := i.HasSynced()
-	refused := false
+	// A NotFound list of a Namespace: a cluster-scoped resource, or one
+	// not served (yet). Asked before mu, which the answer may take seconds
+	// to come without.
+	served := scope.Unknown
+	if !synced && i.scope != nil && apierrors.IsNotFound(err) {
+		served = i.scope.of(ctx)
+	}
+	refused, clusterScoped := false, false
 	i.mu.Lock()
 	if synced {
 		i.syncErr = nil
 	} else {
 		i.syncErr = err
-		if !refusedForGood(err) {
+		switch {
+		case served == scope.ClusterScoped:
+			// Certain at once: no retry can sync it.
+			if i.refusedErr == nil {
+				i.refusedErr = fmt.Errorf("informer %s: %w: %w: %s", i.name, ErrNotSynced, ErrInvalidConfig, scope.NamespaceOfClusterScoped(i.gvr, i.namespace, i.scope.discovered))
+				close(i.refused)
+				clusterScoped = true
+			}
+		case served == scope.NotServed:
+			i.syncErr = fmt.Errorf("%w (the API server does not serve %s: a CRD not installed yet?)", err, i.resource())
 			i.refusals = 0
-		} else if i.refusals++; i.refusals >= refusalsToEnd && i.refusedErr == nil {
-			i.refusedErr = fmt.Errorf("informer %s: %w: the API server refuses to list %s: %w", i.name, ErrNotSynced, i.listed(), err)
-			close(i.refused)
-			refused = true
+		case !refusedForGood(err):
+			i.refusals = 0
+		default:
+			if i.refusals++; i.refusals >= refusalsToEnd && i.refusedErr == nil {
+				i.refusedErr = fmt.Errorf("informer %s: %w: the API server refuses to list %s: %w", i.name, ErrNotSynced, i.listed(), err)
+				close(i.refused)
+				refused = true
+			}
 		}
 	}
 	i.mu.Unlock()
@@ -874,6 +947,9 @@ func (i *Informer) onWatchError(_ context.Context, _ *cache.Reflector, err error
 	}
 	if refused {
 		level.Error(i.logger).Log("msg", "the API server refuses the list for good: the cache cannot sync until the informer's Config changes", "err", err)
+	}
+	if clusterScoped {
+		level.Error(i.logger).Log("msg", "Namespace given for a cluster-scoped resource: the cache cannot sync until the informer's Config changes", "namespace", i.namespace, "err", err)
 	}
 	err = fmt.Errorf("watch %s: %w", i.gvr.String(), err)
 	i.mu.Lock()
@@ -896,11 +972,7 @@ func refusedForGood(err error) bool {
 // listed describes what the informer lists: its resource, namespace and
 // selectors.
 func (i *Informer) listed() string {
-	s := i.gvr.Resource
-	if i.gvr.Group != "" {
-		s += "." + i.gvr.Group
-	}
-	s += "/" + i.gvr.Version
+	s := i.resource()
 	if i.namespace != "" {
 		s += " in namespace " + i.namespace
 	}
@@ -911,6 +983,15 @@ func (i *Informer) listed() string {
 		s += fmt.Sprintf(" with field selector %q", i.fieldSelector)
 	}
 	return s
+}
+
+// resource names the informer's resource: resource.group/version.
+func (i *Informer) resource() string {
+	s := i.gvr.Resource
+	if i.gvr.Group != "" {
+		s += "." + i.gvr.Group
+	}
+	return s + "/" + i.gvr.Version
 }
 
 // metricsHandler keeps the informer's event metrics (cache_objects reads

@@ -13,11 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/operatorkit/operatorkit/internal/scope"
 )
 
 // metadataOnly reports whether objType asks for a metadata-only informer:
@@ -39,16 +40,17 @@ func metadataOnly(objType runtime.Object) bool {
 // list's backoff until it succeeds).
 type metadataKind struct {
 	gvr       schema.GroupVersionResource
-	discovery discovery.ServerResourcesInterfaceWithContext // nil when the kind was known in New
+	discovery scope.Discovery // nil when the kind was known in New
 	kind      atomic.Pointer[schema.GroupVersionKind]
 	mu        sync.Mutex // serializes discoveries
 }
 
 // newMetadataKind returns the kind of gvr's objects for a metadata-only
 // informer whose Config.ObjectType is objType, or an error naming the
-// field when objType's TypeMeta is not of gvr's group version. cfg builds
-// the discovery client when the kind must be discovered.
-func newMetadataKind(cfg *rest.Config, gvr schema.GroupVersionResource, objType *metav1.PartialObjectMetadata) (*metadataKind, error) {
+// field when objType's TypeMeta is not of gvr's group version.
+// newDiscovery returns the informer's discovery client (the one its
+// scopeCheck asks too), called when the kind must be discovered.
+func newMetadataKind(newDiscovery func() (scope.Discovery, error), gvr schema.GroupVersionResource, objType *metav1.PartialObjectMetadata) (*metadataKind, error) {
 	k := &metadataKind{gvr: gvr}
 	gv := gvr.GroupVersion()
 	if av := objType.APIVersion; av != "" && av != gv.String() {
@@ -63,7 +65,7 @@ func newMetadataKind(cfg *rest.Config, gvr schema.GroupVersionResource, objType 
 		k.kind.Store(&gvk)
 		return k, nil
 	}
-	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	d, err := newDiscovery()
 	if err != nil {
 		return nil, fmt.Errorf("discovery client for the kind of %s: %w", gvr, err)
 	}
@@ -133,12 +135,10 @@ func (k *metadataKind) resolve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("discover the kind of %s: %w", k.gvr, err)
 	}
-	for _, r := range list.APIResources {
-		if r.Name == k.gvr.Resource {
-			gvk := gv.WithKind(r.Kind)
-			k.kind.Store(&gvk)
-			return nil
-		}
+	if r, ok := scope.Find(list, k.gvr.Resource); ok {
+		gvk := gv.WithKind(r.Kind)
+		k.kind.Store(&gvk)
+		return nil
 	}
 	return fmt.Errorf("discover the kind of %s: the API server does not serve resource %q in %s", k.gvr, k.gvr.Resource, gv.String())
 }

@@ -18,7 +18,8 @@ type Interface interface {
 	HasSynced() bool
 	// WaitForCacheSync blocks until HasSynced is true, and returns an error
 	// wrapping ErrNotSynced if ctx ends first, or at once when the cache
-	// can never sync (*Informer: a list the API server refuses for good).
+	// can never sync (*Informer: a list the API server refuses for good,
+	// a Namespace given for a cluster-scoped resource).
 	WaitForCacheSync(ctx context.Context) error
 	// Get returns the cached object with the key "namespace/name" (just
 	// "name" for cluster-scoped objects). exists is false when the cache has

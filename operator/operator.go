@@ -161,7 +161,10 @@ type Config struct {
 	// Those errors are waited out, as RBAC granted or a CRD installed
 	// meanwhile heals them; a list the API server refuses for good (400
 	// BadRequest: a selector it does not support) ends the wait once the
-	// retried list is refused too, about a second later.
+	// retried list is refused too, about a second later, and a Namespace
+	// given for a cluster-scoped resource ends it at once (the discovery
+	// before the wait, or, when that one failed, the informer's own:
+	// informer.Config.Namespace).
 	// Defaults to DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
 	// ResyncPeriod is the resync period of informers created by Informer
