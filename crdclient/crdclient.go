@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/operatorkit/operatorkit/internal/nilptr"
@@ -52,23 +53,36 @@ func NewDefaultBackOff() backoff.BackOff {
 type Config struct {
 	// Client talks to the apiextensions API. Required.
 	Client apiextensionsclient.Interface
-	// Logger receives debug logs of each step. nil means no logs; a nil
-	// pointer in it is an error.
+	// Dynamic reads and writes the custom resources of a CRD in
+	// MigrateStorage, and is used by nothing else. Required by
+	// MigrateStorage only; a nil pointer in it is an error.
+	Dynamic dynamic.Interface
+	// MigrationPageSize is how many objects MigrateStorage lists per
+	// request (the list's limit), and so at most holds in memory at once.
+	// Defaults to DefaultMigrationPageSize; must not be negative.
+	MigrationPageSize int64
+	// Logger receives debug logs of each step, and an info line at the
+	// start and the end of a storage migration (with the count of objects
+	// written and the duration). nil means no logs; a nil pointer in it
+	// is an error.
 	Logger log.Logger
 }
 
-// CRDClient creates, updates and deletes CustomResourceDefinitions and waits
-// for the API server to act on them. Create it with New; it is safe for
+// CRDClient creates, updates and deletes CustomResourceDefinitions, waits
+// for the API server to act on them, and migrates their stored objects to
+// a new storage version. Create it with New; it is safe for
 // concurrent use.
 type CRDClient struct {
 	crds      apiextensionsclientv1.CustomResourceDefinitionInterface
 	discovery discovery.DiscoveryInterface
+	dynamic   dynamic.Interface
+	pageSize  int64
 	logger    log.Logger
 }
 
 // New validates config and returns a CRDClient. Errors match
-// ErrInvalidConfig and name the field: Client empty or a nil pointer, or
-// Logger a nil pointer.
+// ErrInvalidConfig and name the field: Client empty or a nil pointer,
+// Dynamic or Logger a nil pointer, or MigrationPageSize negative.
 func New(config Config) (*CRDClient, error) {
 	if config.Client == nil {
 		return nil, fmt.Errorf("%w: %T.Client must not be empty", ErrInvalidConfig, config)
@@ -79,12 +93,23 @@ func New(config Config) (*CRDClient, error) {
 	if config.Logger != nil && nilptr.Is(config.Logger) { // its first log line would panic
 		return nil, fmt.Errorf("%w: %T.Logger is a nil %T", ErrInvalidConfig, config, config.Logger)
 	}
+	if config.Dynamic != nil && nilptr.Is(config.Dynamic) { // a client whose NewForConfig failed
+		return nil, fmt.Errorf("%w: %T.Dynamic is a nil %T", ErrInvalidConfig, config, config.Dynamic)
+	}
+	if config.MigrationPageSize < 0 {
+		return nil, fmt.Errorf("%w: %T.MigrationPageSize must not be negative, is %d", ErrInvalidConfig, config, config.MigrationPageSize)
+	}
+	if config.MigrationPageSize == 0 {
+		config.MigrationPageSize = DefaultMigrationPageSize
+	}
 	if config.Logger == nil {
 		config.Logger = log.NewNopLogger()
 	}
 	return &CRDClient{
 		crds:      config.Client.ApiextensionsV1().CustomResourceDefinitions(),
 		discovery: config.Client.Discovery(),
+		dynamic:   config.Dynamic,
+		pageSize:  config.MigrationPageSize,
 		logger:    config.Logger,
 	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/dynamic"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -108,6 +109,14 @@ func TestNew(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "crdclient.Config.Logger is a nil *crdclient.nilLogger") {
 		t.Errorf("New(Config{Logger: a nil *nilLogger}) = %v, want ErrInvalidConfig naming crdclient.Config.Logger", err)
 	}
+	_, err = New(Config{Client: newFake(), Dynamic: (*dynamic.DynamicClient)(nil)})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "crdclient.Config.Dynamic is a nil *dynamic.DynamicClient") {
+		t.Errorf("New(Config{Dynamic: a nil *dynamic.DynamicClient}) = %v, want ErrInvalidConfig naming crdclient.Config.Dynamic", err)
+	}
+	_, err = New(Config{Client: newFake(), MigrationPageSize: -1})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "crdclient.Config.MigrationPageSize must not be negative") {
+		t.Errorf("New(Config{MigrationPageSize: -1}) = %v, want ErrInvalidConfig naming crdclient.Config.MigrationPageSize", err)
+	}
 }
 
 // nilLogger is a logger whose nil pointer panics at its first line.
@@ -132,6 +141,10 @@ func TestInvalidArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for op, f := range map[string]func(context.Context, *apiextensionsv1.CustomResourceDefinition, backoff.BackOff) error{
 				"EnsureCreated": c.EnsureCreated, "EnsureDeleted": c.EnsureDeleted,
+				"MigrateStorage": func(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) error {
+					_, err := c.MigrateStorage(ctx, crd, b)
+					return err
+				},
 			} {
 				err := f(context.Background(), tt.crd, tt.b)
 				if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tt.want) {

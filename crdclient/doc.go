@@ -6,10 +6,13 @@
 // existing one to the given spec, then waits until the API server has
 // accepted its names and established it. [CRDClient.EnsureDeleted] deletes
 // it (and so every custom resource of it) and waits until it is gone.
+// [CRDClient.MigrateStorage] rewrites the stored objects of a CRD whose
+// storage version changed, and then sets its status.storedVersions to the
+// storage version alone, so that a later spec may drop the old versions.
 //
 // # Guarantees
 //
-//   - Idempotent: both calls may be repeated, from any starting state.
+//   - Idempotent: every call may be repeated, from any starting state.
 //   - Says why: a CRD the API server refuses fails at once, never retried,
 //     with an error that wraps [ErrInvalidCRD] (a schema or field error; the
 //     server's StatusError with every field error is wrapped too) or
@@ -19,9 +22,12 @@
 //   - Bounded: waiting and retrying follow the backoff.BackOff given, and
 //     stop when the context ends. A nil backoff means [NewDefaultBackOff]:
 //     exponential from 50ms to at most 2s between attempts, giving up after
-//     one minute. Only transient failures are retried (timeouts, 429, 5xx,
-//     refused or reset connections, conflicts of the spec's update); other
-//     API errors are returned at once.
+//     one minute (for MigrateStorage, one minute per step: it resets the
+//     backoff before reading the CRD, each page, each object's write and
+//     the status update). Only transient failures are retried (timeouts,
+//     429, 5xx, refused or reset connections, conflicts of the spec's
+//     update and of status.storedVersions' update); other API errors are
+//     returned at once.
 //   - Never destructive by accident: EnsureCreated never deletes anything,
 //     also not when its wait times out; EnsureDeleted deletes with a UID
 //     precondition, so it never deletes a CRD that someone else re-created
@@ -32,6 +38,16 @@
 //     retried on conflict (a few times at once, then at the backoff's pace,
 //     with the CRD read again). A CRD being deleted is waited for and then
 //     created anew.
+//   - Storage migration only when asked for: MigrateStorage writes every
+//     object of the CRD (one update each, unchanged, with its
+//     resourceVersion; an object written or deleted meanwhile is skipped),
+//     so nothing in operatorkit calls it unless the author asks
+//     (framework.Config.MigrateStorage, never in a dry run). It writes
+//     nothing when status.storedVersions is already the storage version
+//     alone, holds one page of objects (Config.MigrationPageSize) in
+//     memory at a time, and leaves status.storedVersions as it was unless
+//     every object listed was written or skipped and the CRD's storage
+//     version did not change meanwhile (ErrStorageVersionChanged).
 //
 // Establishment is read from the conditions NamesAccepted and Established.
 // A CRD whose requested names are its accepted names (status.acceptedNames)

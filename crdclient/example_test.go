@@ -11,6 +11,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/crdclient"
@@ -101,4 +102,52 @@ func ExampleCRDClient_EnsureDeleted() {
 		os.Exit(1)
 	}
 	fmt.Println("widgets.example.com deleted")
+}
+
+// MigrateStorage, in the main of the release that made v1 the storage
+// version of widgets (v1alpha1 was before, and is still served), after
+// EnsureCreated installed that spec: it rewrites every widget stored in
+// v1alpha1 once, so that a later release may drop v1alpha1. Later starts
+// find status.storedVersions [v1] and write nothing. (A Framework with
+// Config.CRD and Config.MigrateStorage does this in EnsureCRD.) It needs an
+// API server, so it is compiled but not run.
+func ExampleCRDClient_MigrateStorage() {
+	restConfig, err := rest.InClusterConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ext, err := apiextensionsclient.NewForConfig(restConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	crds, err := crdclient.New(crdclient.Config{Client: ext, Dynamic: dyn})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	if err := crds.EnsureCreated(ctx, widgetCRD(), nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	m, err := crds.MigrateStorage(ctx, widgetCRD(), nil)
+	switch {
+	case errors.Is(err, crdclient.ErrStorageVersionChanged):
+		// Someone changed the CRD meanwhile: run it again once it is stable.
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	case err != nil:
+		// ErrTimeout, the context's end, or an API error naming the CRD and
+		// the object (the objects written so far stay written).
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("%d widgets rewritten in %s (stored versions were %v)\n", m.Rewritten, m.StorageVersion, m.StoredVersions)
 }

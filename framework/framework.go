@@ -99,8 +99,24 @@ type Config struct {
 	// With Resource set, the CRD's group, plural and served versions, as
 	// far as it sets them, must include Resource's.
 	CRD *apiextensionsv1.CustomResourceDefinition
-	// CRDClient ensures CRD. Required when CRD is set.
+	// CRDClient ensures CRD. Required when CRD is set; with
+	// MigrateStorage, it must have been made with crdclient.Config.Dynamic.
 	CRDClient *crdclient.CRDClient
+	// MigrateStorage makes EnsureCRD, once CRD is established, migrate the
+	// stored objects of CRD to its storage version
+	// (crdclient.CRDClient.MigrateStorage): when the CRD's
+	// status.storedVersions lists another version than the storage version
+	// (the storage version changed, as from v1alpha1 to v1), every object
+	// is written back once, unchanged, and status.storedVersions is set to
+	// the storage version alone, so that a later release may drop the old
+	// version from CRD. Otherwise it costs one read of the CRD. It writes
+	// every object (an update event for each to other watchers; this
+	// Framework's informer starts after it), before the Framework starts,
+	// and in every replica that starts while the old version is listed
+	// (they share the work: an object another replica wrote is skipped);
+	// so it is off unless set. Not with DryRun, which writes nothing.
+	// Requires CRD.
+	MigrateStorage bool
 	// Logger receives the Framework's logs. Defaults to a nop logger.
 	// The Framework logs one debug line per reconciliation (its trace); a
 	// Logger with a method DebugEnabled() bool that returns false, as
@@ -151,7 +167,7 @@ type Config struct {
 	// DryRun makes the Framework reconcile without writing: each crud
 	// resource computes its plan (see Plan), which is traced and logged;
 	// no finalizer is written, nothing is applied, and CRD is neither
-	// created nor updated.
+	// created nor updated (nor its objects migrated, see MigrateStorage).
 	DryRun bool
 	// RunSuperseded makes every reconciliation run its whole chain. By
 	// default a reconciliation stops before its next resource, with result
@@ -229,7 +245,9 @@ type Framework struct {
 	crdClient  *crdclient.CRDClient
 	crdMu      sync.Mutex
 	crdEnsured bool // EnsureCRD succeeded
-	logger     log.Logger
+	// migrateStorage is Config.MigrateStorage.
+	migrateStorage bool
+	logger         log.Logger
 	// debugLogger is level.Debug(logger), nil when Config.Logger was nil.
 	debugLogger      log.Logger
 	recorder         record.EventRecorder
@@ -351,6 +369,9 @@ func New(config Config) (*Framework, error) {
 	if config.CRD != nil && config.CRDClient == nil {
 		return nil, fmt.Errorf("%w: framework.Config.CRDClient must not be empty when CRD is set", ErrInvalidConfig)
 	}
+	if config.MigrateStorage && config.CRD == nil {
+		return nil, fmt.Errorf("%w: framework.Config.CRD must not be empty when MigrateStorage is set", ErrInvalidConfig)
+	}
 	if err := crdServes(config.CRD, config.Resource); err != nil {
 		return nil, err
 	}
@@ -424,6 +445,7 @@ func New(config Config) (*Framework, error) {
 		resource:            config.Resource,
 		crd:                 config.CRD,
 		crdClient:           config.CRDClient,
+		migrateStorage:      config.MigrateStorage,
 		logger:              log.With(config.Logger, "controller", config.Name),
 		recorder:            config.EventRecorder,
 		workers:             config.Workers,
@@ -490,12 +512,15 @@ func (f *Framework) Finalizer() string { return f.finalizer }
 func (f *Framework) Booted() <-chan struct{} { return f.booted }
 
 // EnsureCRD creates or updates Config.CRD, when one is set, and waits until
-// it is established; it does nothing when none is set or after it
-// succeeded once. Boot calls it; call it before starting an informer of
-// the CRD's resource yourself, which cannot sync before the CRD exists (the
-// operator package's Run does). With Config.DryRun it writes nothing and
-// returns nil: the CRD must be installed. An error names the Framework and
-// the CRD. Safe for concurrent use.
+// it is established, and then, with Config.MigrateStorage, migrates its
+// stored objects to its storage version (crdclient.CRDClient.MigrateStorage:
+// one write per object when status.storedVersions lists an older version);
+// it does nothing when none is set or after it succeeded once. Boot calls
+// it; call it before starting an informer of the CRD's resource yourself,
+// which cannot sync before the CRD exists (the operator package's Run
+// does). With Config.DryRun it writes nothing and returns nil: the CRD must
+// be installed. An error names the Framework and the CRD. Safe for
+// concurrent use.
 func (f *Framework) EnsureCRD(ctx context.Context) error {
 	if f.crd == nil {
 		return nil
@@ -513,6 +538,11 @@ func (f *Framework) EnsureCRD(ctx context.Context) error {
 	level.Info(f.logger).Log("msg", "ensuring CRD", "crd", f.crd.Name)
 	if err := f.crdClient.EnsureCreated(ctx, f.crd, nil); err != nil {
 		return fmt.Errorf("framework %s: ensure CRD %s: %w", f.name, f.crd.Name, err)
+	}
+	if f.migrateStorage {
+		if _, err := f.crdClient.MigrateStorage(ctx, f.crd, nil); err != nil {
+			return fmt.Errorf("framework %s: %w", f.name, err)
+		}
 	}
 	f.crdEnsured = true
 	return nil

@@ -193,6 +193,7 @@ func TestNewValidatesConfig(t *testing.T) {
 			c.Resource = schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "gadgets"}
 		}, `framework.Config.CRD gadgets.test.operatorkit.io does not serve the version "v1" of Resource (served: v1beta1)`},
 		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
+		{"migrate storage without crd", func(c *Config) { c.MigrateStorage = true }, "framework.Config.CRD must not be empty when MigrateStorage is set"},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
 		{"negative timeout", func(c *Config) { c.ReconcileTimeout = -time.Second }, "ReconcileTimeout"},

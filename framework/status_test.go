@@ -1361,7 +1361,7 @@ func TestStatusStateOnlyWhenNeeded(t *testing.T) {
 // TestDryRunWritesNoCRD: a dry run writes nothing, the CRD neither:
 // EnsureCRD (Boot and operator.Operator.Run call it) created or updated
 // Config.CRD all the same, so that `--dry-run --install-crd` changed the
-// cluster's CRD.
+// cluster's CRD. Nor does it migrate the CRD's objects (MigrateStorage).
 func TestDryRunWritesNoCRD(t *testing.T) {
 	ext := apiextensionsfake.NewClientset()
 	crds, err := crdclient.New(crdclient.Config{Client: ext})
@@ -1373,7 +1373,7 @@ func TestDryRunWritesNoCRD(t *testing.T) {
 		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Group: "test.operatorkit.io", Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}},
 	}
 	f, err := New(Config{Name: "op", Informer: informertest.New(), ResourceRouter: testRouter(t, nil, &funcResource{name: "r"}),
-		Resource: thingsGVR, DryRun: true, CRD: crd, CRDClient: crds})
+		Resource: thingsGVR, DryRun: true, CRD: crd, CRDClient: crds, MigrateStorage: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,8 +98,10 @@
 //
 // Start order: Run opens the HTTP listeners first (a busy or invalid address
 // fails Run at once, before anything else starts), then ensures the
-// Frameworks' CRDs (framework.Config.CRD), then starts every shared
-// informer and waits for their caches (at most Config.CacheSyncTimeout; a
+// Frameworks' CRDs (framework.Config.CRD, and with
+// framework.Config.MigrateStorage migrates their stored objects to the
+// storage version, in every replica, before leader election), then starts
+// every shared informer and waits for their caches (at most Config.CacheSyncTimeout; a
 // list the API server refuses for good, such as a field selector it does
 // not support, fails Run at once), then (with leader election) campaigns
 // for the Lease, and boots the Frameworks only while it leads. Caches are warm before leading, so a

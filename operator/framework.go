@@ -109,7 +109,7 @@ func orDefaultInt(n, def int) int {
 // ObjectType, of a dynamic informer or of informer.ConvertTo do, but not
 // those of a clientset's RESTClient; otherwise pass a recorder made with a
 // scheme that knows them); CRDClient, when CRD is set, to a crdclient on
-// Config.RESTConfig. The clients are built from Config.RESTConfig with
+// Config.RESTConfig, with Dynamic() for framework.Config.MigrateStorage. The clients are built from Config.RESTConfig with
 // Config.Name as user agent unless it has one; Dynamic() and Metadata()
 // once, by New, and shared by every Framework. With Config.Sharding, the
 // UpdatePredicate (given or the default) is wrapped so that the drain label
@@ -171,7 +171,7 @@ func (o *Operator) frameworkConfig(config framework.Config) (framework.Config, e
 		if err != nil {
 			return config, fmt.Errorf("apiextensions client: %w", err)
 		}
-		if config.CRDClient, err = crdclient.New(crdclient.Config{Client: ext, Logger: config.Logger}); err != nil {
+		if config.CRDClient, err = crdclient.New(crdclient.Config{Client: ext, Dynamic: o.dynamic, Logger: config.Logger}); err != nil {
 			return config, err
 		}
 	}

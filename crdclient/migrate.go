@@ -1,0 +1,357 @@
+package crdclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-kit/log"
+	"github.com/go-kit/log/level"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+)
+
+// DefaultMigrationPageSize is the number of objects MigrateStorage lists
+// per request when Config.MigrationPageSize is 0.
+const DefaultMigrationPageSize = 500
+
+// StorageMigration is what MigrateStorage did.
+type StorageMigration struct {
+	// StorageVersion is the CRD's storage version: the one every object is
+	// stored in afterwards, and the only one status.storedVersions lists.
+	StorageVersion string
+	// StoredVersions is status.storedVersions as read before: the
+	// versions objects may have been stored in.
+	StoredVersions []string
+	// Rewritten counts the objects written back, one write each.
+	Rewritten int
+	// Skipped counts the listed objects not written back: changed since
+	// they were listed (409 Conflict: someone wrote them, so they are
+	// stored in the storage version already) or deleted (404).
+	Skipped int
+}
+
+// MigrateStorage makes every stored object of the CRD named crd.Name
+// stored in the CRD's storage version, and then records that: it sets
+// status.storedVersions to the storage version alone. A later spec can
+// then drop the versions objects were stored in before (the API server
+// refuses to remove a version that status.storedVersions lists), and
+// reads stop converting from them.
+//
+// It reads the CRD from the server (crd's spec is not used: call
+// EnsureCreated first, so that the storage version is the one crd
+// gives). When status.storedVersions is the storage version alone it
+// returns at once, having written nothing. Otherwise it waits until the
+// API server's discovery says the resource is stored in the storage
+// version (its storageVersionHash, where the server publishes one), lists
+// the objects in every namespace, Config.MigrationPageSize at a time, and
+// writes each back unchanged: an update of the object as listed, with its
+// resourceVersion, which the API server encodes in the storage version.
+// The objects are handled as unstructured data, never decoded into Go
+// types. An object changed since it was listed (409 Conflict) is stored in
+// the storage version already and is skipped, not retried; one deleted
+// meanwhile (404) is skipped too. Objects created or written while it runs
+// are stored in the storage version by the API server (on a cluster of
+// several API servers, by each once its informer of CRDs has the CRD's
+// update, normally within milliseconds: MigrateStorage waits for the
+// discovery of the one that answers it). A list whose continue token
+// expired (410) goes on with the token the API server gives for the rest
+// of the objects (created or changed ones may be missed: they are in the
+// storage version already) or, without one, starts again. Then it updates
+// status.storedVersions through the CRD's status subresource, with the
+// CRD's resourceVersion as precondition; a conflict reads the CRD again
+// and retries at b's pace.
+//
+// Cost: one list request per page and one write per object, each an update
+// event for every watcher of the resource (a running operator reconciles
+// each object once more). It writes every object, so nothing calls it unless
+// the operator's author asks for it: framework.Config.MigrateStorage makes
+// framework.Framework.EnsureCRD (and so operator.Operator.Run) call it
+// after EnsureCreated, except in a dry run; or call it yourself after
+// EnsureCreated. It is idempotent, and safe to run from several processes
+// at once (each object is written by one of them, the others get a
+// conflict), but each run that finds old versions in
+// status.storedVersions writes every object. Its identity needs get of
+// the CRD and discovery; and, when there is something to migrate, list
+// and update of the resource in every namespace and update of
+// customresourcedefinitions/status.
+//
+// b paces the retries of transient failures (timeouts, 429, 5xx, refused or
+// reset connections) and the waits; it is Reset before each step (reading
+// the CRD, each page, each object's write, the status update), so that it
+// bounds the retries of one step, not the whole migration; nil means
+// NewDefaultBackOff. Give each concurrent call a BackOff of its own.
+// MigrateStorage returns what it did (also on error: the objects written
+// so far), and:
+//   - nil once status.storedVersions is the storage version alone;
+//   - an error wrapping ErrInvalidArgument for a nil crd, an empty name or
+//     a b that holds a nil pointer, and ErrInvalidConfig when
+//     Config.Dynamic was not set: nothing is sent to the API server then;
+//   - an error wrapping ErrStorageVersionChanged when the CRD's storage
+//     version changed while it ran, or status.storedVersions gained
+//     another version: status.storedVersions is left as it is then; call
+//     MigrateStorage again;
+//   - an error wrapping ErrTimeout when b gives up on a step, or
+//     context.Cause(ctx) when ctx ends, saying what was last seen;
+//     status.storedVersions is left as it is, and the objects written
+//     so far stay written;
+//   - any other API error, wrapped, at once: the CRD not found, the list
+//     or an object's write refused (the error names the CRD, the object
+//     and the version). status.storedVersions is left as it is.
+func (c *CRDClient) MigrateStorage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) (StorageMigration, error) {
+	if err := validate(crd, b); err != nil {
+		return StorageMigration{}, err
+	}
+	if c.dynamic == nil {
+		return StorageMigration{}, fmt.Errorf("%w: crdclient.Config.Dynamic must not be empty for MigrateStorage (of CRD %s)", ErrInvalidConfig, crd.Name)
+	}
+	if b == nil {
+		b = NewDefaultBackOff()
+	}
+	what := "migrate storage of CRD " + crd.Name
+	logger := log.With(c.logger, "crd", crd.Name)
+
+	var current *apiextensionsv1.CustomResourceDefinition
+	if err := step(ctx, b, what, func(ctx context.Context) (err error) {
+		current, err = c.get(ctx, crd.Name)
+		return err
+	}); err != nil {
+		return StorageMigration{}, err
+	}
+	storage := storageVersion(current)
+	m := StorageMigration{StorageVersion: storage, StoredVersions: slices.Clone(current.Status.StoredVersions)}
+	if slices.Equal(m.StoredVersions, []string{storage}) {
+		level.Debug(logger).Log("msg", "objects are stored in the storage version only", "storageVersion", storage)
+		return m, nil
+	}
+	gvr, err := migrationResource(current)
+	if err != nil {
+		return m, fmt.Errorf("%s: %w", what, err)
+	}
+	start := time.Now()
+	level.Info(logger).Log("msg", "migrating stored objects to the storage version", "storageVersion", storage, "storedVersions", strings.Join(m.StoredVersions, ","))
+	if err := step(ctx, b, what, func(ctx context.Context) error {
+		return c.storedAs(ctx, current, gvr)
+	}); err != nil {
+		return m, err
+	}
+	if err := c.rewriteAll(ctx, logger, b, what, gvr, &m); err != nil {
+		return m, err
+	}
+	if err := step(ctx, b, what, func(ctx context.Context) error {
+		return c.setStoredVersions(ctx, crd.Name, &m)
+	}); err != nil {
+		return m, err
+	}
+	level.Info(logger).Log("msg", "migrated stored objects to the storage version", "storageVersion", storage,
+		"rewritten", m.Rewritten, "skipped", m.Skipped, "duration", time.Since(start))
+	return m, nil
+}
+
+// get reads the CRD named name; a transient failure is pending.
+func (c *CRDClient) get(ctx context.Context, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd, err := c.crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, classify("get CRD "+name, err)
+	}
+	return crd, nil
+}
+
+// storageVersion returns the name of crd's storage version.
+func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// migrationResource returns the resource the objects of crd are read and
+// written through: the storage version's, or, when that is not served, the
+// first served version's (the API server converts what it writes to the
+// storage version either way).
+func migrationResource(crd *apiextensionsv1.CustomResourceDefinition) (schema.GroupVersionResource, error) {
+	version := ""
+	for _, v := range crd.Spec.Versions {
+		if v.Served && (version == "" || v.Storage) {
+			version = v.Name
+		}
+	}
+	if version == "" {
+		return schema.GroupVersionResource{}, fmt.Errorf("no version of CRD %s is served", crd.Name)
+	}
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Spec.Names.Plural}, nil
+}
+
+// storedAs returns a pending error until the API server's discovery says
+// that the objects of crd's resource gvr are stored in crd's storage
+// version: the storage version hash it publishes for them is the one of
+// that version. A server that publishes none is taken at its word. The
+// API server's handler of the resource and its discovery follow the same
+// informer of CRDs, so a storage version just set by an update of the CRD
+// is used once discovery says so.
+func (c *CRDClient) storedAs(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, gvr schema.GroupVersionResource) error {
+	gv := gvr.GroupVersion().String()
+	var list *metav1.APIResourceList
+	var err error
+	if d, ok := c.discovery.(discovery.ServerResourcesInterfaceWithContext); ok {
+		list, err = d.ServerResourcesForGroupVersionWithContext(ctx, gv)
+	} else {
+		list, err = c.discovery.ServerResourcesForGroupVersion(gv)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return pending(fmt.Sprintf("version %s not in discovery yet", gv))
+	case err != nil:
+		return classify("discover "+gv, err)
+	}
+	want := storageVersionHash(crd.Spec.Group, storageVersion(crd), crd.Spec.Names.Kind)
+	for _, r := range list.APIResources {
+		if r.Name != gvr.Resource {
+			continue
+		}
+		if r.StorageVersionHash != "" && r.StorageVersionHash != want {
+			return pending(fmt.Sprintf("discovery of %s says %s are stored in another version than %s yet", gv, gvr.Resource, storageVersion(crd)))
+		}
+		return nil
+	}
+	return pending(fmt.Sprintf("resource %s not in discovery of %s yet", gvr.Resource, gv))
+}
+
+// storageVersionHash is the hash the API server's discovery publishes for
+// a resource whose objects of kind in group are stored in version: the
+// first 8 bytes of the SHA-256 of "group/version/kind", in base64 (as
+// StorageVersionHash of k8s.io/apiserver/pkg/endpoints/discovery computes
+// it).
+func storageVersionHash(group, version, kind string) string {
+	sum := sha256.Sum256([]byte(group + "/" + version + "/" + kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
+}
+
+// rewriteAll lists the objects of gvr a page at a time and writes each
+// back, counting them in m.
+func (c *CRDClient) rewriteAll(ctx context.Context, logger log.Logger, b backoff.BackOff, what string, gvr schema.GroupVersionResource, m *StorageMigration) error {
+	resource := c.dynamic.Resource(gvr)
+	cont := ""
+	for {
+		var list *unstructured.UnstructuredList
+		if err := step(ctx, b, what, func(ctx context.Context) error {
+			l, err := resource.List(ctx, metav1.ListOptions{Limit: c.pageSize, Continue: cont})
+			var status apierrors.APIStatus
+			switch {
+			case err == nil:
+				list = l
+				return nil
+			case cont != "" && apierrors.IsResourceExpired(err):
+				// The snapshot the pages are read from is gone (etcd
+				// compacted it). The rest of the objects, as they are now,
+				// do as well: any that changed since are stored in the
+				// storage version already.
+				cont = ""
+				if errors.As(err, &status) {
+					cont = status.Status().Continue
+				}
+				level.Debug(logger).Log("msg", "list continue token expired", "restart", cont == "")
+				return pending(fmt.Sprintf("list %s: %v", gvr, err))
+			}
+			return classify(fmt.Sprintf("list %s", gvr), err)
+		}); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if err := c.rewrite(ctx, b, what, resource, &list.Items[i], m); err != nil {
+				return err
+			}
+		}
+		level.Debug(logger).Log("msg", "migrated a page of objects", "objects", len(list.Items), "rewritten", m.Rewritten, "skipped", m.Skipped)
+		cont = list.GetContinue()
+		if cont == "" {
+			return nil
+		}
+	}
+}
+
+// rewrite writes obj back as it was listed, with its resourceVersion.
+func (c *CRDClient) rewrite(ctx context.Context, b backoff.BackOff, what string, resource dynamic.NamespaceableResourceInterface, obj *unstructured.Unstructured, m *StorageMigration) error {
+	name := obj.GetName()
+	if ns := obj.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return step(ctx, b, what, func(ctx context.Context) error {
+		var err error
+		if ns := obj.GetNamespace(); ns != "" {
+			_, err = resource.Namespace(ns).Update(ctx, obj, metav1.UpdateOptions{})
+		} else {
+			_, err = resource.Update(ctx, obj, metav1.UpdateOptions{})
+		}
+		switch {
+		case err == nil:
+			m.Rewritten++
+			return nil
+		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			// Written since it was listed, so stored in the storage
+			// version already, or gone.
+			m.Skipped++
+			return nil
+		}
+		return classify(fmt.Sprintf("rewrite %s %s (resourceVersion %s) in version %s", obj.GetKind(), name, obj.GetResourceVersion(), obj.GetAPIVersion()), err)
+	})
+}
+
+// setStoredVersions sets the status.storedVersions of the CRD named name
+// to m.StorageVersion alone, unless the CRD changed in a way that makes
+// the migration incomplete (ErrStorageVersionChanged).
+func (c *CRDClient) setStoredVersions(ctx context.Context, name string, m *StorageMigration) error {
+	current, err := c.get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if v := storageVersion(current); v != m.StorageVersion {
+		return fmt.Errorf("%w: from %s to %s while the objects were rewritten", ErrStorageVersionChanged, m.StorageVersion, v)
+	}
+	for _, v := range current.Status.StoredVersions {
+		if v != m.StorageVersion && !slices.Contains(m.StoredVersions, v) {
+			return fmt.Errorf("%w: status.storedVersions gained %s while the objects were rewritten", ErrStorageVersionChanged, v)
+		}
+	}
+	want := []string{m.StorageVersion}
+	if slices.Equal(current.Status.StoredVersions, want) {
+		return nil // someone else finished first
+	}
+	next := current.DeepCopy()
+	next.Status.StoredVersions = want
+	_, err = c.crds.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err):
+		return pending(fmt.Sprintf("CRD %s changed while setting status.storedVersions: %v", name, err))
+	}
+	return classify(fmt.Sprintf("set status.storedVersions of CRD %s to %v", name, want), err)
+}
+
+// step runs op with poll after resetting b, so that b bounds the retries
+// of one step; an error op returns is prefixed with what.
+func step(ctx context.Context, b backoff.BackOff, what string, op func(context.Context) error) error {
+	b.Reset()
+	return poll(ctx, b, what, func(ctx context.Context) error {
+		err := op(ctx)
+		var p *pendingError
+		if err == nil || errors.As(err, &p) {
+			return err
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	})
+}

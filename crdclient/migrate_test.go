@@ -1,0 +1,386 @@
+package crdclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+var gadgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}
+
+// migratingCRD returns the Gadget CRD after its storage version moved from
+// v1alpha1 to v1: both served, storedVersions lists both.
+func migratingCRD() *apiextensionsv1.CustomResourceDefinition {
+	crd := newCRD("Gadget")
+	crd.ResourceVersion = "10"
+	crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{
+		{Name: "v1alpha1", Served: true},
+		{Name: "v1", Served: true, Storage: true},
+	}
+	crd.Status.StoredVersions = []string{"v1alpha1", "v1"}
+	return crd
+}
+
+// migrationFake is an API server for MigrateStorage: the CRD, discovery
+// saying Gadgets are stored as hash says, and n Gadgets listed a page at a
+// time (the continue token is the index of the next object). Hooks may
+// answer a list or an update instead.
+type migrationFake struct {
+	ext *fake.Clientset
+
+	mu      sync.Mutex
+	objects []*unstructured.Unstructured
+	lists   []string // the continue token of each list
+	updates []string // namespace/name@resourceVersion of each update
+	calls   int      // updates sent, answered by onUpdate or not
+	// onList, when set, may answer a list with continue token cont.
+	onList func(cont string) (handled bool, err error)
+	// onUpdate, when set, may answer the update of obj.
+	onUpdate func(obj *unstructured.Unstructured) (handled bool, err error)
+}
+
+func newMigrationFake(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, hash string, n int) *migrationFake {
+	t.Helper()
+	f := &migrationFake{ext: fake.NewClientset(crd)}
+	f.ext.Resources = []*metav1.APIResourceList{{
+		GroupVersion: "example.com/v1",
+		APIResources: []metav1.APIResource{{Name: "gadgets", Kind: "Gadget", Namespaced: true, StorageVersionHash: hash}},
+	}}
+	for i := range n {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion("example.com/v1")
+		o.SetKind("Gadget")
+		o.SetNamespace("ns" + strconv.Itoa(i%2))
+		o.SetName(fmt.Sprintf("g%d", i))
+		o.SetResourceVersion(strconv.Itoa(100 + i))
+		f.objects = append(f.objects, o)
+	}
+	return f
+}
+
+// fakeDynamic is the dynamic client of a migrationFake: it serves List
+// (with Limit and Continue, which client-go's fake dynamic client drops)
+// and Update of Gadgets; any other call panics.
+type fakeDynamic struct {
+	dynamic.NamespaceableResourceInterface // nil
+	f                                      *migrationFake
+	namespace                              string
+}
+
+func (d *fakeDynamic) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	if gvr != gadgets {
+		panic(fmt.Sprintf("resource %v", gvr))
+	}
+	return d
+}
+
+func (d *fakeDynamic) Namespace(ns string) dynamic.ResourceInterface {
+	return &fakeDynamic{f: d.f, namespace: ns}
+}
+
+func (d *fakeDynamic) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	f := d.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d.namespace != "" {
+		panic("list in namespace " + d.namespace)
+	}
+	f.lists = append(f.lists, opts.Continue)
+	if f.onList != nil {
+		if handled, err := f.onList(opts.Continue); handled {
+			return nil, err
+		}
+	}
+	start := 0
+	if opts.Continue != "" {
+		start, _ = strconv.Atoi(strings.TrimPrefix(opts.Continue, "x"))
+	}
+	end := min(start+int(opts.Limit), len(f.objects))
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("example.com/v1")
+	list.SetKind("GadgetList")
+	for _, o := range f.objects[start:end] {
+		list.Items = append(list.Items, *o.DeepCopy())
+	}
+	if end < len(f.objects) {
+		list.SetContinue(strconv.Itoa(end))
+	}
+	return list, nil
+}
+
+func (d *fakeDynamic) Update(ctx context.Context, obj *unstructured.Unstructured, opts metav1.UpdateOptions, subresources ...string) (*unstructured.Unstructured, error) {
+	f := d.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d.namespace != obj.GetNamespace() || len(subresources) != 0 {
+		panic(fmt.Sprintf("update of %s/%s in namespace %q, subresources %v", obj.GetNamespace(), obj.GetName(), d.namespace, subresources))
+	}
+	f.calls++
+	if f.onUpdate != nil {
+		if handled, err := f.onUpdate(obj); handled {
+			return nil, err
+		}
+	}
+	f.updates = append(f.updates, obj.GetNamespace()+"/"+obj.GetName()+"@"+obj.GetResourceVersion())
+	return obj, nil
+}
+
+func (f *migrationFake) client(t *testing.T, pageSize int64) *CRDClient {
+	t.Helper()
+	c, err := New(Config{Client: f.ext, Dynamic: &fakeDynamic{f: f}, MigrationPageSize: pageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// storedVersions returns the CRD's status.storedVersions in the fake.
+func (f *migrationFake) storedVersions(t *testing.T) []string {
+	t.Helper()
+	crd, err := f.ext.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), "gadgets.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crd.Status.StoredVersions
+}
+
+// crdWrites lists the writes of CRDs sent so far.
+func (f *migrationFake) crdWrites() []string {
+	var ws []string
+	for _, a := range f.ext.Actions() {
+		if a.GetResource().Resource == crdResource && a.GetVerb() != "get" && a.GetVerb() != "list" {
+			ws = append(ws, a.GetVerb()+"/"+a.GetSubresource())
+		}
+	}
+	return ws
+}
+
+var v1Hash = storageVersionHash("example.com", "v1", "Gadget")
+
+func TestMigrateStorageNothingToDo(t *testing.T) {
+	crd := migratingCRD()
+	crd.Status.StoredVersions = []string{"v1"}
+	f := newMigrationFake(t, crd, v1Hash, 3)
+	m, err := f.client(t, 0).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.StorageVersion != "v1" || m.Rewritten != 0 || m.Skipped != 0 {
+		t.Errorf("MigrateStorage = %+v, want nothing done", m)
+	}
+	if len(f.lists) != 0 || f.calls != 0 || len(f.crdWrites()) != 0 {
+		t.Errorf("MigrateStorage with nothing to do listed %d times, wrote %d objects and CRDs %v", len(f.lists), f.calls, f.crdWrites())
+	}
+}
+
+// TestMigrateStoragePagesAndSkips: every object is written back as listed
+// (with its resourceVersion), pages of 2; a conflict (written since) and a
+// not found (deleted since) are skipped, not retried; storedVersions is v1
+// alone after.
+func TestMigrateStoragePagesAndSkips(t *testing.T) {
+	f := newMigrationFake(t, migratingCRD(), v1Hash, 7)
+	tries := map[string]int{}
+	f.onUpdate = func(obj *unstructured.Unstructured) (bool, error) {
+		tries[obj.GetName()]++
+		switch obj.GetName() {
+		case "g2":
+			return true, apierrors.NewConflict(gadgets.GroupResource(), obj.GetName(), errors.New("the object has been modified"))
+		case "g5":
+			return true, apierrors.NewNotFound(gadgets.GroupResource(), obj.GetName())
+		}
+		return false, nil
+	}
+	m, err := f.client(t, 2).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Rewritten != 5 || m.Skipped != 2 || !slices.Equal(m.StoredVersions, []string{"v1alpha1", "v1"}) {
+		t.Errorf("MigrateStorage = %+v, want 5 rewritten, 2 skipped, from [v1alpha1 v1]", m)
+	}
+	if want := []string{"", "2", "4", "6"}; !slices.Equal(f.lists, want) {
+		t.Errorf("list continue tokens = %q, want %q", f.lists, want)
+	}
+	if want := []string{"ns0/g0@100", "ns1/g1@101", "ns1/g3@103", "ns0/g4@104", "ns0/g6@106"}; !slices.Equal(f.updates, want) {
+		t.Errorf("updates = %q, want %q", f.updates, want)
+	}
+	if tries["g2"] != 1 || tries["g5"] != 1 {
+		t.Errorf("conflicting and deleted objects tried %d and %d times, want once", tries["g2"], tries["g5"])
+	}
+	if got := f.storedVersions(t); !slices.Equal(got, []string{"v1"}) {
+		t.Errorf("storedVersions = %v, want [v1]", got)
+	}
+}
+
+// TestMigrateStorageExpiredContinue: a continue token that expired (410)
+// goes on with the token the API server gives for the rest, or, without
+// one, lists again from the start.
+func TestMigrateStorageExpiredContinue(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		token     string // in the 410
+		wantLists []string
+		wantCount int
+	}{
+		{name: "inconsistent continue", token: "x4", wantLists: []string{"", "2", "x4"}, wantCount: 4},
+		{name: "no token", wantLists: []string{"", "2", "", "2", "4"}, wantCount: 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newMigrationFake(t, migratingCRD(), v1Hash, 6)
+			expired := false
+			f.onList = func(cont string) (bool, error) {
+				if cont != "2" || expired {
+					return false, nil
+				}
+				expired = true
+				err := apierrors.NewResourceExpired("The provided continue parameter is too old")
+				err.ErrStatus.ListMeta.Continue = tt.token
+				return true, err
+			}
+			m, err := f.client(t, 2).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(f.lists, tt.wantLists) {
+				t.Errorf("list continue tokens = %q, want %q", f.lists, tt.wantLists)
+			}
+			if m.Rewritten != tt.wantCount {
+				t.Errorf("rewritten %d, want %d (updates %q)", m.Rewritten, tt.wantCount, f.updates)
+			}
+			if got := f.storedVersions(t); !slices.Equal(got, []string{"v1"}) {
+				t.Errorf("storedVersions = %v, want [v1]", got)
+			}
+		})
+	}
+}
+
+// TestMigrateStorageStatusConflict: the storedVersions update carries the
+// CRD's resourceVersion; a conflict reads the CRD again and retries.
+func TestMigrateStorageStatusConflict(t *testing.T) {
+	f := newMigrationFake(t, migratingCRD(), v1Hash, 1)
+	var versions []string
+	f.ext.PrependReactor("update", crdResource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		versions = append(versions, a.(clienttesting.UpdateAction).GetObject().(*apiextensionsv1.CustomResourceDefinition).ResourceVersion)
+		if len(versions) == 1 {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: crdResource}, "gadgets.example.com", errors.New("modified"))
+		}
+		return false, nil, nil
+	})
+	if _, err := f.client(t, 0).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"10", "10"}; !slices.Equal(versions, want) {
+		t.Errorf("status updates with resourceVersions %q, want %q", versions, want)
+	}
+	gets := 0
+	for _, a := range f.ext.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == crdResource {
+			gets++
+		}
+	}
+	if gets != 3 { // before, and before each status update
+		t.Errorf("CRD read %d times, want 3", gets)
+	}
+	if got := f.storedVersions(t); !slices.Equal(got, []string{"v1"}) {
+		t.Errorf("storedVersions = %v, want [v1]", got)
+	}
+}
+
+// TestMigrateStorageLeavesStoredVersions: when the migration cannot be
+// trusted or did not finish, status.storedVersions stays as it was.
+func TestMigrateStorageLeavesStoredVersions(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		hash     string
+		setup    func(f *migrationFake)
+		wantErr  error
+		wantText []string
+	}{{
+		name: "storage version changed meanwhile",
+		hash: v1Hash,
+		setup: func(f *migrationFake) {
+			changed := false
+			f.onUpdate = func(*unstructured.Unstructured) (bool, error) {
+				if changed {
+					return false, nil
+				}
+				changed = true
+				crd := migratingCRD()
+				crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: "v2", Served: true, Storage: true})
+				crd.Spec.Versions[1].Storage = false
+				crd.Status.StoredVersions = append(crd.Status.StoredVersions, "v2")
+				_, err := f.ext.ApiextensionsV1().CustomResourceDefinitions().Update(context.Background(), crd, metav1.UpdateOptions{})
+				return false, err
+			}
+		},
+		wantErr:  ErrStorageVersionChanged,
+		wantText: []string{"gadgets.example.com", "from v1 to v2"},
+	}, {
+		name: "object refused",
+		hash: v1Hash,
+		setup: func(f *migrationFake) {
+			f.onUpdate = func(obj *unstructured.Unstructured) (bool, error) {
+				return true, apierrors.NewForbidden(gadgets.GroupResource(), obj.GetName(), errors.New("no"))
+			}
+		},
+		wantText: []string{"gadgets.example.com", "Gadget ns0/g0", "example.com/v1", "forbidden"},
+	}, {
+		name:     "discovery says the old storage version",
+		hash:     storageVersionHash("example.com", "v1alpha1", "Gadget"),
+		wantErr:  ErrTimeout,
+		wantText: []string{"gadgets.example.com", "stored in another version than v1"},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newMigrationFake(t, migratingCRD(), tt.hash, 2)
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			_, err := f.client(t, 0).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3))
+			if err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Fatalf("MigrateStorage = %v, want %v", err, tt.wantErr)
+			}
+			for _, s := range tt.wantText {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			if got := f.storedVersions(t); len(got) < 2 {
+				t.Errorf("storedVersions = %v, want it left as it was", got)
+			}
+			if tt.hash != v1Hash && len(f.lists)+f.calls != 0 {
+				t.Errorf("listed or wrote objects before discovery said they are stored in v1: %q, %d", f.lists, f.calls)
+			}
+		})
+	}
+}
+
+func TestMigrateStorageNeedsDynamic(t *testing.T) {
+	f := newMigrationFake(t, migratingCRD(), v1Hash, 1)
+	c, err := New(Config{Client: f.ext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MigrateStorage(t.Context(), newCRD("Gadget"), nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("MigrateStorage without Config.Dynamic = %v, want ErrInvalidConfig", err)
+	}
+	if len(f.ext.Actions()) != 0 {
+		t.Errorf("sent %v", f.ext.Actions())
+	}
+}
