@@ -108,17 +108,35 @@ func runChildOperator(t *testing.T, ns, name string, rc *rest.Config, wrap func(
 	return cms, seen
 }
 
+// seenResource wraps a resource and records the resourceVersion of the
+// last owner whose EnsureCreated it returned from, whatever it decided
+// (a child resource that waits stops the chain before a lastSeenResource).
+type seenResource struct {
+	resource.Interface
+	seen lastSeenResource
+}
+
+func (r *seenResource) EnsureCreated(ctx context.Context, obj any) error {
+	err := r.Interface.EnsureCreated(ctx, obj)
+	_ = r.seen.EnsureCreated(ctx, obj)
+	return err
+}
+
 // TestChildRecreatedAfterFinalizedDelete: a child that the desired state
 // stops naming is deleted, but a finalizer of someone else's holds it; the
 // owner then wants it back while it is still terminating (nothing to write:
-// the terminating child matches). When the finalizer goes and the child
-// with it, the delete event wakes the owner, which creates the child again:
-// that delete is not the echo of the operator's own delete, which only
-// marked the child for deletion a while ago.
+// the resource waits for the terminating child to go). When the finalizer
+// goes and the child with it, the delete event wakes the owner, which
+// creates the child again: that delete is not the echo of the operator's
+// own delete, which only marked the child for deletion a while ago.
 func TestChildRecreatedAfterFinalizedDelete(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	_, seen := runChildOperator(t, ns, "finalized-child", env.Config(), nil)
+	seen := &seenResource{}
+	runChildOperator(t, ns, "finalized-child", env.Config(), func(r resource.Interface) resource.Interface {
+		seen.Interface = r
+		return seen
+	})
 
 	kc := kubeClient(t)
 	wc := widgetClient(t, ns)
@@ -158,11 +176,11 @@ func TestChildRecreatedAfterFinalizedDelete(t *testing.T) {
 		cm, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, "w", metav1.GetOptions{})
 		return err == nil && cm.DeletionTimestamp != nil, err
 	})
-	// The owner wants it back; its reconciliation finds the terminating
-	// child matching and writes nothing.
+	// The owner wants it back; its reconciliation finds the child
+	// terminating, writes nothing and waits for it to go.
 	rv := annotate("")
 	poll(t, "the owner reconciled after it wants the child back", func(context.Context) (bool, error) {
-		return seen.rv.Load() >= rv, nil
+		return seen.seen.rv.Load() >= rv, nil
 	})
 	// The finalizer goes, and the child with it.
 	if _, err := kc.CoreV1().ConfigMaps(ns).Patch(t.Context(), "w", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {

@@ -216,9 +216,11 @@ type Config[Owner, Child Object] struct {
 	// resource stops the chain as waiting (see the package documentation).
 	//
 	// It is called by the resource's update step for each desired child
-	// the Cache holds that needs no write, so in every reconciliation that
-	// writes nothing (every resync of every owner), and with the API
-	// server's answer of each child the create and update steps apply;
+	// the Cache holds that needs no write (but not for one being deleted,
+	// which is never ready: see Deletes in the package documentation), so
+	// in every reconciliation that writes nothing (every resync of every
+	// owner), and with the API server's answer of each child the create
+	// and update steps apply;
 	// also when the chain is planned (framework.Plan). Calls for different
 	// owners may run concurrently. It must be cheap, and must have no side
 	// effects: it must not change child (the Cache's shared object), nor

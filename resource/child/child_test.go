@@ -523,6 +523,50 @@ func TestWaitsForReadiness(t *testing.T) {
 	}
 }
 
+// TestDesiredChildBeingDeletedWaits: a desired child that the Cache shows
+// being deleted (finalizers hold it: a Namespace, or a Deployment deleted
+// in the foreground) is not in place, whether or not the resource checks
+// readiness: the resource writes nothing to it and waits for it to go,
+// instead of reporting the owner done (Ready) while the child goes away,
+// and letting the next resources of the chain fail (a ResourceQuota in a
+// Namespace being deleted is refused). Its delete event wakes the owner,
+// which creates it again.
+func TestDesiredChildBeingDeletedWaits(t *testing.T) {
+	for _, readyWhen := range []bool{false, true} {
+		f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+			if readyWhen {
+				c.ReadyWhen = func(*appsv1.Deployment) bool { return true }
+			}
+		})
+		if err := f.resource.EnsureCreated(reconcileCtx(), owner()); err != nil {
+			t.Fatal(err)
+		}
+		f.sync(t, func(d *appsv1.Deployment) *appsv1.Deployment {
+			d = defaulted(d)
+			d.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			d.Finalizers = []string{"foregroundDeletion"}
+			return d
+		})
+		ctx := reconcileCtx()
+		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+			t.Fatal(err)
+		}
+		assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
+		f.image = "nginx:2" // drift: still nothing written while it goes
+		ctx = reconcileCtx()
+		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+			t.Fatal(err)
+		}
+		assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
+		if len(f.client.applies) != 1 {
+			t.Errorf("ReadyWhen %v: %d applies, want only the first one's", readyWhen, len(f.client.applies))
+		}
+	}
+	if ready, reason := child.ReadinessOf(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{}}}); ready || reason != "being deleted" {
+		t.Errorf("ReadinessOf(a ConfigMap being deleted) = %v %q, want false \"being deleted\"", ready, reason)
+	}
+}
+
 // TestReadinessReason: Config.Readiness's reason is the Reconciling
 // message's ("deployment demo/web not ready: <reason>"), also for a child
 // just written; a check of one's own falls back to ReadinessOf; a ready

@@ -75,7 +75,12 @@
 //     hold after its delete (one the Cache shows with a deletionTimestamp,
 //     whoever deleted it) is not deleted again; it wakes its owner when it
 //     is gone (through operator.Owns), which creates it again if it is
-//     desired by then. So two resources of one resource set must not keep children
+//     desired by then. Meanwhile a desired one is not written to, and the
+//     resource waits for it as for a child not ready (see Readiness), with
+//     the reason "being deleted": the owner is not Ready while, say, its
+//     Namespace is Terminating, and the resources after this one do not
+//     run (they would fail: nothing can be created in a Namespace being
+//     deleted). So two resources of one resource set must not keep children
 //     of one kind with one ManagedBy: each would delete the other's;
 //     router.NewResourceSet refuses them (the resource is a
 //     resource.Claimer). Keep such children with one resource's
@@ -120,7 +125,9 @@
 // With Config.Readiness, which tells whether a child is ready and why not
 // ([ReadinessOf] holds the kstatus rules of the common kinds with their
 // reasons), or its short form Config.ReadyWhen, which tells whether alone
-// ([Ready]), a desired child that is not ready stops the chain as waiting,
+// ([Ready]), a desired child that is not ready stops the chain as waiting
+// (and with neither, a desired child being deleted: "namespace tenant-a
+// not ready: being deleted"),
 // after this resource's writes: reconciliationcanceledcontext (the chain
 // ends as a success, later resources do not run), requeuecontext after
 // Config.WaitDelay ([DefaultWaitDelay], 5 s; the child's own watch, through

@@ -471,6 +471,13 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 				}
 				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ctrl.Kind, ctrl.Name, ctrl.UID))
 			}
+			if c.GetDeletionTimestamp() != nil {
+				// Being deleted (finalizers hold it): not in place, and
+				// nothing written to it would stay. Its delete event
+				// wakes the owner, which creates it again.
+				waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, reasonBeingDeleted))
+				continue
+			}
 		}
 		change, err := o.change(c, ctrl, d, ref, w.GetLabels())
 		switch {
@@ -503,9 +510,9 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		}
 		return nil, nil // nothing to apply (crud: a nil patch applies nothing)
 	}
-	if o.waits() {
+	if o.waits() || len(waits) > 0 {
 		// The last part applied signals the wait, for the children
-		// written and those found not ready here.
+		// written and those found not ready (or being deleted) here.
 		ws := &waitState{reasons: waits}
 		parts := []Changes{creates, updates, deletes}
 		for _, p := range parts {
@@ -988,9 +995,15 @@ func (o *ops[O, C]) notReady(c C) string {
 	if ready {
 		return ""
 	}
-	msg := strings.ToLower(o.config.GVK.Kind) + " " + childName(c) + " not ready"
-	if why = reasonLine(why); why != "" {
-		msg += ": " + why
+	return notReadyMessage(o.config.GVK.Kind, c, why)
+}
+
+// notReadyMessage returns "<kind> <namespace/name> not ready[: <reason>]",
+// the reason made one line (reasonLine).
+func notReadyMessage(kind string, c metav1.Object, reason string) string {
+	msg := strings.ToLower(kind) + " " + childName(c) + " not ready"
+	if reason = reasonLine(reason); reason != "" {
+		msg += ": " + reason
 	}
 	return msg
 }

@@ -2,15 +2,23 @@ package child
 
 import (
 	"fmt"
+	"reflect"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// reasonBeingDeleted is why a child that has a deletionTimestamp is not
+// ready.
+const reasonBeingDeleted = "being deleted"
 
 // Ready reports whether child is ready by the kstatus rules
 // (sigs.k8s.io/cli-utils/pkg/kstatus) for the kinds below, and true for
-// every other kind. Use it as Config.ReadyWhen:
+// every other kind; a child being deleted (with a deletionTimestamp,
+// kstatus's Terminating) is not ready, whatever its kind. Use it as
+// Config.ReadyWhen:
 // ReadyWhen: child.Ready[*appsv1.Deployment]; [ReadinessOf] also says why
 // a child is not ready.
 //
@@ -36,7 +44,7 @@ func Ready[C any](child C) bool {
 // is ready (every kind but those Ready lists is). Use it as
 // Config.Readiness, Readiness: child.ReadinessOf[*appsv1.Deployment], or
 // as the fallback of a check of your own. It reads child only: cheap, and
-// safe for concurrent use.
+// safe for concurrent use. A child being deleted reads "being deleted".
 //
 // The reason names the first check the child fails, the observed
 // generation first. A Deployment, StatefulSet or DaemonSet just written reads
@@ -48,6 +56,9 @@ func Ready[C any](child C) bool {
 // condition Ready not True", a Service of type LoadBalancer "no load
 // balancer ingress yet".
 func ReadinessOf[C any](child C) (ready bool, reason string) {
+	if m, ok := any(child).(metav1.Object); ok && !reflect.ValueOf(m).IsNil() && m.GetDeletionTimestamp() != nil {
+		return false, reasonBeingDeleted // kstatus: Terminating, whatever the kind
+	}
 	switch o := any(child).(type) {
 	case *appsv1.Deployment:
 		want := replicasOr1(o.Spec.Replicas)
