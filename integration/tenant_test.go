@@ -139,19 +139,12 @@ func runTenantOperator(t *testing.T, name string, crd *apiextensionsv1.CustomRes
 	must(t, err)
 	f, err := op.NewFramework(framework.Config{Name: name, Informer: tenants, ResourceRouter: rtr, Resource: gvr, Conditions: true, CRD: crd})
 	must(t, err)
+	// A change of a child, cluster-scoped (the Namespace) or in the
+	// Tenant's Namespace (the quota and the RoleBinding), wakes its Tenant.
 	kind := schema.GroupKind{Group: gvr.Group, Kind: "Tenant"}
-	// The Namespace is cluster-scoped like its Tenant: Owns. The quota and
-	// the RoleBinding are in the Tenant's Namespace, and Owns takes an
-	// owner to be in its child's namespace: Watches, by the owner reference.
-	must(t, op.Owns(f, kind, namespaces))
-	tenantOf := func(obj any) []string {
-		if ref := metav1.GetControllerOf(obj.(metav1.Object)); ref != nil && ref.Kind == kind.Kind {
-			return []string{ref.Name}
-		}
-		return nil
+	for _, children := range []*operatorpkg.SharedInformer{namespaces, quotas, roleBindings} {
+		must(t, op.Owns(f, kind, children))
 	}
-	must(t, op.Watches(f, quotas, tenantOf))
-	must(t, op.Watches(f, roleBindings, tenantOf))
 	stop, _ := runOperator(op)
 	t.Cleanup(func() { must(t, stop()) })
 }

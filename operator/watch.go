@@ -165,10 +165,14 @@ type Predicate func(oldObj, newObj any) bool
 // Informer, which the child resource may read its current state from too),
 // and the owner is named by the child's controller owner reference when that
 // reference is of kind owner (group and kind; any version). The owner is
-// taken to be in the child's namespace (owner references cannot cross
-// namespaces); for cluster-scoped owners use Watches. An empty owner kind,
-// or an owner group that is not an API group (an apiVersion such as
-// "example.com/v1", say), is ErrInvalidConfig.
+// the object of f's informer that the reference names: in the child's
+// namespace (owner references cannot cross namespaces), or, as Kubernetes
+// allows a namespaced child of a cluster-scoped owner (a Namespace's
+// ResourceQuota owned by a cluster-scoped Tenant), the cluster-scoped
+// object of that name when f's informer holds it with the reference's UID
+// and holds no object of that name in the child's namespace. An empty
+// owner kind, or an owner group that is not an API group (an apiVersion
+// such as "example.com/v1", say), is ErrInvalidConfig.
 //
 // Updates that change nothing (a resync: same resourceVersion) and events
 // that the operator's own writes caused (recorded in OwnWrites) enqueue
@@ -213,8 +217,31 @@ func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *S
 		if m.GetNamespace() == "" {
 			return []string{ref.Name}
 		}
-		return []string{m.GetNamespace() + "/" + ref.Name}
+		key := m.GetNamespace() + "/" + ref.Name
+		if clusterScopedOwner(f.Informer(), key, ref) {
+			return []string{ref.Name}
+		}
+		return []string{key}
 	}, predicates...)
+}
+
+// clusterScopedOwner reports whether the owner that ref names, of a child
+// whose namespaced owner would have key, is cluster-scoped: owners holds
+// no object of key, and holds the cluster-scoped object ref.Name of
+// ref.UID. Two cache lookups, on the child's event path.
+func clusterScopedOwner(owners informer.Interface, key string, ref *metav1.OwnerReference) bool {
+	if owners == nil {
+		return false
+	}
+	if _, ok, err := owners.Get(key); ok || err != nil {
+		return false
+	}
+	obj, ok, err := owners.Get(ref.Name)
+	if !ok || err != nil {
+		return false
+	}
+	m, err := meta.Accessor(obj)
+	return err == nil && m.GetUID() == ref.UID
 }
 
 // Watches makes f reconcile the objects whose keys ("namespace/name", or
