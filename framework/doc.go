@@ -235,7 +235,8 @@
 //     state (Ready True on a new object's first reconciliation: the
 //     expected path, shown by the status, would cost one API write per
 //     object), nor after Abort. client-go's recorder rate-limits them per
-//     object.
+//     object, and records those of a cluster-scoped object in the
+//     namespace "default".
 //   - A CRD without status subresource fails at New when Config.CRD says
 //     so, otherwise at the first write, with a permanent error matching
 //     [ErrNoStatusSubresource] that names the object (the API server answers

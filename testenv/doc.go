@@ -113,7 +113,9 @@
 //
 // What this server does not have: no controller-manager (no garbage collection
 // by owner reference; namespaces never finish terminating: give each test its
-// own namespace and never wait for namespace deletion), no service-account
+// own namespace and never wait for namespace deletion, or, to play the
+// namespace controller once the namespace is empty, remove its finalizer
+// with the clientset's Namespaces().Finalize and it goes), no service-account
 // token controller (the ServiceAccount admission plugin is off), no scheduler
 // or kubelet (pods stay Pending; Deployments get no ReplicaSets).
 //

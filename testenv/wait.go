@@ -29,7 +29,12 @@ var errStalled = errors.New("stalled")
 // status an operatorkit Framework with framework.Config.Conditions writes,
 // and what kstatus calls Current for an object with a Ready condition: what
 // a test waits for after it creates or changes an object. namespace is
-// empty for a cluster-scoped resource.
+// empty for a cluster-scoped resource. A change of labels or annotations
+// makes no new generation: after one that moves the object to another
+// resource set (a release label that router.LabelIs reads), the Ready the
+// previous set wrote counts, and WaitReady may return before the new set
+// ran; wait for what the new set does (its children, or Ready's message,
+// "reconciled by resource set v2").
 //
 // WaitReady polls every 100 ms until ctx ends, or for DefaultWaitTimeout
 // when ctx has no deadline. A Stalled condition that is True for the

@@ -86,6 +86,11 @@ type Client[C any] interface {
 // arguments are inferred:
 //
 //	Client: child.Typed(kube.AppsV1().Deployments),
+//
+// The method of a cluster-scoped kind takes no namespace (the resource
+// calls Client with ""); give a function that ignores it:
+//
+//	Client: func(string) child.Client[*corev1.Namespace] { return kube.CoreV1().Namespaces() },
 func Typed[C any, W Client[C]](client func(namespace string) W) func(namespace string) Client[C] {
 	return func(namespace string) Client[C] { return client(namespace) }
 }
@@ -175,13 +180,15 @@ type Config[Owner, Child Object] struct {
 	// Desired returns the one child owner should have, or a nil Child for
 	// none (an existing child of this resource is then deleted). It must
 	// not change anything. The resource sets the namespace (when empty, to
-	// the owner's) on the returned object, which then belongs to the
-	// resource: return a new object on every call. When it writes the
-	// object, it adds the label LabelManagedBy and the controller owner
-	// reference to copies of its labels and owner references (a map or
-	// slice shared between calls is never changed); a child that needs no
-	// write costs no copy. An error fails the step; mark it
-	// retry.Permanent when retrying cannot help.
+	// the owner's: a cluster-scoped owner gives none, so Desired names the
+	// namespace of each namespaced child it has, any namespace; see Scopes
+	// in the package documentation) on the returned object, which then
+	// belongs to the resource: return a new object on every call. When it
+	// writes the object, it adds the label LabelManagedBy and the
+	// controller owner reference to copies of its labels and owner
+	// references (a map or slice shared between calls is never changed); a
+	// child that needs no write costs no copy. An error fails the step;
+	// mark it retry.Permanent when retrying cannot help.
 	Desired func(ctx context.Context, owner Owner) (Child, error)
 	// DesiredSet, instead of Desired, returns every child owner should have
 	// (all of one kind, names unique). Children of this owner that the cache

@@ -164,16 +164,30 @@
 // "… waits: deployment ns/web not ready: 1 of 2 replicas available (again
 // in 5s)" (framework.ResourcePlan.Waits), as the reconciliation would.
 //
+// # Scopes
+//
+// A namespaced owner's children are in its namespace (Desired may leave
+// the namespace empty). A cluster-scoped owner may have cluster-scoped
+// children (a Tenant's Namespace) and namespaced children in any namespace
+// (the Tenant's ResourceQuota in that Namespace), whose namespace Desired
+// sets: left empty, the apply is refused as not served (ErrInvalidChild).
+// For a cluster-scoped kind, Config.Client ignores the namespace (see
+// [Typed]); for children in several namespaces, the Cache is an informer
+// of every namespace (informer.Config.Namespace empty, label-filtered);
+// operator.Owns wakes the owner of either scope. A cluster-scoped child of
+// a namespaced owner is bad input (below). integration/tenant_test.go is
+// such an operator.
+//
 // # Bad input
 //
-// A desired child without a name, in another namespace than the owner's,
-// named twice in a set, of another kind than Config.GVK, naming another
-// controller, existing under another controller (not a previous owner of
-// the owner's kind and name: see Writes), cluster-scoped while the owner is
-// namespaced (Kubernetes' garbage collector never resolves such an owner
-// reference; the answer of the first apply tells, so that one child is
-// written, and deleted by the owner's delete chain), or rejected by the API
-// server as invalid (400, 422) or not served (404, 405) is a permanent
+// A desired child without a name, in another namespace than its namespaced
+// owner's, named twice in a set, of another kind than Config.GVK, naming
+// another controller, existing under another controller (not a previous
+// owner of the owner's kind and name: see Writes), cluster-scoped while the
+// owner is namespaced (Kubernetes' garbage collector never resolves such an
+// owner reference; the answer of the first apply tells, so that one child
+// is written, and deleted by the owner's delete chain), or rejected by the
+// API server as invalid (400, 422) or not served (404, 405) is a permanent
 // error (retry.Permanent) matching [ErrInvalidChild] that names the
 // resource, the owner and the child; it is not retried with backoff, only
 // when the owner changes (or at the informer's periodic resync, which runs

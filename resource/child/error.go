@@ -12,8 +12,8 @@ import (
 var ErrInvalidConfig = okerr.ErrInvalidConfig
 
 // ErrInvalidChild is matched by the errors about a desired child that can
-// never be written as it is: an empty name, a namespace other than the
-// owner's, two children of one name, a kind the client does not write, a
+// never be written as it is: an empty name, a namespace other than a
+// namespaced owner's, two children of one name, a kind the client does not write, a
 // child another controller owns (not a previous owner of the owner's kind
 // and name, deleted since: that error is retried), a cluster-scoped child
 // of a namespaced owner, or an object the API server rejects as invalid.
