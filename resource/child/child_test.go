@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -476,6 +477,31 @@ func TestWriteErrors(t *testing.T) {
 	f.client.err = apierrors.NewServiceUnavailable("later")
 	if err := f.resource.EnsureCreated(context.Background(), owner()); err == nil || retry.IsPermanent(err) {
 		t.Errorf("unavailable: error = %v, want a transient error", err)
+	}
+}
+
+// TestNamespacedChildWithoutNamespaceOfAClusterScopedOwner: a cluster-scoped
+// owner gives its children no namespace, so a namespaced child whose
+// Desired sets none is applied at the cluster scope, which the API server
+// answers 404. The permanent error said only that the API server "does not
+// write" the kind "here"; it now says the child needs a namespace.
+func TestNamespacedChildWithoutNamespaceOfAClusterScopedOwner(t *testing.T) {
+	client := newFakeClient[corev1.ConfigMap]()
+	client.err = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+		Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}}
+	r, err := child.New(child.Config[*corev1.Namespace, *corev1.ConfigMap]{
+		Name: "configmap", Client: client.For, Cache: informertest.New(),
+		Desired: func(context.Context, *corev1.Namespace) (*corev1.ConfigMap, error) {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a", UID: "u"}}
+	err = r.EnsureCreated(context.Background(), tenant)
+	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), "Desired must set the namespace") {
+		t.Errorf("error = %v, want a permanent ErrInvalidChild saying that Desired must set the namespace", err)
 	}
 }
 

@@ -170,7 +170,8 @@
 // the namespace empty). A cluster-scoped owner may have cluster-scoped
 // children (a Tenant's Namespace) and namespaced children in any namespace
 // (the Tenant's ResourceQuota in that Namespace), whose namespace Desired
-// sets: left empty, the apply is refused as not served (ErrInvalidChild).
+// sets: left empty, the apply is refused as not served (ErrInvalidChild,
+// whose message says that Desired must set the namespace).
 // For a cluster-scoped kind, Config.Client ignores the namespace (see
 // [Typed]); for children in several namespaces, the Cache is an informer
 // of every namespace (informer.Config.Namespace empty, label-filtered);

@@ -947,9 +947,9 @@ func (o *ops[O, C]) ApplyDeleteChange(ctx context.Context, obj, change any) erro
 // fix (the API server does not serve the kind, or rejects the object as
 // invalid) are permanent.
 func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
-	owner := "owner"
+	owner, clusterScopedOwner := "owner", false
 	if m, ok := obj.(metav1.Object); ok {
-		owner = ownerName(m)
+		owner, clusterScopedOwner = ownerName(m), m.GetNamespace() == ""
 	}
 	what := fmt.Sprintf("%s %s %s/%s of %s %s", c.Action, strings.ToLower(c.Kind), c.Namespace, c.Name, kindOf(obj), owner)
 	var status apierrors.APIStatus
@@ -958,7 +958,13 @@ func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 		switch {
 		case s.Code == http.StatusNotFound && (s.Details == nil || s.Details.Kind != "namespaces"),
 			s.Code == http.StatusMethodNotAllowed:
-			return retry.Permanent(fmt.Errorf("%w: resource %s: %s: the API server does not write %s here: %w", ErrInvalidChild, o.config.Name, what, o.config.GVK, err))
+			hint := ""
+			if c.Namespace == "" && clusterScopedOwner {
+				// Applied at the cluster scope: a namespaced kind is
+				// not served there.
+				hint = " (when it is namespaced, Desired must set the namespace: a cluster-scoped owner gives its children none)"
+			}
+			return retry.Permanent(fmt.Errorf("%w: resource %s: %s: the API server does not write %s here%s: %w", ErrInvalidChild, o.config.Name, what, o.config.GVK, hint, err))
 		case s.Code == http.StatusUnprocessableEntity, s.Code == http.StatusBadRequest:
 			return retry.Permanent(fmt.Errorf("%w: resource %s: %s: %w", ErrInvalidChild, o.config.Name, what, err))
 		}
