@@ -115,6 +115,15 @@ type Config struct {
 	// and in every replica that starts while the old version is listed
 	// (they share the work: an object another replica wrote is skipped);
 	// so it is off unless set. Not with DryRun, which writes nothing.
+	// A migration that fails (an object whose write the API server
+	// refuses, as a validation rule of the CRD may, RBAC that does not
+	// allow it, a step that timed out) does not fail EnsureCRD, Boot or
+	// operator.Operator.Run: the CRD keeps the old versions, so the API
+	// server still reads the objects stored in them, and the Framework
+	// starts; the error is logged (msg "storage migration failed"),
+	// status.storedVersions keeps the old versions, and the next start
+	// migrates again. Only a CRDClient made without
+	// crdclient.Config.Dynamic, or ctx's end, fails EnsureCRD.
 	// Requires CRD.
 	MigrateStorage bool
 	// Logger receives the Framework's logs. Defaults to a nop logger.
@@ -514,7 +523,10 @@ func (f *Framework) Booted() <-chan struct{} { return f.booted }
 // EnsureCRD creates or updates Config.CRD, when one is set, and waits until
 // it is established, and then, with Config.MigrateStorage, migrates its
 // stored objects to its storage version (crdclient.CRDClient.MigrateStorage:
-// one write per object when status.storedVersions lists an older version);
+// one write per object when status.storedVersions lists an older version;
+// a migration that fails otherwise than by ctx's end or a CRDClient made
+// without crdclient.Config.Dynamic is logged at error level, and EnsureCRD
+// returns nil all the same, see Config.MigrateStorage);
 // it does nothing when none is set or after it succeeded once. Boot calls
 // it; call it before starting an informer of the CRD's resource yourself,
 // which cannot sync before the CRD exists (the operator package's Run
@@ -540,8 +552,17 @@ func (f *Framework) EnsureCRD(ctx context.Context) error {
 		return fmt.Errorf("framework %s: ensure CRD %s: %w", f.name, f.crd.Name, err)
 	}
 	if f.migrateStorage {
-		if _, err := f.crdClient.MigrateStorage(ctx, f.crd, nil); err != nil {
-			return fmt.Errorf("framework %s: %w", f.name, err)
+		if m, err := f.crdClient.MigrateStorage(ctx, f.crd, nil); err != nil {
+			if ctx.Err() != nil || errors.Is(err, crdclient.ErrInvalidConfig) {
+				return fmt.Errorf("framework %s: %w", f.name, err)
+			}
+			// The CRD is established and keeps the versions objects are
+			// stored in, which the API server reads: a migration that
+			// cannot finish (an object the API server refuses to write)
+			// must not keep the Framework from starting. The next start
+			// migrates again.
+			level.Error(f.logger).Log("msg", "storage migration failed: starting all the same; status.storedVersions keeps the old versions until a later start migrates",
+				"crd", f.crd.Name, "rewritten", m.Rewritten, "skipped", m.Skipped, "err", err)
 		}
 	}
 	f.crdEnsured = true

@@ -300,3 +300,107 @@ type nopResource struct{}
 func (nopResource) Name() string                             { return "nop" }
 func (nopResource) EnsureCreated(context.Context, any) error { return nil }
 func (nopResource) EnsureDeleted(context.Context, any) error { return nil }
+
+// sealedGadgetVersions returns the versions of a Gadget CRD as
+// gadgetVersions does, whose schema refuses any update of a gadget whose
+// spec was sealed (a CEL transition rule: a write-once object), the
+// migration's unchanged write too.
+func sealedGadgetVersions(stored string, served ...string) []apiextensionsv1.CustomResourceDefinitionVersion {
+	vs := gadgetVersions(stored, served...)
+	for i := range vs {
+		s := vs[i].Schema.OpenAPIV3Schema.DeepCopy()
+		spec := s.Properties["spec"]
+		spec.Properties = map[string]apiextensionsv1.JSONSchemaProps{"sealed": {Type: "boolean"}}
+		spec.XValidations = apiextensionsv1.ValidationRules{{Rule: "!has(oldSelf.sealed)", Message: "sealed gadgets are read-only"}}
+		s.Properties["spec"] = spec
+		vs[i].Schema.OpenAPIV3Schema = s
+	}
+	return vs
+}
+
+// TestOperatorStartsWhenAnObjectRefusesItsMigration: an object whose
+// rewrite the API server refuses (a validation rule of the CRD) fails the
+// storage migration, and status.storedVersions keeps the old version; the
+// operator starts all the same, as the CRD is installed and serves the old
+// version still (the next start migrates again). The failed migration
+// failed EnsureCRD, and so operator.Run at every start: no object was
+// reconciled until someone changed the object.
+func TestOperatorStartsWhenAnObjectRefusesItsMigration(t *testing.T) {
+	t.Parallel() // a CRD and a namespace of its own
+	dyn := dynamicClientset(t)
+	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
+	crd.Spec.Versions = sealedGadgetVersions("v1alpha1", "v1alpha1")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*crdTimeout)
+	defer cancel()
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
+	}
+	deleteCRDOnCleanup(t, c, crd)
+	old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
+	v1 := old.GroupResource().WithVersion("v1")
+	ns := newNamespace(t)
+	versions := map[string]string{}
+	for name, spec := range map[string]map[string]any{"g-0": {}, "g-1": {"sealed": true}} {
+		g := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": old.GroupVersion().String(), "kind": "Gadget",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     spec,
+		}}
+		created, err := dyn.Resource(old).Namespace(ns).Create(ctx, g, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create gadget %s: %v", name, err)
+		}
+		versions[name] = created.GetResourceVersion()
+	}
+
+	// The release that makes v1 the storage version migrates.
+	crd.Spec.Versions = sealedGadgetVersions("v1", "v1alpha1", "v1")
+	op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: env.Config(), Name: "migrator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := op.Informer(informer.Config{GVR: v1, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{resourceSet(t, "", nopResource{})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := op.NewFramework(framework.Config{Name: "gadgets", Informer: inf, ResourceRouter: rt, Resource: v1,
+		CRD: crd, MigrateStorage: true, DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, done := runOperator(op)
+	t.Cleanup(func() { _ = stop() })
+	poll(t, "the Framework to boot", func(ctx context.Context) (bool, error) {
+		select {
+		case <-f.Booted():
+			return true, nil
+		case err := <-done:
+			t.Fatalf("Run returned before booting: %v", err)
+		default:
+		}
+		return false, nil
+	})
+	got, err := apiextensionsClientset(t).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"v1alpha1", "v1"}; !slices.Equal(got.Status.StoredVersions, want) {
+		t.Errorf("storedVersions after a migration that failed = %v, want %v", got.Status.StoredVersions, want)
+	}
+	// The migration ran: the object it could write, it wrote.
+	g0, err := dyn.Resource(v1).Namespace(ns).Get(ctx, "g-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g0.GetResourceVersion() == versions["g-0"] {
+		t.Errorf("gadget g-0 not rewritten (resourceVersion %s): the migration did not run", versions["g-0"])
+	}
+}

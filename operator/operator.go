@@ -481,7 +481,8 @@ func (o *Operator) MetricsURL() string {
 //  1. it opens the HTTP endpoints (a busy address fails Run at once),
 //  2. ensures the Frameworks' CRDs (framework.Config.CRD: their informers
 //     could not sync without them; with framework.Config.MigrateStorage,
-//     migrates their stored objects to the storage version), starts
+//     migrates their stored objects to the storage version: a migration
+//     that fails is logged, and Run goes on), starts
 //     every shared informer and waits for their caches (at most
 //     CacheSyncTimeout),
 //  3. with leader election, campaigns for the Lease and waits to lead;
