@@ -40,6 +40,12 @@ type StorageMigration struct {
 	// they were listed (409 Conflict: someone wrote them, so they are
 	// stored in the storage version already) or deleted (404).
 	Skipped int
+	// Refused counts the listed objects whose write the API server
+	// refused as invalid or bad (a validation rule, an admission webhook:
+	// 422 Invalid, 400 BadRequest): they stay stored in their old version,
+	// the migration goes on with the others, and status.storedVersions is
+	// left as it was.
+	Refused int
 }
 
 // MigrateStorage makes every stored object of the CRD named crd.Name
@@ -106,9 +112,18 @@ type StorageMigration struct {
 //     context.Cause(ctx) when ctx ends, saying what was last seen;
 //     status.storedVersions is left as it is, and the objects written
 //     so far stay written;
+//   - objects whose write the API server refused as invalid or bad (422,
+//     400: a validation rule they no longer pass, an admission webhook's
+//     denial) do not stop the migration: the others are written, and then
+//     an error names the CRD and the first ten of them (object, version,
+//     the server's reason), wrapping their API errors; they are counted in
+//     StorageMigration.Refused, stay stored in their old version, and
+//     status.storedVersions is left as it is. Fix or delete them and call
+//     MigrateStorage again;
 //   - any other API error, wrapped, at once: the CRD not found, the list
-//     or an object's write refused (the error names the CRD, the object
-//     and the version). status.storedVersions is left as it is.
+//     or an object's write refused otherwise (403: the identity may not
+//     update the resource; the error names the CRD, the object and the
+//     version). status.storedVersions is left as it is.
 func (c *CRDClient) MigrateStorage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) (StorageMigration, error) {
 	if err := validate(crd, b); err != nil {
 		return StorageMigration{}, err
@@ -245,6 +260,7 @@ func storageVersionHash(group, version, kind string) string {
 func (c *CRDClient) rewriteAll(ctx context.Context, logger log.Logger, b backoff.BackOff, what string, gvr schema.GroupVersionResource, m *StorageMigration) error {
 	resource := c.dynamic.Resource(gvr)
 	cont := ""
+	var refused []error
 	for {
 		var list *unstructured.UnstructuredList
 		if err := step(ctx, b, what, func(ctx context.Context) error {
@@ -271,17 +287,40 @@ func (c *CRDClient) rewriteAll(ctx context.Context, logger log.Logger, b backoff
 			return err
 		}
 		for i := range list.Items {
-			if err := c.rewrite(ctx, b, what, resource, &list.Items[i], m); err != nil {
+			err := c.rewrite(ctx, b, what, resource, &list.Items[i], m)
+			switch {
+			case err == nil:
+			case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+				// This object's own fault: the others may go through,
+				// and all of them are named at the end, not one a run.
+				m.Refused++
+				if len(refused) < maxRefusedNamed {
+					refused = append(refused, err)
+				}
+			default:
 				return err
 			}
 		}
-		level.Debug(logger).Log("msg", "migrated a page of objects", "objects", len(list.Items), "rewritten", m.Rewritten, "skipped", m.Skipped)
+		level.Debug(logger).Log("msg", "migrated a page of objects", "objects", len(list.Items), "rewritten", m.Rewritten, "skipped", m.Skipped, "refused", m.Refused)
 		cont = list.GetContinue()
 		if cont == "" {
-			return nil
+			break
 		}
 	}
+	if m.Refused > 0 {
+		more := ""
+		if m.Refused > len(refused) {
+			more = fmt.Sprintf(" (the first %d named)", len(refused))
+		}
+		return fmt.Errorf("%s: the API server refused the rewrite of %d objects%s, which stay stored in their old version; status.storedVersions is left as it is: %w",
+			what, m.Refused, more, errors.Join(refused...))
+	}
+	return nil
 }
+
+// maxRefusedNamed is how many objects refused their rewrite the error of
+// MigrateStorage names.
+const maxRefusedNamed = 10
 
 // rewrite writes obj back as it was listed, with its resourceVersion.
 func (c *CRDClient) rewrite(ctx context.Context, b backoff.BackOff, what string, resource dynamic.NamespaceableResourceInterface, obj *unstructured.Unstructured, m *StorageMigration) error {

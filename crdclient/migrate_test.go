@@ -384,3 +384,43 @@ func TestMigrateStorageNeedsDynamic(t *testing.T) {
 		t.Errorf("sent %v", f.ext.Actions())
 	}
 }
+
+// TestMigrateStorageGoesOnPastRefusedObjects: objects whose rewrite the
+// API server refuses as invalid (a validation rule they no longer pass) or
+// bad do not stop the migration of the others; the error names each (up to
+// maxRefusedNamed), and status.storedVersions is left as it was.
+func TestMigrateStorageGoesOnPastRefusedObjects(t *testing.T) {
+	const n = 30
+	f := newMigrationFake(t, migratingCRD(), v1Hash, n)
+	refuse := func(name string) bool { // g1, g3, ..., g25: 13 objects
+		i, _ := strconv.Atoi(strings.TrimPrefix(name, "g"))
+		return i%2 == 1 && i < 26
+	}
+	f.onUpdate = func(obj *unstructured.Unstructured) (bool, error) {
+		if !refuse(obj.GetName()) {
+			return false, nil
+		}
+		if obj.GetName() == "g1" {
+			return true, apierrors.NewBadRequest("admission webhook denied the request")
+		}
+		return true, apierrors.NewInvalid(schema.GroupKind{Group: "example.com", Kind: "Gadget"}, obj.GetName(), nil)
+	}
+	m, err := f.client(t, 7).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3))
+	if err == nil || !apierrors.IsBadRequest(err) { // the first refused: g1
+		t.Fatalf("MigrateStorage = %v, want an error wrapping the API server's answers", err)
+	}
+	if m.Refused != 13 || m.Rewritten != n-13 || len(f.updates) != n-13 {
+		t.Errorf("refused %d, rewritten %d (%d updates), want 13 and %d: the objects after a refused one must be written", m.Refused, m.Rewritten, len(f.updates), n-13)
+	}
+	for _, s := range []string{"gadgets.example.com", "13 objects", "the first 10 named", "ns1/g1", "admission webhook denied", "ns1/g19"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	if strings.Contains(err.Error(), "ns1/g21 ") {
+		t.Errorf("error names more than %d objects: %q", maxRefusedNamed, err)
+	}
+	if got := f.storedVersions(t); len(got) < 2 {
+		t.Errorf("storedVersions = %v, want it left as it was", got)
+	}
+}

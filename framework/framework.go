@@ -562,7 +562,7 @@ func (f *Framework) EnsureCRD(ctx context.Context) error {
 			// must not keep the Framework from starting. The next start
 			// migrates again.
 			level.Error(f.logger).Log("msg", "storage migration failed: starting all the same; status.storedVersions keeps the old versions until a later start migrates",
-				"crd", f.crd.Name, "rewritten", m.Rewritten, "skipped", m.Skipped, "err", err)
+				"crd", f.crd.Name, "rewritten", m.Rewritten, "skipped", m.Skipped, "refused", m.Refused, "err", err)
 		}
 	}
 	f.crdEnsured = true
