@@ -278,18 +278,9 @@ func (c *CRDClient) discovered(ctx context.Context, crd *apiextensionsv1.CustomR
 			continue
 		}
 		gv := crd.Spec.Group + "/" + v.Name
-		var list *metav1.APIResourceList
-		var err error
-		if d, ok := c.discovery.(discovery.ServerResourcesInterfaceWithContext); ok {
-			list, err = d.ServerResourcesForGroupVersionWithContext(ctx, gv)
-		} else {
-			list, err = c.discovery.ServerResourcesForGroupVersion(gv)
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			return pending(fmt.Sprintf("version %s not in discovery yet", gv))
-		case err != nil:
-			return classify("discover "+gv, err)
+		list, err := c.resourcesOf(ctx, gv)
+		if err != nil {
+			return err
 		}
 		found := false
 		for _, r := range list.APIResources {
@@ -300,6 +291,26 @@ func (c *CRDClient) discovered(ctx context.Context, crd *apiextensionsv1.CustomR
 		}
 	}
 	return nil
+}
+
+// resourcesOf returns the resources that discovery lists in gv ("group/
+// version"): a pending error while the API server does not list gv yet
+// (NotFound) or fails transiently, another one classified.
+func (c *CRDClient) resourcesOf(ctx context.Context, gv string) (*metav1.APIResourceList, error) {
+	var list *metav1.APIResourceList
+	var err error
+	if d, ok := c.discovery.(discovery.ServerResourcesInterfaceWithContext); ok {
+		list, err = d.ServerResourcesForGroupVersionWithContext(ctx, gv)
+	} else {
+		list, err = c.discovery.ServerResourcesForGroupVersion(gv)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, pending(fmt.Sprintf("version %s not in discovery yet", gv))
+	case err != nil:
+		return nil, classify("discover "+gv, err)
+	}
+	return list, nil
 }
 
 // apply creates crd or updates the spec of the existing CRD; updated

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -219,18 +218,9 @@ func migrationResource(crd *apiextensionsv1.CustomResourceDefinition) (schema.Gr
 // is used once discovery says so.
 func (c *CRDClient) storedAs(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, gvr schema.GroupVersionResource) error {
 	gv := gvr.GroupVersion().String()
-	var list *metav1.APIResourceList
-	var err error
-	if d, ok := c.discovery.(discovery.ServerResourcesInterfaceWithContext); ok {
-		list, err = d.ServerResourcesForGroupVersionWithContext(ctx, gv)
-	} else {
-		list, err = c.discovery.ServerResourcesForGroupVersion(gv)
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return pending(fmt.Sprintf("version %s not in discovery yet", gv))
-	case err != nil:
-		return classify("discover "+gv, err)
+	list, err := c.resourcesOf(ctx, gv)
+	if err != nil {
+		return err
 	}
 	want := storageVersionHash(crd.Spec.Group, storageVersion(crd), crd.Spec.Names.Kind)
 	for _, r := range list.APIResources {
