@@ -250,35 +250,7 @@ func TestOperatorMigratesStorage(t *testing.T) {
 				}
 			}
 
-			op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: env.Config(), Name: "migrator"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inf, err := op.Informer(informer.Config{GVR: v1, Namespace: ns})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{resourceSet(t, "", nopResource{})}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := op.NewFramework(framework.Config{Name: "gadgets", Informer: inf, ResourceRouter: rt, Resource: v1,
-				CRD: crd, MigrateStorage: true, DryRun: dryRun, DisableFinalizers: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop, done := runOperator(op)
-			t.Cleanup(func() { _ = stop() })
-			poll(t, "the Framework to boot", func(ctx context.Context) (bool, error) {
-				select {
-				case <-f.Booted():
-					return true, nil
-				case err := <-done:
-					t.Fatalf("Run returned before booting: %v", err)
-				default:
-				}
-				return false, nil
-			})
+			runMigrator(t, ns, v1, crd, dryRun)
 			got, err := apiextensionsClientset(t).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -292,6 +264,42 @@ func TestOperatorMigratesStorage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runMigrator runs an operator with a Framework of Gadgets in ns (read as
+// v1) that installs crd with MigrateStorage (and dryRun), until the test
+// ends, and waits until the Framework booted: the migration is over then.
+func runMigrator(t *testing.T, ns string, v1 schema.GroupVersionResource, crd *apiextensionsv1.CustomResourceDefinition, dryRun bool) {
+	t.Helper()
+	op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: env.Config(), Name: "migrator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := op.Informer(informer.Config{GVR: v1, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{resourceSet(t, "", nopResource{})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := op.NewFramework(framework.Config{Name: "gadgets", Informer: inf, ResourceRouter: rt, Resource: v1,
+		CRD: crd, MigrateStorage: true, DryRun: dryRun, DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, done := runOperator(op)
+	t.Cleanup(func() { _ = stop() })
+	poll(t, "the Framework to boot", func(ctx context.Context) (bool, error) {
+		select {
+		case <-f.Booted():
+			return true, nil
+		case err := <-done:
+			t.Fatalf("Run returned before booting: %v", err)
+		default:
+		}
+		return false, nil
+	})
 }
 
 // nopResource does nothing.
@@ -359,35 +367,7 @@ func TestOperatorStartsWhenAnObjectRefusesItsMigration(t *testing.T) {
 
 	// The release that makes v1 the storage version migrates.
 	crd.Spec.Versions = sealedGadgetVersions("v1", "v1alpha1", "v1")
-	op, err := operatorpkg.New(operatorpkg.Config{RESTConfig: env.Config(), Name: "migrator"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf, err := op.Informer(informer.Config{GVR: v1, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{resourceSet(t, "", nopResource{})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := op.NewFramework(framework.Config{Name: "gadgets", Informer: inf, ResourceRouter: rt, Resource: v1,
-		CRD: crd, MigrateStorage: true, DisableFinalizers: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop, done := runOperator(op)
-	t.Cleanup(func() { _ = stop() })
-	poll(t, "the Framework to boot", func(ctx context.Context) (bool, error) {
-		select {
-		case <-f.Booted():
-			return true, nil
-		case err := <-done:
-			t.Fatalf("Run returned before booting: %v", err)
-		default:
-		}
-		return false, nil
-	})
+	runMigrator(t, ns, v1, crd, false)
 	got, err := apiextensionsClientset(t).ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
