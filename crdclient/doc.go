@@ -39,8 +39,10 @@
 //     with the CRD read again). A CRD being deleted is waited for and then
 //     created anew.
 //   - Storage migration only when asked for: MigrateStorage writes every
-//     object of the CRD (one update each, unchanged, with its
-//     resourceVersion; an object written or deleted meanwhile is skipped),
+//     object of the CRD (one update each, unchanged but for managedFields
+//     entries of other versions, which then name the storage version, with
+//     its resourceVersion; an object written or deleted meanwhile is
+//     skipped, unless one written meanwhile still has such an entry),
 //     so nothing in operatorkit calls it unless the author asks
 //     (framework.Config.MigrateStorage, never in a dry run). It writes
 //     nothing when status.storedVersions is already the storage version

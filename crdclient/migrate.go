@@ -37,7 +37,8 @@ type StorageMigration struct {
 	Rewritten int
 	// Skipped counts the listed objects not written back: changed since
 	// they were listed (409 Conflict: someone wrote them, so they are
-	// stored in the storage version already) or deleted (404).
+	// stored in the storage version already) with no managedFields entry
+	// of another version by then, or deleted (404).
 	Skipped int
 	// Refused counts the listed objects whose write the API server
 	// refused as invalid or bad (a validation rule, an admission webhook:
@@ -62,15 +63,26 @@ type StorageMigration struct {
 // version (its storageVersionHash, where the server publishes one), lists
 // the objects in every namespace, Config.MigrationPageSize at a time, and
 // writes each back unchanged: an update of the object as listed, with its
-// resourceVersion, which the API server encodes in the storage version.
-// The objects are handled as unstructured data, never decoded into Go
-// types. An object changed since it was listed (409 Conflict) is stored in
-// the storage version already and is skipped, not retried; one deleted
-// meanwhile (404) is skipped too. Objects created or written while it runs
-// are stored in the storage version by the API server (on a cluster of
-// several API servers, by each once its informer of CRDs has the CRD's
-// update, normally within milliseconds: MigrateStorage waits for the
-// discovery of the one that answers it). A list whose continue token
+// resourceVersion, which the API server encodes in the storage version. Only
+// its metadata.managedFields change: an entry that names another version of
+// the CRD's group names the storage version instead, its fields kept. The
+// API server converts an object to the version of every entry on each
+// server-side apply, so an entry naming a version the CRD no longer has
+// makes every apply of the object fail ("request to convert CR to an invalid
+// group/version"), the status applies of an operatorkit Framework among
+// them; the entries' field paths are right as they are when the versions'
+// fields have the same paths (the None conversion), while with a conversion
+// webhook that moves fields an entry keeps its manager's old paths. The
+// objects are handled as unstructured data, never decoded into Go types. An
+// object changed since it was listed (409 Conflict) is stored in the storage
+// version already: it is skipped, not retried, unless the listed object had
+// an entry of another version, in which case it is read again and written
+// again (at b's pace) while an entry of another version is left; one deleted
+// meanwhile (404) is skipped. Objects created or written while it runs are
+// stored in the storage version by the API server (on a cluster of several
+// API servers, by each once its informer of CRDs has the CRD's update,
+// normally within milliseconds: MigrateStorage waits for the discovery of
+// the one that answers it). A list whose continue token
 // expired (410) goes on with the token the API server gives for the rest
 // of the objects (created or changed ones may be missed: they are in the
 // storage version already) or, without one, starts again. Then it updates
@@ -86,7 +98,8 @@ type StorageMigration struct {
 // after EnsureCreated, except in a dry run; or call it yourself after
 // EnsureCreated. It is idempotent, and safe to run from several processes
 // at once (each object is written by one of them, the others get a
-// conflict), but each run that finds old versions in
+// conflict and read it again only while it has an entry of another
+// version), but each run that finds old versions in
 // status.storedVersions writes every object. Its identity needs get of
 // the CRD and discovery; and, when there is something to migrate, list
 // and update of the resource in every namespace and update of
@@ -312,31 +325,83 @@ func (c *CRDClient) rewriteAll(ctx context.Context, logger log.Logger, b backoff
 // MigrateStorage names.
 const maxRefusedNamed = 10
 
-// rewrite writes obj back as it was listed, with its resourceVersion.
+// rewrite writes obj back as it was listed, with its resourceVersion, and
+// with its managedFields entries of other versions than m.StorageVersion
+// moved to that version (see retarget).
 func (c *CRDClient) rewrite(ctx context.Context, b backoff.BackOff, what string, resource dynamic.NamespaceableResourceInterface, obj *unstructured.Unstructured, m *StorageMigration) error {
 	name := obj.GetName()
 	if ns := obj.GetNamespace(); ns != "" {
 		name = ns + "/" + name
 	}
+	client := dynamic.ResourceInterface(resource)
+	if ns := obj.GetNamespace(); ns != "" {
+		client = resource.Namespace(ns)
+	}
 	return step(ctx, b, what, func(ctx context.Context) error {
-		var err error
-		if ns := obj.GetNamespace(); ns != "" {
-			_, err = resource.Namespace(ns).Update(ctx, obj, metav1.UpdateOptions{})
-		} else {
-			_, err = resource.Update(ctx, obj, metav1.UpdateOptions{})
-		}
+		stale := retarget(obj, m.StorageVersion)
+		_, err := client.Update(ctx, obj, metav1.UpdateOptions{})
 		switch {
 		case err == nil:
 			m.Rewritten++
 			return nil
-		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err):
+			m.Skipped++ // gone
+			return nil
+		case apierrors.IsConflict(err) && !stale:
 			// Written since it was listed, so stored in the storage
-			// version already, or gone.
+			// version already.
 			m.Skipped++
 			return nil
+		case apierrors.IsConflict(err):
+			// Stored in the storage version already, but its
+			// managedFields may still name an old version: read it again.
+			current, err := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				m.Skipped++
+				return nil
+			case err != nil:
+				return classify(fmt.Sprintf("read %s %s again", obj.GetKind(), name), err)
+			}
+			if !retarget(current.DeepCopy(), m.StorageVersion) {
+				m.Skipped++
+				return nil
+			}
+			*obj = *current
+			return pending(fmt.Sprintf("%s %s changed since it was listed, its managedFields still name an old version", obj.GetKind(), name))
 		}
 		return classify(fmt.Sprintf("rewrite %s %s (resourceVersion %s) in version %s", obj.GetKind(), name, obj.GetResourceVersion(), obj.GetAPIVersion()), err)
 	})
+}
+
+// retarget sets the apiVersion of obj's managedFields entries that name
+// another version of obj's group than storage to that group's storage
+// version, and reports whether there was one. The API server converts an
+// object to the version of each entry on every server-side apply, and fails
+// the apply once that version is no longer in the CRD ("request to convert
+// CR to an invalid group/version"): an entry left naming a version the next
+// release drops would refuse every apply of the object. The entries' field paths are
+// kept: exact when the versions' fields have the same paths (the None
+// conversion); with a conversion webhook that moves fields, an entry keeps
+// its manager's old paths.
+func retarget(obj *unstructured.Unstructured, storage string) bool {
+	entries := obj.GetManagedFields()
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	want := schema.GroupVersion{Group: gv.Group, Version: storage}.String()
+	stale := false
+	for i := range entries {
+		if v, err := schema.ParseGroupVersion(entries[i].APIVersion); err == nil && v.Group == gv.Group && entries[i].APIVersion != want {
+			entries[i].APIVersion = want
+			stale = true
+		}
+	}
+	if stale {
+		obj.SetManagedFields(entries)
+	}
+	return stale
 }
 
 // setStoredVersions sets the status.storedVersions of the CRD named name

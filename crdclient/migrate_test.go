@@ -52,6 +52,12 @@ type migrationFake struct {
 	onList func(cont string) (handled bool, err error)
 	// onUpdate, when set, may answer the update of obj.
 	onUpdate func(obj *unstructured.Unstructured) (handled bool, err error)
+	// onGet, when set, answers the read of an object by name; else a
+	// read panics.
+	onGet func(name string) (*unstructured.Unstructured, error)
+	// fields lists the managedFields apiVersions of each update, as
+	// name@resourceVersion: apiVersion,...
+	fields []string
 }
 
 func newMigrationFake(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, hash string, n int) *migrationFake {
@@ -137,7 +143,22 @@ func (d *fakeDynamic) Update(ctx context.Context, obj *unstructured.Unstructured
 		}
 	}
 	f.updates = append(f.updates, obj.GetNamespace()+"/"+obj.GetName()+"@"+obj.GetResourceVersion())
+	var versions []string
+	for _, e := range obj.GetManagedFields() {
+		versions = append(versions, e.APIVersion)
+	}
+	f.fields = append(f.fields, obj.GetName()+"@"+obj.GetResourceVersion()+": "+strings.Join(versions, ","))
 	return obj, nil
+}
+
+func (d *fakeDynamic) Get(ctx context.Context, name string, opts metav1.GetOptions, subresources ...string) (*unstructured.Unstructured, error) {
+	f := d.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.onGet == nil || len(subresources) != 0 {
+		panic(fmt.Sprintf("get of %s/%s, subresources %v", d.namespace, name, subresources))
+	}
+	return f.onGet(name)
 }
 
 func (f *migrationFake) client(t *testing.T, pageSize int64) *CRDClient {
@@ -223,6 +244,62 @@ func TestMigrateStoragePagesAndSkips(t *testing.T) {
 	}
 	if got := f.storedVersions(t); !slices.Equal(got, []string{"v1"}) {
 		t.Errorf("storedVersions = %v, want [v1]", got)
+	}
+}
+
+// withFields sets the managedFields of o: one entry per apiVersion given.
+func withFields(o *unstructured.Unstructured, apiVersions ...string) *unstructured.Unstructured {
+	var entries []metav1.ManagedFieldsEntry
+	for i, v := range apiVersions {
+		entries = append(entries, metav1.ManagedFieldsEntry{Manager: fmt.Sprintf("m%d", i), Operation: metav1.ManagedFieldsOperationApply, APIVersion: v})
+	}
+	o.SetManagedFields(entries)
+	return o
+}
+
+// TestMigrateStorageManagedFieldsEntries: each object is written back with
+// its managedFields entries of the group's other versions naming the
+// storage version (the API server refuses every write of an object with an
+// entry of a version the CRD no longer has), entries of another group left
+// alone. A conflicting object whose entries named an old version is read
+// again and written again while the entries it has now still do; one whose
+// entries name the storage version only by then is skipped.
+func TestMigrateStorageManagedFieldsEntries(t *testing.T) {
+	f := newMigrationFake(t, migratingCRD(), v1Hash, 4)
+	withFields(f.objects[0], "example.com/v1alpha1", "example.com/v1", "other.example.com/v1beta1")
+	withFields(f.objects[1], "example.com/v1alpha1")
+	withFields(f.objects[2], "example.com/v1alpha1")
+	withFields(f.objects[3], "example.com/v1")
+	conflicts := map[string]bool{"g1": true, "g2": true}
+	f.onUpdate = func(obj *unstructured.Unstructured) (bool, error) {
+		if conflicts[obj.GetName()] && obj.GetResourceVersion() != "200" {
+			return true, apierrors.NewConflict(gadgets.GroupResource(), obj.GetName(), errors.New("the object has been modified"))
+		}
+		return false, nil
+	}
+	f.onGet = func(name string) (*unstructured.Unstructured, error) {
+		i, _ := strconv.Atoi(strings.TrimPrefix(name, "g"))
+		o := f.objects[i].DeepCopy()
+		o.SetResourceVersion("200")
+		if name == "g1" {
+			return withFields(o, "example.com/v1alpha1", "example.com/v1"), nil // still old
+		}
+		return withFields(o, "example.com/v1"), nil // written in v1 meanwhile
+	}
+	m, err := f.client(t, 0).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Rewritten != 3 || m.Skipped != 1 {
+		t.Errorf("MigrateStorage = %+v, want 3 rewritten, 1 skipped", m)
+	}
+	want := []string{
+		"g0@100: example.com/v1,example.com/v1,other.example.com/v1beta1",
+		"g1@200: example.com/v1,example.com/v1",
+		"g3@103: example.com/v1",
+	}
+	if !slices.Equal(f.fields, want) {
+		t.Errorf("managedFields apiVersions written = %q, want %q", f.fields, want)
 	}
 }
 

@@ -107,9 +107,14 @@ type Config struct {
 	// (crdclient.CRDClient.MigrateStorage): when the CRD's
 	// status.storedVersions lists another version than the storage version
 	// (the storage version changed, as from v1alpha1 to v1), every object
-	// is written back once, unchanged, and status.storedVersions is set to
-	// the storage version alone, so that a later release may drop the old
-	// version from CRD. Otherwise it costs one read of the CRD. It writes
+	// is written back once, unchanged but for its managedFields entries of
+	// the old versions, which then name the storage version, and
+	// status.storedVersions is set to the storage version alone, so that a
+	// later release may drop the old version from CRD. Give Resource and
+	// Informer the storage version then: a write through an old version
+	// afterwards (this Framework's status apply, say) records an entry of
+	// that version again, and once it is dropped every server-side apply
+	// of that object fails. Otherwise it costs one read of the CRD. It writes
 	// every object (an update event for each to other watchers; this
 	// Framework's informer starts after it), before the Framework starts,
 	// and in every replica that starts while the old version is listed

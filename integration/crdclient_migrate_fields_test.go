@@ -1,0 +1,102 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operatorkit/operatorkit/crdclient"
+)
+
+// TestMigrateStorageManagedFields: a Gadget written in v1alpha1, by
+// server-side apply and by a merge patch, has managedFields entries of
+// v1alpha1, which the API server converts the object to on every
+// server-side apply. After MigrateStorage and a CRD without v1alpha1, no
+// entry names v1alpha1, and both writers write the Gadget again in v1
+// (before, the apply failed with "request to convert CR to an invalid
+// group/version").
+func TestMigrateStorageManagedFields(t *testing.T) {
+	t.Parallel() // a CRD in a group of its own
+	dyn := dynamicClientset(t)
+	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
+	crd.Spec.Versions = gadgetVersions("v1alpha1", "v1alpha1")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*crdTimeout)
+	defer cancel()
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
+	}
+	deleteCRDOnCleanup(t, c, crd)
+	ns := newNamespace(t)
+	old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
+	v1 := old.GroupResource().WithVersion("v1")
+
+	// apply applies the Gadget's spec.n in version gvr as the manager "user".
+	apply := func(gvr schema.GroupVersionResource, n int64) error {
+		g := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": gvr.GroupVersion().String(), "kind": "Gadget",
+			"metadata": map[string]any{"name": "g", "namespace": ns},
+			"spec":     map[string]any{"n": n},
+		}}
+		_, err := dyn.Resource(gvr).Namespace(ns).Apply(ctx, "g", g, metav1.ApplyOptions{FieldManager: "user", Force: true})
+		return err
+	}
+	// label sets a label in version gvr as the manager "editor".
+	label := func(gvr schema.GroupVersionResource, value string) error {
+		patch := []byte(`{"metadata":{"labels":{"edited":"` + value + `"}}}`)
+		_, err := dyn.Resource(gvr).Namespace(ns).Patch(ctx, "g", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "editor"})
+		return err
+	}
+	if err := apply(old, 1); err != nil {
+		t.Fatalf("apply in v1alpha1: %v", err)
+	}
+	if err := label(old, "one"); err != nil {
+		t.Fatalf("label in v1alpha1: %v", err)
+	}
+
+	crd.Spec.Versions = gadgetVersions("v1", "v1alpha1", "v1")
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s) with storage version v1: %v", crd.Name, err)
+	}
+	if m, err := c.MigrateStorage(ctx, crd, nil); err != nil || m.Rewritten != 1 {
+		t.Fatalf("MigrateStorage = %+v, %v; want 1 rewritten", m, err)
+	}
+	withoutOld := crd.DeepCopy()
+	withoutOld.Spec.Versions = gadgetVersions("v1", "v1")
+	if err := c.EnsureCreated(ctx, withoutOld, nil); err != nil {
+		t.Fatalf("EnsureCreated without v1alpha1 after the migration: %v", err)
+	}
+
+	g, err := dyn.Resource(v1).Namespace(ns).Get(ctx, "g", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range g.GetManagedFields() {
+		if e.APIVersion != v1.GroupVersion().String() {
+			t.Errorf("managedFields entry of %s (%s) names %s after the migration", e.Manager, e.Operation, e.APIVersion)
+		}
+	}
+	// The API server may serve the CRD without v1alpha1 a moment after
+	// EnsureCreated: a write that fails is tried again until it passes.
+	poll(t, "an apply in v1 after v1alpha1 was dropped", func(context.Context) (bool, error) {
+		err := apply(v1, 2)
+		if err != nil {
+			t.Logf("apply in v1: %v", err)
+		}
+		return err == nil, nil
+	})
+	poll(t, "a merge patch in v1 after v1alpha1 was dropped", func(context.Context) (bool, error) {
+		err := label(v1, "two")
+		if err != nil {
+			t.Logf("label in v1: %v", err)
+		}
+		return err == nil, nil
+	})
+}
