@@ -34,7 +34,11 @@ var errStalled = errors.New("stalled")
 // resource set (a release label that router.LabelIs reads), the Ready the
 // previous set wrote counts, and WaitReady may return before the new set
 // ran; wait for what the new set does (its children, or Ready's message,
-// "reconciled by resource set v2").
+// "reconciled by resource set v2"). So does a new release of the operator
+// started on objects the previous one made Ready (an upgrade test, one
+// operator stopped and the next started): nothing changed the objects,
+// and WaitReady may return before the new release reconciled one; give
+// each release's resource set a name of its own and wait for its message.
 //
 // WaitReady polls every 100 ms until ctx ends, or for DefaultWaitTimeout
 // when ctx has no deadline. A Stalled condition that is True for the
