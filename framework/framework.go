@@ -114,7 +114,8 @@ type Config struct {
 	// Informer the storage version then: a write through an old version
 	// afterwards (this Framework's status apply, say) records an entry of
 	// that version again, and once it is dropped every server-side apply
-	// of that object fails. Otherwise it costs one read of the CRD. It writes
+	// of that object fails; New refuses a Resource of another version
+	// than CRD's storage version (ErrInvalidConfig). Otherwise it costs one read of the CRD. It writes
 	// every object (an update event for each to other watchers; this
 	// Framework's informer starts after it), before the Framework starts,
 	// and in every replica that starts while the old version is listed
@@ -387,6 +388,9 @@ func New(config Config) (*Framework, error) {
 		return nil, fmt.Errorf("%w: framework.Config.CRD must not be empty when MigrateStorage is set", ErrInvalidConfig)
 	}
 	if err := crdServes(config.CRD, config.Resource); err != nil {
+		return nil, err
+	}
+	if err := migratesToResource(config); err != nil {
 		return nil, err
 	}
 	if config.Workers < 0 || config.Workers > MaxWorkers {
@@ -737,6 +741,26 @@ func crdServes(crd *apiextensionsv1.CustomResourceDefinition, res schema.GroupVe
 		}
 	}
 	return fmt.Errorf("%w: framework.Config.CRD %s does not serve the version %q of Resource (served: %s)", ErrInvalidConfig, crd.Name, res.Version, strings.Join(served, ", "))
+}
+
+// migratesToResource refuses MigrateStorage with a Resource of another
+// version than the CRD's storage version: the Framework's own writes
+// (finalizers, status) through that version would record managedFields
+// entries of it again right after the migration renamed them, and once a
+// release drops the version every server-side apply of those objects
+// fails.
+func migratesToResource(config Config) error {
+	if !config.MigrateStorage || config.CRD == nil || config.Resource.Version == "" {
+		return nil
+	}
+	for _, v := range config.CRD.Spec.Versions {
+		if v.Storage && v.Name != config.Resource.Version {
+			return fmt.Errorf("%w: framework.Config.Resource is version %q of %s, but MigrateStorage moves its objects to the storage version %q of framework.Config.CRD %s: "+
+				"the Framework's writes through %q would record managedFields entries of that version again, which break every server-side apply once a release drops it; read and write through %q",
+				ErrInvalidConfig, config.Resource.Version, config.Resource.GroupResource(), v.Name, config.CRD.Name, config.Resource.Version, v.Name)
+		}
+	}
+	return nil
 }
 
 // heldInterval returns the interval b settles at, as the Framework uses

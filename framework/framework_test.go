@@ -194,6 +194,11 @@ func TestNewValidatesConfig(t *testing.T) {
 		}, `framework.Config.CRD gadgets.test.operatorkit.io does not serve the version "v1" of Resource (served: v1beta1)`},
 		{"crd without client", func(c *Config) { c.CRD = widgetLikeCRD() }, "CRDClient"},
 		{"migrate storage without crd", func(c *Config) { c.MigrateStorage = true }, "framework.Config.CRD must not be empty when MigrateStorage is set"},
+		{"migrate storage to another version than Resource's", func(c *Config) {
+			c.CRD, c.CRDClient, c.MigrateStorage = gadgetsCRD(), &crdclient.CRDClient{}, true
+			c.CRD.Spec.Versions = append(c.CRD.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1alpha1", Served: true})
+			c.Resource = schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1alpha1", Resource: "gadgets"}
+		}, `framework.Config.Resource is version "v1alpha1" of gadgets.test.operatorkit.io, but MigrateStorage moves its objects to the storage version "v1beta1"`},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, "Workers"},
 		{"workers that fill the memory", func(c *Config) { c.Workers = math.MaxInt }, "Workers"},
 		{"negative timeout", func(c *Config) { c.ReconcileTimeout = -time.Second }, "ReconcileTimeout"},
