@@ -1,6 +1,7 @@
 package crdclient
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // DefaultMigrationPageSize is the number of objects MigrateStorage lists
@@ -65,7 +67,10 @@ type StorageMigration struct {
 // writes each back unchanged: an update of the object as listed, with its
 // resourceVersion, which the API server encodes in the storage version. Only
 // its metadata.managedFields change: an entry that names another version of
-// the CRD's group names the storage version instead, its fields kept. The
+// the CRD's group names the storage version instead, its fields kept (a
+// manager's update entries of an old and of the storage version become one,
+// owning the fields of both, as the API server keeps one entry per manager,
+// operation, subresource and version). The
 // API server converts an object to the version of every entry on each
 // server-side apply, so an entry naming a version the CRD no longer has
 // makes every apply of the object fail ("request to convert CR to an invalid
@@ -383,7 +388,9 @@ func (c *CRDClient) rewrite(ctx context.Context, b backoff.BackOff, what string,
 // release drops would refuse every apply of the object. The entries' field paths are
 // kept: exact when the versions' fields have the same paths (the None
 // conversion); with a conversion webhook that moves fields, an entry keeps
-// its manager's old paths.
+// its manager's old paths. Entries that then have the same manager,
+// operation, subresource and version (one manager's updates through the
+// old and the new version) are made one (see merge).
 func retarget(obj *unstructured.Unstructured, storage string) bool {
 	entries := obj.GetManagedFields()
 	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
@@ -399,9 +406,67 @@ func retarget(obj *unstructured.Unstructured, storage string) bool {
 		}
 	}
 	if stale {
-		obj.SetManagedFields(entries)
+		obj.SetManagedFields(merge(entries))
 	}
 	return stale
+}
+
+// merge returns entries with those the API server takes for the same
+// manager's made one, which owns the fields of each, at the latest time
+// of theirs. The API server tells entries apart by manager, operation and
+// subresource, and an update's also by version; of entries it takes for
+// the same it keeps only one, and the fields of the others would lose
+// their owner. Entries whose fields cannot be read are kept as they are.
+func merge(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	type id struct{ manager, operation, subresource, version string }
+	key := func(e metav1.ManagedFieldsEntry) id {
+		k := id{e.Manager, string(e.Operation), e.Subresource, e.APIVersion}
+		if e.Operation == metav1.ManagedFieldsOperationApply {
+			k.version = "" // one entry per applier, whatever its version
+		}
+		return k
+	}
+	first := map[id]int{}
+	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
+	for _, e := range entries {
+		i, ok := first[key(e)]
+		if !ok {
+			first[key(e)] = len(out)
+			out = append(out, e)
+			continue
+		}
+		fields, err := unionFields(out[i].FieldsV1, e.FieldsV1)
+		if err != nil {
+			out = append(out, e)
+			continue
+		}
+		out[i].FieldsV1 = fields
+		if e.Time != nil && (out[i].Time == nil || out[i].Time.Before(e.Time)) {
+			out[i].Time = e.Time
+		}
+	}
+	return out
+}
+
+// unionFields returns the fields of a and of b, as managedFields hold
+// them (FieldsV1; nil holds none).
+func unionFields(a, b *metav1.FieldsV1) (*metav1.FieldsV1, error) {
+	union := fieldpath.NewSet()
+	for _, f := range []*metav1.FieldsV1{a, b} {
+		if f == nil || len(f.Raw) == 0 {
+			continue
+		}
+		set := fieldpath.NewSet()
+		if err := set.FromJSON(bytes.NewReader(f.Raw)); err != nil {
+			return nil, err
+		}
+		union = union.Union(set)
+	}
+	raw, err := union.ToJSON()
+	if err != nil {
+		return nil, err
+	}
+	return &metav1.FieldsV1{Raw: raw}, nil
 }
 
 // setStoredVersions sets the status.storedVersions of the CRD named name

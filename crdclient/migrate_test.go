@@ -501,3 +501,45 @@ func TestMigrateStorageGoesOnPastRefusedObjects(t *testing.T) {
 		t.Errorf("storedVersions = %v, want it left as it was", got)
 	}
 }
+
+// TestRetargetMergesEntriesOfOneManager: entries that name the same
+// manager, operation, subresource and (for an update) version once
+// retargeted become one, owning the fields of each at the latest time;
+// entries of other subresources, managers or operations stay apart.
+func TestRetargetMergesEntriesOfOneManager(t *testing.T) {
+	at := func(sec int64) *metav1.Time { tm := metav1.Unix(sec, 0); return &tm }
+	fields := func(raw string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(raw)} }
+	entry := func(manager string, op metav1.ManagedFieldsOperationType, version, sub string, sec int64, raw string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: version, Subresource: sub, Time: at(sec), FieldsType: "FieldsV1", FieldsV1: fields(raw)}
+	}
+	const (
+		update = metav1.ManagedFieldsOperationUpdate
+		apply  = metav1.ManagedFieldsOperationApply
+	)
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Gadget"}}
+	o.SetManagedFields([]metav1.ManagedFieldsEntry{
+		entry("editor", update, "example.com/v1", "", 20, `{"f:metadata":{"f:labels":{"f:new":{}}}}`),
+		entry("editor", update, "example.com/v1alpha1", "", 10, `{"f:metadata":{"f:labels":{"f:old":{}}}}`),
+		entry("editor", update, "example.com/v1alpha1", "status", 10, `{"f:status":{"f:n":{}}}`),
+		entry("user", apply, "example.com/v1alpha1", "", 10, `{"f:spec":{"f:n":{}}}`),
+	})
+	if !retarget(o, "v1") {
+		t.Fatal("retarget = false, want true")
+	}
+	got := o.GetManagedFields()
+	want := []metav1.ManagedFieldsEntry{
+		entry("editor", update, "example.com/v1", "", 20, `{"f:metadata":{"f:labels":{"f:new":{},"f:old":{}}}}`),
+		entry("editor", update, "example.com/v1", "status", 10, `{"f:status":{"f:n":{}}}`),
+		entry("user", apply, "example.com/v1", "", 10, `{"f:spec":{"f:n":{}}}`),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("managedFields = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Manager != w.Manager || g.Operation != w.Operation || g.APIVersion != w.APIVersion || g.Subresource != w.Subresource ||
+			!g.Time.Equal(w.Time) || string(g.FieldsV1.Raw) != string(w.FieldsV1.Raw) {
+			t.Errorf("entry %d = %+v %s, want %+v %s", i, g, g.FieldsV1.Raw, w, w.FieldsV1.Raw)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,4 +100,83 @@ func TestMigrateStorageManagedFields(t *testing.T) {
 		}
 		return err == nil, nil
 	})
+}
+
+// TestMigrateStorageMergesEntriesOfOneManager: a manager that updated a
+// Gadget through v1alpha1 and then through v1 has an entry of each (the API
+// server tells Update entries apart by version). After MigrateStorage its
+// one entry, of v1, still owns the fields of both; before, the two entries
+// of the same name reached the API server, which kept one of them, and the
+// manager lost the fields of the other.
+func TestMigrateStorageMergesEntriesOfOneManager(t *testing.T) {
+	t.Parallel() // a CRD in a group of its own
+	dyn := dynamicClientset(t)
+	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
+	crd.Spec.Versions = gadgetVersions("v1alpha1", "v1alpha1")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*crdTimeout)
+	defer cancel()
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
+	}
+	deleteCRDOnCleanup(t, c, crd)
+	ns := newNamespace(t)
+	old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
+	v1 := old.GroupResource().WithVersion("v1")
+	g := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": old.GroupVersion().String(), "kind": "Gadget",
+		"metadata": map[string]any{"name": "g", "namespace": ns},
+		"spec":     map[string]any{"n": int64(1)},
+	}}
+	if _, err := dyn.Resource(old).Namespace(ns).Create(ctx, g, metav1.CreateOptions{FieldManager: "creator"}); err != nil {
+		t.Fatal(err)
+	}
+	// label sets a label in version gvr as the manager "editor".
+	label := func(gvr schema.GroupVersionResource, key string) error {
+		patch := []byte(`{"metadata":{"labels":{"` + key + `":"x"}}}`)
+		_, err := dyn.Resource(gvr).Namespace(ns).Patch(ctx, "g", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "editor"})
+		return err
+	}
+	if err := label(old, "old"); err != nil {
+		t.Fatalf("label in v1alpha1: %v", err)
+	}
+	crd.Spec.Versions = gadgetVersions("v1", "v1alpha1", "v1")
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s) with storage version v1: %v", crd.Name, err)
+	}
+	poll(t, "a label in v1", func(context.Context) (bool, error) {
+		err := label(v1, "new")
+		if err != nil {
+			t.Logf("label in v1: %v", err)
+		}
+		return err == nil, nil
+	})
+	if m, err := c.MigrateStorage(ctx, crd, nil); err != nil || m.Rewritten != 1 {
+		t.Fatalf("MigrateStorage = %+v, %v; want 1 rewritten", m, err)
+	}
+
+	got, err := dyn.Resource(v1).Namespace(ns).Get(ctx, "g", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var editor []metav1.ManagedFieldsEntry
+	for _, e := range got.GetManagedFields() {
+		if e.APIVersion != v1.GroupVersion().String() {
+			t.Errorf("managedFields entry of %s (%s) names %s after the migration", e.Manager, e.Operation, e.APIVersion)
+		}
+		if e.Manager == "editor" {
+			editor = append(editor, e)
+		}
+	}
+	if len(editor) != 1 || editor[0].FieldsV1 == nil {
+		t.Fatalf("entries of editor after the migration: %+v, want one", editor)
+	}
+	for _, key := range []string{`"f:old"`, `"f:new"`} {
+		if !strings.Contains(string(editor[0].FieldsV1.Raw), key) {
+			t.Errorf("editor's entry %s does not own the label %s any more", editor[0].FieldsV1.Raw, key)
+		}
+	}
 }
