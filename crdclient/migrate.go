@@ -43,10 +43,10 @@ type StorageMigration struct {
 	// of another version by then, or deleted (404).
 	Skipped int
 	// Refused counts the listed objects whose write the API server
-	// refused as invalid or bad (a validation rule, an admission webhook:
-	// 422 Invalid, 400 BadRequest): they stay stored in their old version,
-	// the migration goes on with the others, and status.storedVersions is
-	// left as it was.
+	// refused as invalid or bad (a validation rule, an admission webhook
+	// that gives no other code: 422 Invalid, 400 BadRequest): they stay
+	// stored in their old version, the migration goes on with the others,
+	// and status.storedVersions is left as it was.
 	Refused int
 }
 
@@ -131,16 +131,18 @@ type StorageMigration struct {
 //     so far stay written;
 //   - objects whose write the API server refused as invalid or bad (422,
 //     400: a validation rule they no longer pass, an admission webhook's
-//     denial) do not stop the migration: the others are written, and then
-//     an error names the CRD and the first ten of them (object, version,
-//     the server's reason), wrapping their API errors; they are counted in
+//     denial, which is 400 unless the webhook gives another code) do not
+//     stop the migration: the others are written, and then an error names
+//     the CRD once and the first ten of them (object, version, the
+//     server's reason), wrapping their API errors; they are counted in
 //     StorageMigration.Refused, stay stored in their old version, and
 //     status.storedVersions is left as it is. Fix or delete them and call
 //     MigrateStorage again;
 //   - any other API error, wrapped, at once: the CRD not found, the list
 //     or an object's write refused otherwise (403: the identity may not
-//     update the resource; the error names the CRD, the object and the
-//     version). status.storedVersions is left as it is.
+//     update the resource, or an admission webhook denied it with that
+//     code; the error names the CRD, the object and the version).
+//     status.storedVersions is left as it is.
 func (c *CRDClient) MigrateStorage(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, b backoff.BackOff) (StorageMigration, error) {
 	if err := validate(crd, b); err != nil {
 		return StorageMigration{}, err
@@ -303,6 +305,11 @@ func (c *CRDClient) rewriteAll(ctx context.Context, logger log.Logger, b backoff
 				// and all of them are named at the end, not one a run.
 				m.Refused++
 				if len(refused) < maxRefusedNamed {
+					// Without the "migrate storage of CRD" of step,
+					// which the error says once for all of them.
+					if inner := errors.Unwrap(err); inner != nil {
+						err = inner
+					}
 					refused = append(refused, err)
 				}
 			default:
@@ -316,12 +323,15 @@ func (c *CRDClient) rewriteAll(ctx context.Context, logger log.Logger, b backoff
 		}
 	}
 	if m.Refused > 0 {
-		more := ""
-		if m.Refused > len(refused) {
-			more = fmt.Sprintf(" (the first %d named)", len(refused))
+		objects, stay := fmt.Sprintf("%d objects", m.Refused), "they stay stored in their"
+		if m.Refused == 1 {
+			objects, stay = "1 object", "it stays stored in its"
 		}
-		return fmt.Errorf("%s: the API server refused the rewrite of %d objects%s, which stay stored in their old version; status.storedVersions is left as it is: %w",
-			what, m.Refused, more, errors.Join(refused...))
+		if m.Refused > len(refused) {
+			objects += fmt.Sprintf(" (the first %d named)", len(refused))
+		}
+		return fmt.Errorf("%s: the API server refused the rewrite of %s; %s old version, and status.storedVersions is left as it is: %w",
+			what, objects, stay, errors.Join(refused...))
 	}
 	return nil
 }

@@ -543,3 +543,35 @@ func TestRetargetMergesEntriesOfOneManager(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateStorageRefusedErrorReadsWell: the error of a migration with
+// refused objects names the CRD once, then each object with the API
+// server's answer, and counts one object as one.
+func TestMigrateStorageRefusedErrorReadsWell(t *testing.T) {
+	for _, refused := range []int{1, 3} {
+		f := newMigrationFake(t, migratingCRD(), v1Hash, 4)
+		f.onUpdate = func(obj *unstructured.Unstructured) (bool, error) {
+			if i, _ := strconv.Atoi(strings.TrimPrefix(obj.GetName(), "g")); i >= refused {
+				return false, nil
+			}
+			return true, apierrors.NewInvalid(schema.GroupKind{Group: "example.com", Kind: "Gadget"}, obj.GetName(), nil)
+		}
+		_, err := f.client(t, 0).MigrateStorage(t.Context(), newCRD("Gadget"), fastBackOff(3))
+		if err == nil {
+			t.Fatalf("%d refused: MigrateStorage = nil, want an error", refused)
+		}
+		if n := strings.Count(err.Error(), "gadgets.example.com"); n != 1 {
+			t.Errorf("%d refused: error names the CRD %d times, want once: %q", refused, n, err)
+		}
+		if n := strings.Count(err.Error(), "rewrite Gadget "); n != refused {
+			t.Errorf("%d refused: error names %d objects: %q", refused, n, err)
+		}
+		want := fmt.Sprintf("refused the rewrite of %d objects; they stay", refused)
+		if refused == 1 {
+			want = "refused the rewrite of 1 object; it stays"
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
