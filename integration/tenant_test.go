@@ -387,15 +387,22 @@ func TestTenantNamespaceTerminating(t *testing.T) {
 	ready()
 
 	// Deleted and created again at once: the new Tenant waits until the
-	// previous one's Namespace is gone, then makes its own.
+	// previous one's Namespace is gone (a wait, not an error retried with
+	// backoff and a Warning event each time), then makes its own.
 	must(t, tenants.Delete(t.Context(), "gamma", metav1.DeleteOptions{}))
 	poll("the first Tenant gone", func(ctx context.Context) (bool, error) {
 		_, err := tenants.Get(ctx, "gamma", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 	create()
-	_, err = env.WaitCondition(t.Context(), gvr, "", "gamma", conditioncontext.Ready, metav1.ConditionFalse, "")
+	u, err = env.WaitCondition(t.Context(), gvr, "", "gamma", conditioncontext.Ready, metav1.ConditionFalse, child.ReasonWaitingForChild)
 	must(t, err)
+	conds, _, _ = unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if c := c.(map[string]any); c["type"] == conditioncontext.Ready && c["message"] != "namespace "+ns+" not ready: being deleted" {
+			t.Errorf("the new Tenant's Ready message %q, want the previous Namespace being deleted", c["message"])
+		}
+	}
 	finalize()
 	ready()
 	must(t, tenants.Delete(t.Context(), "gamma", metav1.DeleteOptions{}))

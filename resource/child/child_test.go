@@ -593,6 +593,37 @@ func TestDesiredChildBeingDeletedWaits(t *testing.T) {
 	}
 }
 
+// TestChildOfAPreviousOwnerBeingDeletedWaits: an owner deleted and created
+// again while the previous one's child is being deleted (its delete chain
+// deleted it, finalizers hold it: a Tenant's Namespace Terminating) waits
+// for it to go, as for its own child being deleted: no error retried with
+// backoff (a Warning event each time) for as long as the finalizers hold
+// it, and nothing written to it.
+func TestChildOfAPreviousOwnerBeingDeletedWaits(t *testing.T) {
+	f := newFixture(t, nil)
+	old := desiredDeployment(1, "x")
+	old.Namespace, old.UID = "demo", "old-child"
+	old.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "web", UID: "previous-owner-uid", Controller: new(true)}}
+	old.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	old.Finalizers = []string{"example.com/hold"}
+	_ = f.cache.Add(old)
+	ctx := reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatalf("error = %v, want a wait for the previous owner's child to go", err)
+	}
+	assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
+	if len(f.client.applies) != 0 {
+		t.Fatalf("applies = %v, want none", f.client.applies)
+	}
+	_ = f.cache.Delete(old)
+	if err := f.resource.EnsureCreated(reconcileCtx(), owner()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.client.applies) != 1 {
+		t.Fatalf("applies = %v, want the child's create", f.client.applies)
+	}
+}
+
 // TestReadinessReason: Config.Readiness's reason is the Reconciling
 // message's ("deployment demo/web not ready: <reason>"), also for a child
 // just written; a check of one's own falls back to ReadinessOf; a ready

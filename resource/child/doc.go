@@ -65,7 +65,10 @@
 //     UID) is not adopted: the step fails with an error that is retried
 //     (not ErrInvalidChild) until the Cache shows that child deleted (by
 //     the previous owner's delete chain, or the garbage collector), and
-//     the child is created then.
+//     the child is created then; when the Cache shows it being deleted
+//     already (finalizers hold it: the previous owner's Namespace is
+//     Terminating), the resource waits for it instead, as for its own
+//     child being deleted (see Deletes), with no error.
 //   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
 //     controller reference to the owner; with the UID seen as precondition
 //     (an object re-created since is not deleted: that counts as done), and

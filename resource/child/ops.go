@@ -463,6 +463,15 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		if !reflect.ValueOf(c).IsNil() {
 			if ctrl = metav1.GetControllerOfNoCopy(c); ctrl != nil && ctrl.UID != w.GetUID() {
 				if previousOwner(ctrl, ref) {
+					if c.GetDeletionTimestamp() != nil {
+						// Deleted, and finalizers hold it (a Namespace
+						// Terminating) for as long as they like: a wait
+						// as for one's own child being deleted, not an
+						// error retried with backoff. Its delete event
+						// wakes the owner of its name.
+						waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, reasonBeingDeleted))
+						continue
+					}
 					// The child of a deleted owner of this name, whose
 					// delete (by its delete chain, which wakes no owner,
 					// or by the garbage collector) the cache has not
