@@ -411,3 +411,101 @@ func TestTenantNamespaceTerminating(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 }
+
+// TestTenantChildOfThePreviousTenantGoes: a namespaced child of a
+// cluster-scoped owner wakes the owner of its name when it goes, also when
+// that owner was created again since (another UID), as a namespaced
+// owner's child does: a Tenant deleted while finalizers hold its
+// ConfigMap, and created again, waits for that ConfigMap to go, and makes
+// its own as soon as it goes, not after WaitDelay (an hour here).
+func TestTenantChildOfThePreviousTenantGoes(t *testing.T) {
+	t.Parallel()
+	crd := tenantCRD(uniqueCRDGroup(t))
+	deleteCRDOnCleanup(t, newCRDClient(t), crd)
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
+	ns := newNamespace(t)
+	name := fmt.Sprintf("tenant-operator-%d", nsCounter.Add(1))
+	op, err := operatorpkg.New(operatorpkg.Config{Name: name, RESTConfig: env.Config(), Logger: log.NewNopLogger()})
+	must(t, err)
+	kube := op.Kubernetes()
+	tenantInf, err := op.Informer(informer.Config{GVR: gvr, ObjectType: &Tenant{}})
+	must(t, err)
+	cms, err := op.Informer(informer.Config{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), ObjectType: &corev1.ConfigMap{},
+		LabelSelector: child.LabelManagedBy + "=" + name})
+	must(t, err)
+	cm, err := child.New(child.Config[*Tenant, *corev1.ConfigMap]{
+		Name: "configmap", Cache: cms, FieldManager: name, Writes: op.OwnWrites(), WaitDelay: time.Hour,
+		Client: child.Typed(kube.CoreV1().ConfigMaps),
+		Desired: func(_ context.Context, tn *Tenant) (*corev1.ConfigMap, error) {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + tn.Name, Namespace: ns}}, nil
+		},
+	})
+	must(t, err)
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resourcepkg.Interface{cm}})
+	must(t, err)
+	rtr, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	must(t, err)
+	f, err := op.NewFramework(framework.Config{Name: name, Informer: tenantInf, ResourceRouter: rtr, Resource: gvr, Conditions: true, CRD: crd})
+	must(t, err)
+	must(t, op.Owns(f, schema.GroupKind{Group: gvr.Group, Kind: "Tenant"}, cms))
+	stop, _ := runOperator(op)
+	t.Cleanup(func() { must(t, stop()) })
+
+	tenants := dynamicClientset(t).Resource(gvr)
+	poll := func(what string, cond wait.ConditionWithContextFunc) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, cond); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+	create := func() types.UID {
+		t.Helper()
+		var uid types.UID
+		poll("the Tenant created", func(ctx context.Context) (bool, error) {
+			u, err := tenants.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": gvr.GroupVersion().String(), "kind": "Tenant", "metadata": map[string]any{"name": "zeta"},
+				"spec": map[string]any{"namespace": ns, "pods": int64(1)}}}, metav1.CreateOptions{})
+			if err == nil {
+				uid = u.GetUID()
+			}
+			return err == nil, nil
+		})
+		return uid
+	}
+	controlledBy := func(uid types.UID) wait.ConditionWithContextFunc {
+		return func(ctx context.Context) (bool, error) {
+			c, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "tenant-zeta", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			ref := metav1.GetControllerOf(c)
+			return c.DeletionTimestamp == nil && ref != nil && ref.UID == uid, nil
+		}
+	}
+	first := create()
+	poll("the first Tenant's ConfigMap", controlledBy(first))
+	// Someone else's finalizer holds the ConfigMap when the Tenant's
+	// delete chain deletes it.
+	_, err = kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "tenant-zeta", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{})
+	must(t, err)
+	must(t, tenants.Delete(t.Context(), "zeta", metav1.DeleteOptions{}))
+	poll("the first Tenant gone", func(ctx context.Context) (bool, error) {
+		_, err := tenants.Get(ctx, "zeta", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	second := create()
+	_, err = env.WaitCondition(t.Context(), gvr, "", "zeta", conditioncontext.Ready, metav1.ConditionFalse, child.ReasonWaitingForChild)
+	must(t, err)
+	// The finalizer goes, and the ConfigMap with it: its delete event
+	// wakes the new Tenant, which makes its own.
+	_, err = kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "tenant-zeta", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	must(t, err)
+	poll("the second Tenant's ConfigMap", controlledBy(second))
+	_, err = env.WaitReady(t.Context(), gvr, "", "zeta")
+	must(t, err)
+	must(t, tenants.Delete(t.Context(), "zeta", metav1.DeleteOptions{}))
+	poll("the second Tenant gone", func(ctx context.Context) (bool, error) {
+		_, err := tenants.Get(ctx, "zeta", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}

@@ -169,10 +169,13 @@ type Predicate func(oldObj, newObj any) bool
 // namespace (owner references cannot cross namespaces), or, as Kubernetes
 // allows a namespaced child of a cluster-scoped owner (a Namespace's
 // ResourceQuota owned by a cluster-scoped Tenant), the cluster-scoped
-// object of that name when f's informer holds it with the reference's UID
-// and holds no object of that name in the child's namespace. An empty
-// owner kind, or an owner group that is not an API group (an apiVersion
-// such as "example.com/v1", say), is ErrInvalidConfig.
+// object of that name when f's informer holds it and holds no object of
+// that name in the child's namespace. Either way the UID is not compared:
+// an owner created again under that name (another UID) is woken by a
+// change of its previous one's child (which it waits for to go: see
+// resource/child). An empty owner kind, or an owner group that is not an
+// API group (an apiVersion such as "example.com/v1", say), is
+// ErrInvalidConfig.
 //
 // Updates that change nothing (a resync: same resourceVersion) and events
 // that the operator's own writes caused (recorded in OwnWrites) enqueue
@@ -218,30 +221,27 @@ func (o *Operator) Owns(f *framework.Framework, owner schema.GroupKind, child *S
 			return []string{ref.Name}
 		}
 		key := m.GetNamespace() + "/" + ref.Name
-		if clusterScopedOwner(f.Informer(), key, ref) {
+		if clusterScopedOwner(f.Informer(), key, ref.Name) {
 			return []string{ref.Name}
 		}
 		return []string{key}
 	}, predicates...)
 }
 
-// clusterScopedOwner reports whether the owner that ref names, of a child
+// clusterScopedOwner reports whether the owner named name, of a child
 // whose namespaced owner would have key, is cluster-scoped: owners holds
-// no object of key, and holds the cluster-scoped object ref.Name of
-// ref.UID. Two cache lookups, on the child's event path.
-func clusterScopedOwner(owners informer.Interface, key string, ref *metav1.OwnerReference) bool {
+// no object of key, and holds the cluster-scoped object name (of any UID:
+// the owner of a name, as for a namespaced owner). Two cache lookups, on
+// the child's event path.
+func clusterScopedOwner(owners informer.Interface, key, name string) bool {
 	if owners == nil {
 		return false
 	}
 	if _, ok, err := owners.Get(key); ok || err != nil {
 		return false
 	}
-	obj, ok, err := owners.Get(ref.Name)
-	if !ok || err != nil {
-		return false
-	}
-	m, err := meta.Accessor(obj)
-	return err == nil && m.GetUID() == ref.UID
+	_, ok, err := owners.Get(name)
+	return ok && err == nil
 }
 
 // Watches makes f reconcile the objects whose keys ("namespace/name", or

@@ -599,11 +599,11 @@ func TestWatchesWakesThePreviousOwner(t *testing.T) {
 
 // TestOwnsFindsAClusterScopedOwner: the owner of a namespaced child is the
 // object of its name in the child's namespace when the owners' informer
-// holds one, else the cluster-scoped object of its name and UID (a
-// Tenant's ResourceQuota in the Tenant's Namespace), never one of another
-// UID.
+// holds one, else the cluster-scoped object of its name (a Tenant's
+// ResourceQuota in the Tenant's Namespace), also of another UID than the
+// reference's: the owner created again under that name, which waits for
+// its previous one's child to go (TestTenantChildOfThePreviousTenantGoes).
 func TestOwnsFindsAClusterScopedOwner(t *testing.T) {
-	ref := &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Tenant", Name: "acme", UID: "u1"}
 	tenant := func(ns string, uid types.UID) *corev1.ConfigMap { // any object: the informer holds metadata
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acme", UID: uid}}
 	}
@@ -612,16 +612,16 @@ func TestOwnsFindsAClusterScopedOwner(t *testing.T) {
 		owners *informertest.Informer
 		want   bool
 	}{
-		{"cluster-scoped owner of the reference's UID", informertest.New(tenant("", "u1")), true},
-		{"cluster-scoped object of another UID", informertest.New(tenant("", "u2")), false},
+		{"cluster-scoped owner", informertest.New(tenant("", "u1")), true},
+		{"cluster-scoped owner created again (another UID)", informertest.New(tenant("", "u2")), true},
 		{"owner in the child's namespace", informertest.New(tenant("team-a", "u1"), tenant("", "u1")), false},
 		{"no owner", informertest.New(), false},
 	} {
-		if got := clusterScopedOwner(tt.owners, "team-a/acme", ref); got != tt.want {
+		if got := clusterScopedOwner(tt.owners, "team-a/acme", "acme"); got != tt.want {
 			t.Errorf("%s: clusterScopedOwner = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if clusterScopedOwner(nil, "team-a/acme", ref) {
+	if clusterScopedOwner(nil, "team-a/acme", "acme") {
 		t.Error("clusterScopedOwner(nil informer) = true")
 	}
 }
