@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,10 +46,15 @@ type ResourcePlan struct {
 	// Waits, when not empty, says what the resource waits for: planning it
 	// canceled the reconciliation without an error (a child that is not
 	// ready, a guard), so a reconciliation now would apply nothing of this
-	// resource, run no later resource and come back later. It is the
+	// resource, run no later resource and come back later; or, with
+	// changes, a part of its patch is a PlanWaiter that waits after them
+	// (resource/child creating one child while another is being deleted),
+	// so a reconciliation now would apply them, then run no later resource
+	// and come back later. It is the
 	// message of the Reconciling condition the resource set
 	// (conditioncontext), or "canceled the reconciliation" when it set
-	// none, followed by " (again in 5s)" when it asked for a requeue.
+	// none (for a PlanWaiter: what it returns), followed by " (again in
+	// 5s)" when it asked for a requeue.
 	// Plan then stops: the resources after it are not planned.
 	Waits string `json:"waits,omitempty"`
 	// Skipped is true when planning the resource canceled the resource
@@ -66,6 +72,40 @@ func (p ResourcePlan) Changes() bool {
 // EnsureCreated or EnsureDeleted.
 type planner interface {
 	Plan(ctx context.Context, obj any, deleting bool) (*crud.Patch, error)
+}
+
+// PlanWaiter is implemented by patch parts (crud.Patch's create, update or
+// delete change) of a resource that, after applying them, cancels the
+// reconciliation waiting for something it knows of before applying
+// anything: resource/child's Changes when a desired child needs no write
+// but is not ready, or is being deleted, beside the children it writes.
+// Plan calls PlanWaits on each part of a patch: a wait makes the resource
+// the last one planned, with its changes and ResourcePlan.Waits.
+type PlanWaiter interface {
+	// PlanWaits returns what the resource will wait for once it has
+	// applied the patch, as its Reconciling condition's message will say,
+	// and the requeue it will ask for (0: none); what is "" when it knows
+	// of no wait before applying. Plan calls it; it must not modify the
+	// change nor write anything, as plans are read-only.
+	PlanWaits() (what string, requeueAfter time.Duration)
+}
+
+// planWaits returns ResourcePlan.Waits of a patch whose parts are
+// PlanWaiters that wait, "" when none does.
+func planWaits(parts ...any) string {
+	for _, part := range parts {
+		w, ok := part.(PlanWaiter)
+		if !ok {
+			continue
+		}
+		if what, after := w.PlanWaits(); what != "" {
+			if after > 0 {
+				what += fmt.Sprintf(" (again in %s)", after)
+			}
+			return what
+		}
+	}
+	return ""
 }
 
 // unwrapper is implemented by resource wrappers (retry, metrics).
@@ -89,7 +129,11 @@ type unwrapper interface {
 // that cancels the reconciliation while planning (resource/child waiting
 // for a child to become ready, a guard) is the last one planned, with
 // ResourcePlan.Waits saying what it waits for; one that cancels itself is
-// Skipped. Neither has changes in the plan, as neither would apply any.
+// Skipped. Neither has changes in the plan, as neither would apply any;
+// but a resource whose patch is a PlanWaiter that waits (resource/child
+// writing some children while another is being deleted) is the last one
+// planned with both its changes and Waits, as it would apply them and then
+// wait.
 // When ctx's reconciliation is canceled before the first resource (by
 // InitCtx), no resource is planned, as none would run.
 //
@@ -146,6 +190,9 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 			p.Create, _ = patch.CreateChange()
 			p.Update, _ = patch.UpdateChange()
 			p.Delete, _ = patch.DeleteChange()
+			if p.Waits = planWaits(p.Create, p.Update, p.Delete); p.Waits != "" {
+				return append(plans, p), nil
+			}
 		}
 		plans = append(plans, p)
 	}
@@ -211,7 +258,8 @@ func DescribeChange(change any) []string {
 // resource, "+ create", "~ update" and "- delete" followed by the change's
 // lines (see DescribeChange), "= no changes" when there is nothing to do,
 // "… waits: <what>" for a resource that stops the chain waiting (its
-// Waits) and "- skipped" for one that cancels itself.
+// Waits; after its changes, when it has any) and "- skipped" for one that
+// cancels itself.
 func FormatPlans(b *strings.Builder, plans []ResourcePlan) {
 	for _, p := range plans {
 		fmt.Fprintf(b, "resource %s\n", p.Resource)
@@ -220,6 +268,9 @@ func FormatPlans(b *strings.Builder, plans []ResourcePlan) {
 			b.WriteString("  ? not a crud resource: cannot plan\n")
 			continue
 		case p.Waits != "":
+			writeChange(b, "+ create", p.Create)
+			writeChange(b, "~ update", p.Update)
+			writeChange(b, "- delete", p.Delete)
 			fmt.Fprintf(b, "  … waits: %s\n", p.Waits)
 			continue
 		case p.Skipped:

@@ -3,6 +3,7 @@ package child
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -98,6 +99,21 @@ func (c *Change) String() string { return strings.Join(c.Describe(), "\n") }
 // child created, updated or deleted. A patch part is set only when it holds
 // at least one change.
 type Changes []*Change
+
+// PlanWaits implements framework.PlanWaiter: when the patch's children
+// are written, the resource waits for the desired children it found, before
+// writing, not ready or being deleted ("deployment ns/a not ready: being
+// deleted"), and asks for a requeue after Config.WaitDelay; what is ""
+// when it found none (whether a child written is ready depends on the API
+// server's answer, which a plan does not get).
+func (cs Changes) PlanWaits() (what string, requeueAfter time.Duration) {
+	for _, c := range cs {
+		if c.wait != nil && len(c.wait.reasons) > 0 {
+			return waitMessage(c.wait.reasons), c.wait.delay
+		}
+	}
+	return "", 0
+}
 
 // Describe returns the lines of every change's Describe, in order.
 func (cs Changes) Describe() []string {

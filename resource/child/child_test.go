@@ -624,6 +624,61 @@ func TestChildOfAPreviousOwnerBeingDeletedWaits(t *testing.T) {
 	}
 }
 
+// TestPlanOfWritesThenAWait: a DesiredSet with a child being deleted and
+// another to create creates that one and then waits, the chain stopping
+// there: the plan says so too (the create, and Waits), and plans no later
+// resource, instead of showing the create alone and going on as if the
+// chain went on.
+func TestPlanOfWritesThenAWait(t *testing.T) {
+	names := []string{"a"}
+	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+		c.Desired = nil
+		c.DesiredSet = func(context.Context, *corev1.Secret) ([]*appsv1.Deployment, error) {
+			var ds []*appsv1.Deployment
+			for _, n := range names {
+				d := desiredDeployment(1, "nginx")
+				d.Name = n
+				ds = append(ds, d)
+			}
+			return ds, nil
+		}
+	})
+	if err := f.resource.EnsureCreated(reconcileCtx(), owner()); err != nil {
+		t.Fatal(err)
+	}
+	f.sync(t, func(d *appsv1.Deployment) *appsv1.Deployment {
+		d = defaulted(d)
+		d.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		d.Finalizers = []string{"example.com/hold"}
+		return d
+	})
+	names = []string{"a", "b"}
+	const waits = "deployment demo/a not ready: being deleted"
+	plans, err := framework.Plan(context.Background(), owner(), []operatorkitresource.Interface{f.resource, f.resource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 1 || plans[0].Create == nil || plans[0].Waits != waits+" (again in 5s)" {
+		t.Fatalf("plans = %+v, want one: the create of b, then Waits %q", plans, waits)
+	}
+	var b strings.Builder
+	framework.FormatPlans(&b, plans)
+	if text := b.String(); !strings.Contains(text, "+ create") || !strings.Contains(text, "deployment demo/b") || !strings.HasSuffix(text, "… waits: "+waits+" (again in 5s)\n") {
+		t.Errorf("FormatPlans:\n%s\nwant the create of b, then the wait", text)
+	}
+	if len(f.client.applies) != 1 {
+		t.Fatalf("the plan applied: %d applies, want the first one's", len(f.client.applies))
+	}
+	ctx := reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	assertMessage(t, ctx, waits)
+	if len(f.client.applies) != 2 {
+		t.Fatalf("%d applies, want b's create", len(f.client.applies))
+	}
+}
+
 // TestReadinessReason: Config.Readiness's reason is the Reconciling
 // message's ("deployment demo/web not ready: <reason>"), also for a child
 // just written; a check of one's own falls back to ReadinessOf; a ready

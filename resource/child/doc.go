@@ -165,7 +165,11 @@
 // and the debug endpoint print. A plan (framework.Plan, the operator's plan
 // command) of a chain whose child is not ready ends at this resource with
 // "… waits: deployment ns/web not ready: 1 of 2 replicas available (again
-// in 5s)" (framework.ResourcePlan.Waits), as the reconciliation would.
+// in 5s)" (framework.ResourcePlan.Waits), as the reconciliation would;
+// also after the changes of the children it would write, when a desired
+// child that needs no write is not ready or is being deleted ([Changes]
+// is a framework.PlanWaiter). Whether a child written is ready depends on
+// the API server's answer, which a plan does not get.
 //
 // # Scopes
 //

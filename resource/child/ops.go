@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -522,7 +523,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 	if o.waits() || len(waits) > 0 {
 		// The last part applied signals the wait, for the children
 		// written and those found not ready (or being deleted) here.
-		ws := &waitState{reasons: waits}
+		ws := &waitState{reasons: waits, delay: o.config.WaitDelay}
 		parts := []Changes{creates, updates, deletes}
 		for _, p := range parts {
 			for _, c := range p {
@@ -982,8 +983,16 @@ func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 }
 
 // waitState collects what the resource waits for across the parts of one
-// patch.
-type waitState struct{ reasons []string }
+// patch; delay is Config.WaitDelay.
+type waitState struct {
+	reasons []string
+	delay   time.Duration
+}
+
+// waitMessage returns the Reconciling message of the wait for reasons.
+func waitMessage(reasons []string) string {
+	return conditions.Fit(strings.Join(reasons, "; "), conditions.MaxMessage)
+}
 
 // waits reports whether the resource checks its children's readiness
 // (Readiness or ReadyWhen is set).
@@ -1072,7 +1081,7 @@ func isLine(s string) bool {
 // the framework would refuse the condition as invalid, and fail the
 // reconciliation instead of waiting.
 func (o *ops[O, C]) wait(ctx context.Context, reasons []string) {
-	msg := conditions.Fit(strings.Join(reasons, "; "), conditions.MaxMessage)
+	msg := waitMessage(reasons)
 	requeuecontext.SetRequeueAfter(ctx, o.config.WaitDelay)
 	reconciliationcanceledcontext.SetCanceled(ctx)
 	conditioncontext.Set(ctx, conditioncontext.Reconciling, metav1.ConditionTrue, ReasonWaitingForChild, msg)
