@@ -227,7 +227,7 @@ type Config[Owner, Child Object] struct {
 	// which is never ready: see Deletes in the package documentation), so
 	// in every reconciliation that writes nothing (every resync of every
 	// owner), and with the API server's answer of each child the create
-	// and update steps apply;
+	// and update steps apply (again not one being deleted);
 	// also when the chain is planned (framework.Plan). Calls for different
 	// owners may run concurrently. It must be cheap, and must have no side
 	// effects: it must not change child (the Cache's shared object), nor

@@ -88,6 +88,8 @@ func (c *nsClient[T, PT]) Patch(_ context.Context, name string, pt types.PatchTy
 	obj.SetResourceVersion(fmt.Sprint(c.f.rv))
 	if old, ok := c.f.objs[key]; ok {
 		obj.SetUID(old.GetUID())
+		// An apply does not undo a delete: finalizers still hold it.
+		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
 	} else {
 		obj.SetUID(types.UID("uid-" + name))
 	}
@@ -676,6 +678,36 @@ func TestPlanOfWritesThenAWait(t *testing.T) {
 	assertMessage(t, ctx, waits)
 	if len(f.client.applies) != 2 {
 		t.Fatalf("%d applies, want b's create", len(f.client.applies))
+	}
+}
+
+// TestWrittenChildBeingDeletedWaits: a desired child that the Cache does
+// not hold but exists, being deleted (a user's object, without the label,
+// that finalizers hold: a Namespace Terminating), is adopted by the apply,
+// whose answer shows it being deleted: the resource waits for it to go
+// then and there, whatever Readiness says, instead of reporting it in
+// place and letting the next resources run against it (and fail) until a
+// later reconciliation finds it in the Cache.
+func TestWrittenChildBeingDeletedWaits(t *testing.T) {
+	for _, readyWhen := range []bool{false, true} {
+		f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
+			if readyWhen {
+				c.ReadyWhen = func(*appsv1.Deployment) bool { return true }
+			}
+		})
+		users := desiredDeployment(1, "x")
+		users.Namespace, users.UID = "demo", "users-uid"
+		users.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		users.Finalizers = []string{"example.com/hold"}
+		f.client.objs["demo/web"] = users
+		ctx := reconcileCtx()
+		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.client.applies) != 1 {
+			t.Fatalf("ReadyWhen %v: %d applies, want the adopting one", readyWhen, len(f.client.applies))
+		}
+		assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
 	}
 }
 

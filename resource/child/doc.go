@@ -83,7 +83,9 @@
 //     the reason "being deleted": the owner is not Ready while, say, its
 //     Namespace is Terminating, and the resources after this one do not
 //     run (they would fail: nothing can be created in a Namespace being
-//     deleted). So two resources of one resource set must not keep children
+//     deleted). One the Cache does not hold (someone else's, without the
+//     label) is adopted by the apply (Writes), whose answer shows it
+//     being deleted: the resource waits for it then. So two resources of one resource set must not keep children
 //     of one kind with one ManagedBy: each would delete the other's;
 //     router.NewResourceSet refuses them (the resource is a
 //     resource.Claimer). Keep such children with one resource's

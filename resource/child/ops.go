@@ -520,21 +520,21 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		}
 		return nil, nil // nothing to apply (crud: a nil patch applies nothing)
 	}
-	if o.waits() || len(waits) > 0 {
-		// The last part applied signals the wait, for the children
-		// written and those found not ready (or being deleted) here.
-		ws := &waitState{reasons: waits, delay: o.config.WaitDelay}
-		parts := []Changes{creates, updates, deletes}
-		for _, p := range parts {
-			for _, c := range p {
-				c.wait = ws
-			}
+	// The last part applied signals the wait, for the children
+	// written that are not ready (or that the answer shows being
+	// deleted: an object of another's that finalizers hold, adopted)
+	// and those found not ready (or being deleted) here.
+	ws := &waitState{reasons: waits, delay: o.config.WaitDelay}
+	parts := []Changes{creates, updates, deletes}
+	for _, p := range parts {
+		for _, c := range p {
+			c.wait = ws
 		}
-		for i := len(parts) - 1; i >= 0; i-- {
-			if len(parts[i]) > 0 {
-				parts[i][len(parts[i])-1].last = true
-				break
-			}
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		if len(parts[i]) > 0 {
+			parts[i][len(parts[i])-1].last = true
+			break
 		}
 	}
 	patch := crud.NewPatch()
@@ -824,7 +824,7 @@ func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
 			return o.invalid(w, c.Name, clusterScopedProblem)
 		}
 		if c.wait != nil {
-			if r := o.notReady(answer); r != "" {
+			if r := o.notReadyAnswer(answer); r != "" {
 				c.wait.reasons = append(c.wait.reasons, r)
 			}
 		}
@@ -980,6 +980,16 @@ func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// notReadyAnswer returns why the child answer, just applied, is not in
+// place: being deleted (an apply does not undo a delete), whatever
+// Readiness says, or not ready (notReady); "" when it is.
+func (o *ops[O, C]) notReadyAnswer(answer C) string {
+	if !reflect.ValueOf(answer).IsNil() && answer.GetDeletionTimestamp() != nil {
+		return notReadyMessage(o.config.GVK.Kind, answer, reasonBeingDeleted)
+	}
+	return o.notReady(answer)
 }
 
 // waitState collects what the resource waits for across the parts of one
