@@ -88,8 +88,12 @@ func (c *nsClient[T, PT]) Patch(_ context.Context, name string, pt types.PatchTy
 	obj.SetResourceVersion(fmt.Sprint(c.f.rv))
 	if old, ok := c.f.objs[key]; ok {
 		obj.SetUID(old.GetUID())
-		// An apply does not undo a delete: finalizers still hold it.
+		// An apply does not undo a delete: finalizers still hold it (the
+		// applier sets none: other managers' stay).
 		obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+		if len(obj.GetFinalizers()) == 0 {
+			obj.SetFinalizers(old.GetFinalizers())
+		}
 	} else {
 		obj.SetUID(types.UID("uid-" + name))
 	}
@@ -579,19 +583,23 @@ func TestDesiredChildBeingDeletedWaits(t *testing.T) {
 		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
 			t.Fatal(err)
 		}
-		assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
+		assertMessage(t, ctx, "deployment demo/web not ready: being deleted (finalizers: foregroundDeletion)")
 		f.image = "nginx:2" // drift: still nothing written while it goes
 		ctx = reconcileCtx()
 		if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
 			t.Fatal(err)
 		}
-		assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
+		assertMessage(t, ctx, "deployment demo/web not ready: being deleted (finalizers: foregroundDeletion)")
 		if len(f.client.applies) != 1 {
 			t.Errorf("ReadyWhen %v: %d applies, want only the first one's", readyWhen, len(f.client.applies))
 		}
 	}
 	if ready, reason := child.ReadinessOf(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{}}}); ready || reason != "being deleted" {
 		t.Errorf("ReadinessOf(a ConfigMap being deleted) = %v %q, want false \"being deleted\"", ready, reason)
+	}
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{}, Finalizers: []string{"example.com/a", "example.com/b"}}}
+	if ready, reason := child.ReadinessOf(held); ready || reason != "being deleted (finalizers: example.com/a, example.com/b)" {
+		t.Errorf("ReadinessOf(a ConfigMap that finalizers hold) = %v %q, want false and the finalizers named", ready, reason)
 	}
 }
 
@@ -613,7 +621,7 @@ func TestChildOfAPreviousOwnerBeingDeletedWaits(t *testing.T) {
 	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
 		t.Fatalf("error = %v, want a wait for the previous owner's child to go", err)
 	}
-	assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
+	assertMessage(t, ctx, "deployment demo/web not ready: being deleted (finalizers: example.com/hold)")
 	if len(f.client.applies) != 0 {
 		t.Fatalf("applies = %v, want none", f.client.applies)
 	}
@@ -655,7 +663,7 @@ func TestPlanOfWritesThenAWait(t *testing.T) {
 		return d
 	})
 	names = []string{"a", "b"}
-	const waits = "deployment demo/a not ready: being deleted"
+	const waits = "deployment demo/a not ready: being deleted (finalizers: example.com/hold)"
 	plans, err := framework.Plan(context.Background(), owner(), []operatorkitresource.Interface{f.resource, f.resource})
 	if err != nil {
 		t.Fatal(err)
@@ -707,7 +715,7 @@ func TestWrittenChildBeingDeletedWaits(t *testing.T) {
 		if len(f.client.applies) != 1 {
 			t.Fatalf("ReadyWhen %v: %d applies, want the adopting one", readyWhen, len(f.client.applies))
 		}
-		assertMessage(t, ctx, "deployment demo/web not ready: being deleted")
+		assertMessage(t, ctx, "deployment demo/web not ready: being deleted (finalizers: example.com/hold)")
 	}
 }
 

@@ -80,7 +80,9 @@
 //     is gone (through operator.Owns), which creates it again if it is
 //     desired by then. Meanwhile a desired one is not written to, and the
 //     resource waits for it as for a child not ready (see Readiness), with
-//     the reason "being deleted": the owner is not Ready while, say, its
+//     the reason "being deleted" (with the finalizers that hold it, which
+//     tell whom to ask when it stays: "being deleted (finalizers:
+//     example.com/backup)"): the owner is not Ready while, say, its
 //     Namespace is Terminating, and the resources after this one do not
 //     run (they would fail: nothing can be created in a Namespace being
 //     deleted). One the Cache does not hold (someone else's, without the

@@ -470,7 +470,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 						// as for one's own child being deleted, not an
 						// error retried with backoff. Its delete event
 						// wakes the owner of its name.
-						waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, reasonBeingDeleted))
+						waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, beingDeleted(c)))
 						continue
 					}
 					// The child of a deleted owner of this name, whose
@@ -485,7 +485,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 				// Being deleted (finalizers hold it): not in place, and
 				// nothing written to it would stay. Its delete event
 				// wakes the owner, which creates it again.
-				waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, reasonBeingDeleted))
+				waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, beingDeleted(c)))
 				continue
 			}
 		}
@@ -987,7 +987,7 @@ func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 // Readiness says, or not ready (notReady); "" when it is.
 func (o *ops[O, C]) notReadyAnswer(answer C) string {
 	if !reflect.ValueOf(answer).IsNil() && answer.GetDeletionTimestamp() != nil {
-		return notReadyMessage(o.config.GVK.Kind, answer, reasonBeingDeleted)
+		return notReadyMessage(o.config.GVK.Kind, answer, beingDeleted(answer))
 	}
 	return o.notReady(answer)
 }

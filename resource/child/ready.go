@@ -3,6 +3,7 @@ package child
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -10,9 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// reasonBeingDeleted is why a child that has a deletionTimestamp is not
-// ready.
-const reasonBeingDeleted = "being deleted"
+// beingDeleted is why a child that has a deletionTimestamp is not ready:
+// "being deleted", and the finalizers that hold it, which say whom to ask
+// when it stays ("being deleted (finalizers: example.com/backup)").
+func beingDeleted(m metav1.Object) string {
+	if f := m.GetFinalizers(); len(f) > 0 {
+		return "being deleted (finalizers: " + strings.Join(f, ", ") + ")"
+	}
+	return "being deleted"
+}
 
 // Ready reports whether child is ready by the kstatus rules
 // (sigs.k8s.io/cli-utils/pkg/kstatus) for the kinds below, and true for
@@ -44,7 +51,9 @@ func Ready[C any](child C) bool {
 // is ready (every kind but those Ready lists is). Use it as
 // Config.Readiness, Readiness: child.ReadinessOf[*appsv1.Deployment], or
 // as the fallback of a check of your own. It reads child only: cheap, and
-// safe for concurrent use. A child being deleted reads "being deleted".
+// safe for concurrent use. A child being deleted reads "being deleted",
+// followed by the finalizers that hold it when it has any ("being deleted
+// (finalizers: foregroundDeletion)").
 //
 // The reason names the first check the child fails, the observed
 // generation first. A Deployment, StatefulSet or DaemonSet just written reads
@@ -57,7 +66,7 @@ func Ready[C any](child C) bool {
 // balancer ingress yet".
 func ReadinessOf[C any](child C) (ready bool, reason string) {
 	if m, ok := any(child).(metav1.Object); ok && !reflect.ValueOf(m).IsNil() && m.GetDeletionTimestamp() != nil {
-		return false, reasonBeingDeleted // kstatus: Terminating, whatever the kind
+		return false, beingDeleted(m) // kstatus: Terminating, whatever the kind
 	}
 	switch o := any(child).(type) {
 	case *appsv1.Deployment:
