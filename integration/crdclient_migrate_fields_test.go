@@ -23,21 +23,10 @@ import (
 func TestMigrateStorageManagedFields(t *testing.T) {
 	t.Parallel() // a CRD in a group of its own
 	dyn := dynamicClientset(t)
-	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
-	crd.Spec.Versions = gadgetVersions("v1alpha1", "v1alpha1")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*crdTimeout)
 	defer cancel()
-	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
-		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
-	}
-	deleteCRDOnCleanup(t, c, crd)
+	c, crd, old, v1 := installGadgets(ctx, t, crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn}, gadgetVersions("v1alpha1", "v1alpha1"))
 	ns := newNamespace(t)
-	old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
-	v1 := old.GroupResource().WithVersion("v1")
 
 	// apply applies the Gadget's spec.n in version gvr as the manager "user".
 	apply := func(gvr schema.GroupVersionResource, n int64) error {
@@ -111,21 +100,10 @@ func TestMigrateStorageManagedFields(t *testing.T) {
 func TestMigrateStorageMergesEntriesOfOneManager(t *testing.T) {
 	t.Parallel() // a CRD in a group of its own
 	dyn := dynamicClientset(t)
-	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
-	crd.Spec.Versions = gadgetVersions("v1alpha1", "v1alpha1")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*crdTimeout)
 	defer cancel()
-	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
-		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
-	}
-	deleteCRDOnCleanup(t, c, crd)
+	c, crd, old, v1 := installGadgets(ctx, t, crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn}, gadgetVersions("v1alpha1", "v1alpha1"))
 	ns := newNamespace(t)
-	old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
-	v1 := old.GroupResource().WithVersion("v1")
 	g := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": old.GroupVersion().String(), "kind": "Gadget",
 		"metadata": map[string]any{"name": "g", "namespace": ns},

@@ -67,20 +67,9 @@ func TestCRDClientMigrateStorage(t *testing.T) {
 	t.Parallel() // a CRD in a group of its own
 	const perNamespace = 125
 	dyn := dynamicClientset(t)
-	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn, MigrationPageSize: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
-	crd.Spec.Versions = gadgetVersions("v1alpha1", "v1alpha1")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*crdTimeout)
 	defer cancel()
-	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
-		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
-	}
-	deleteCRDOnCleanup(t, c, crd)
-	old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
-	v1 := old.GroupResource().WithVersion("v1")
+	c, crd, old, v1 := installGadgets(ctx, t, crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn, MigrationPageSize: 7}, gadgetVersions("v1alpha1", "v1alpha1"))
 
 	namespaces := []string{newNamespace(t), newNamespace(t)}
 	for _, ns := range namespaces {
@@ -219,20 +208,9 @@ func TestOperatorMigratesStorage(t *testing.T) {
 		t.Run(fmt.Sprintf("dryRun=%v", dryRun), func(t *testing.T) {
 			t.Parallel()
 			dyn := dynamicClientset(t)
-			c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn})
-			if err != nil {
-				t.Fatal(err)
-			}
-			crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
-			crd.Spec.Versions = gadgetVersions("v1alpha1", "v1alpha1")
 			ctx, cancel := context.WithTimeout(t.Context(), 2*crdTimeout)
 			defer cancel()
-			if err := c.EnsureCreated(ctx, crd, nil); err != nil {
-				t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
-			}
-			deleteCRDOnCleanup(t, c, crd)
-			old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
-			v1 := old.GroupResource().WithVersion("v1")
+			c, crd, old, v1 := installGadgets(ctx, t, crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn}, gadgetVersions("v1alpha1", "v1alpha1"))
 			ns := newNamespace(t)
 			for i := range 10 {
 				g := &unstructured.Unstructured{Object: map[string]any{
@@ -264,6 +242,26 @@ func TestOperatorMigratesStorage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// installGadgets installs a CRD of Gadgets in a group of its own with
+// versions (see gadgetVersions), deleted when the test ends, through a
+// crdclient of config, and returns the client, the CRD, and its resources
+// in v1alpha1 (old) and v1.
+func installGadgets(ctx context.Context, t *testing.T, config crdclient.Config, versions []apiextensionsv1.CustomResourceDefinitionVersion) (c *crdclient.CRDClient, crd *apiextensionsv1.CustomResourceDefinition, old, v1 schema.GroupVersionResource) {
+	t.Helper()
+	c, err := crdclient.New(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd = namespacedCRD(uniqueCRDGroup(t), "Gadget")
+	crd.Spec.Versions = versions
+	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
+		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
+	}
+	deleteCRDOnCleanup(t, c, crd)
+	old = schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
+	return c, crd, old, old.GroupResource().WithVersion("v1")
 }
 
 // runMigrator runs an operator with a Framework of Gadgets in ns (read as
@@ -336,20 +334,9 @@ func sealedGadgetVersions(stored string, served ...string) []apiextensionsv1.Cus
 func TestOperatorStartsWhenAnObjectRefusesItsMigration(t *testing.T) {
 	t.Parallel() // a CRD and a namespace of its own
 	dyn := dynamicClientset(t)
-	c, err := crdclient.New(crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := namespacedCRD(uniqueCRDGroup(t), "Gadget")
-	crd.Spec.Versions = sealedGadgetVersions("v1alpha1", "v1alpha1")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*crdTimeout)
 	defer cancel()
-	if err := c.EnsureCreated(ctx, crd, nil); err != nil {
-		t.Fatalf("EnsureCreated(%s): %v", crd.Name, err)
-	}
-	deleteCRDOnCleanup(t, c, crd)
-	old := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1alpha1", Resource: crd.Spec.Names.Plural}
-	v1 := old.GroupResource().WithVersion("v1")
+	_, crd, old, v1 := installGadgets(ctx, t, crdclient.Config{Client: apiextensionsClientset(t), Dynamic: dyn}, sealedGadgetVersions("v1alpha1", "v1alpha1"))
 	ns := newNamespace(t)
 	versions := map[string]string{}
 	for name, spec := range map[string]map[string]any{"g-0": {}, "g-1": {"sealed": true}} {
