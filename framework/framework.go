@@ -126,7 +126,8 @@ type Config struct {
 	// allow it, a step that timed out) does not fail EnsureCRD, Boot or
 	// operator.Operator.Run: the CRD keeps the old versions, so the API
 	// server still reads the objects stored in them, and the Framework
-	// starts; the error is logged (msg "storage migration failed"),
+	// starts; the error is logged at error level (a msg that begins
+	// "storage migration failed: starting all the same"),
 	// status.storedVersions keeps the old versions, and the next start
 	// migrates again. Only a CRDClient made without
 	// crdclient.Config.Dynamic, or ctx's end, fails EnsureCRD.
