@@ -23,11 +23,11 @@
 //     stop when the context ends. A nil backoff means [NewDefaultBackOff]:
 //     exponential from 50ms to at most 2s between attempts, giving up after
 //     one minute (for MigrateStorage, one minute per step: it resets the
-//     backoff before reading the CRD, each page, each object's write and
-//     the status update). Only transient failures are retried (timeouts,
-//     429, 5xx, refused or reset connections, conflicts of the spec's
-//     update and of status.storedVersions' update); other API errors are
-//     returned at once.
+//     backoff before reading the CRD, the wait for discovery, each page,
+//     each object's write and the status update). Only transient failures
+//     are retried (timeouts, 429, 5xx, refused or reset connections,
+//     conflicts of the spec's update and of status.storedVersions'
+//     update); other API errors are returned at once.
 //   - Never destructive by accident: EnsureCreated never deletes anything,
 //     also not when its wait times out; EnsureDeleted deletes with a UID
 //     precondition, so it never deletes a CRD that someone else re-created

@@ -112,9 +112,10 @@ type StorageMigration struct {
 //
 // b paces the retries of transient failures (timeouts, 429, 5xx, refused or
 // reset connections) and the waits; it is Reset before each step (reading
-// the CRD, each page, each object's write, the status update), so that it
-// bounds the retries of one step, not the whole migration; nil means
-// NewDefaultBackOff. Give each concurrent call a BackOff of its own.
+// the CRD, the wait for discovery, each page, each object's write, the
+// status update), so that it bounds the retries of one step, not the whole
+// migration; nil means NewDefaultBackOff. Give each concurrent call a
+// BackOff of its own.
 // MigrateStorage returns what it did (also on error: the objects written
 // so far), and:
 //   - nil once status.storedVersions is the storage version alone;
