@@ -224,11 +224,11 @@ type Config[Owner, Child Object] struct {
 	//
 	// It is called by the resource's update step for each desired child
 	// the Cache holds that needs no write (but not for one being deleted,
-	// which is never ready: see Deletes in the package documentation), so
-	// in every reconciliation that writes nothing (every resync of every
-	// owner), and with the API server's answer of each child the create
-	// and update steps apply (again not one being deleted);
-	// also when the chain is planned (framework.Plan). Calls for different
+	// which is never ready: see "Children being deleted" in the package
+	// documentation), so in every reconciliation that writes nothing
+	// (every resync of every owner), and with the API server's answer of
+	// each child the create and update steps apply (again not one being
+	// deleted); also when the chain is planned (framework.Plan). Calls for different
 	// owners may run concurrently. It must be cheap, and must have no side
 	// effects: it must not change child (the Cache's shared object), nor
 	// call the API server. A panic in it goes on, as one in Desired does:

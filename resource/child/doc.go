@@ -68,36 +68,37 @@
 //     the child is created then; when the Cache shows it being deleted
 //     already (finalizers hold it: the previous owner's Namespace is
 //     Terminating), the resource waits for it instead, as for its own
-//     child being deleted (see Deletes), with no error.
+//     child being deleted (see Children being deleted), with no error.
 //   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
 //     controller reference to the owner; with the UID seen as precondition
 //     (an object re-created since is not deleted: that counts as done), and
 //     NotFound is success. Children the desired set no longer names are
 //     deleted by EnsureCreated; all of them by EnsureDeleted (the owner is
-//     being deleted: Desired is not called then). A child that finalizers
-//     hold after its delete (one the Cache shows with a deletionTimestamp,
-//     whoever deleted it) is not deleted again; it wakes its owner when it
-//     is gone (through operator.Owns), which creates it again if it is
-//     desired by then. Meanwhile a desired one is not written to, and the
-//     resource waits for it as for a child not ready (see Readiness), with
-//     the reason "being deleted" (with the finalizers that hold it, which
-//     tell whom to ask when it stays: "being deleted (finalizers:
-//     example.com/backup)"): the owner is not Ready while, say, its
-//     Namespace is Terminating, and the resources after this one do not
-//     run (they would fail: nothing can be created in a Namespace being
-//     deleted). One the Cache does not hold (someone else's, without the
-//     label) is adopted by the apply (Writes), whose answer shows it
-//     being deleted: the resource waits for it then. So two resources of one resource set must not keep children
-//     of one kind with one ManagedBy: each would delete the other's;
-//     router.NewResourceSet refuses them (the resource is a
-//     resource.Claimer). Keep such children with one resource's
-//     DesiredSet, or give each resource a ManagedBy of its own.
+//     being deleted: Desired is not called then). So two resources of one
+//     resource set must not keep children of one kind with one ManagedBy:
+//     each would delete the other's; router.NewResourceSet refuses them
+//     (the resource is a resource.Claimer). Keep such children with one
+//     resource's DesiredSet, or give each resource a ManagedBy of its own.
 //     Resources of one claim in several resource sets (one per release)
 //     are what an owner that moves between releases needs: one set
 //     reconciles an owner at a time, they share the owner index (Reads),
 //     and the new release's resource takes the old one's children over (a
 //     set without a resource of that claim leaves them alone; see
 //     router's doc.go).
+//   - Children being deleted: a child that finalizers hold after its
+//     delete (one the Cache shows with a deletionTimestamp, whoever
+//     deleted it) is not deleted again; it wakes its owner when it is gone
+//     (through operator.Owns), which creates it again if it is desired by
+//     then. Meanwhile a desired one is not written to, and the resource
+//     waits for it as for a child not ready (see Readiness), with the
+//     reason "being deleted" (with the finalizers that hold it, which tell
+//     whom to ask when it stays: "being deleted (finalizers:
+//     example.com/backup)"): the owner is not Ready while, say, its
+//     Namespace is Terminating, and the resources after this one do not
+//     run (they would fail: nothing can be created in a Namespace being
+//     deleted). One the Cache does not hold (someone else's, without the
+//     label) is adopted by the apply (Writes), whose answer shows it
+//     being deleted: the resource waits for it then.
 //
 // # What counts as drift
 //
