@@ -288,16 +288,7 @@ func runMigrator(t *testing.T, ns string, v1 schema.GroupVersionResource, crd *a
 	}
 	stop, done := runOperator(op)
 	t.Cleanup(func() { _ = stop() })
-	poll(t, "the Framework to boot", func(ctx context.Context) (bool, error) {
-		select {
-		case <-f.Booted():
-			return true, nil
-		case err := <-done:
-			t.Fatalf("Run returned before booting: %v", err)
-		default:
-		}
-		return false, nil
-	})
+	awaitBoot(t, f, done, func() {}) // on failure, the cleanup stops Run
 }
 
 // nopResource does nothing.

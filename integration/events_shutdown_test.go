@@ -166,12 +166,6 @@ func startEventsOperator(t *testing.T, ns, name string, wrap func(http.RoundTrip
 	events = op.EventRecorder(clientgoscheme.Scheme)
 	stop, done := runOperator(op)
 	t.Cleanup(func() { _ = stop() })
-	select {
-	case <-f.Booted():
-	case err := <-done:
-		t.Fatalf("Run returned before booting: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("framework not booted within 60 s")
-	}
+	awaitBoot(t, f, done, func() {}) // on failure, the cleanup stops Run
 	return events, stop
 }

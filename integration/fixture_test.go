@@ -320,15 +320,16 @@ func boot(t *testing.T, f *framework.Framework) *runningFramework {
 	return &runningFramework{Framework: f, stop: bootStopper(t, cancel, done, nil)}
 }
 
-// awaitBoot waits until f, whose Boot runs with cancel and reports to done,
-// has booted; it fails the test when Boot returns first or after 60 s.
+// awaitBoot waits until f, whose Boot (or operator.Run) reports to done and
+// stops with cancel, has booted; it fails the test when that returns first
+// or after 60 s.
 func awaitBoot(t *testing.T, f *framework.Framework, done <-chan error, cancel context.CancelFunc) {
 	t.Helper()
 	select {
 	case <-f.Booted():
 	case err := <-done:
 		cancel()
-		t.Fatalf("Boot returned before booting: %v", err)
+		t.Fatalf("Boot (or Run) returned before booting: %v", err)
 	case <-time.After(60 * time.Second):
 		cancel()
 		t.Fatal("framework did not boot within 60s")

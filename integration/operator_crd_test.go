@@ -56,16 +56,7 @@ func TestOperatorInstallsTheCRD(t *testing.T) {
 	}
 	stop, done := runOperator(op)
 	t.Cleanup(func() { _ = stop() })
-	poll(t, "the Framework to boot on the CRD it installed", func(ctx context.Context) (bool, error) {
-		select {
-		case <-f.Booted():
-			return true, nil
-		case err := <-done:
-			t.Fatalf("Run returned before booting: %v", err)
-		default:
-		}
-		return false, nil
-	})
+	awaitBoot(t, f, done, func() {}) // on the CRD it installed; on failure, the cleanup stops Run
 	g := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(), "kind": "Gadget",
 		"metadata": map[string]any{"namespace": ns, "name": "g1"},

@@ -207,13 +207,7 @@ func TestOperatorRun(t *testing.T) {
 	stop, done := runOperator(op)
 	t.Cleanup(func() { _ = stop() })
 	for _, f := range []*framework.Framework{fA, fB} {
-		select {
-		case <-f.Booted():
-		case err := <-done:
-			t.Fatalf("Run returned before booting: %v", err)
-		case <-time.After(60 * time.Second):
-			t.Fatal("frameworks not booted within 60 s")
-		}
+		awaitBoot(t, f, done, func() {}) // on failure, the cleanup stops Run
 	}
 	kc := kubeClient(t)
 	poll(t, "every widget's two ConfigMaps", func(ctx context.Context) (bool, error) {
