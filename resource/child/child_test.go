@@ -308,19 +308,24 @@ func TestCreateBodyHoldsOnlySetFields(t *testing.T) {
 	}
 }
 
+// deploymentsNamed is a DesiredSet of a desiredDeployment for each name in
+// *names, as it is at the call (a test changes it between reconciliations).
+func deploymentsNamed(names *[]string) func(context.Context, *corev1.Secret) ([]*appsv1.Deployment, error) {
+	return func(context.Context, *corev1.Secret) ([]*appsv1.Deployment, error) {
+		var ds []*appsv1.Deployment
+		for _, n := range *names {
+			d := desiredDeployment(1, "nginx")
+			d.Name = n
+			ds = append(ds, d)
+		}
+		return ds, nil
+	}
+}
+
 func TestDesiredSetDeletesOnlyOwnedChildren(t *testing.T) {
 	names := []string{"a", "b", "c"}
 	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
-		c.Desired = nil
-		c.DesiredSet = func(context.Context, *corev1.Secret) ([]*appsv1.Deployment, error) {
-			var ds []*appsv1.Deployment
-			for _, n := range names {
-				d := desiredDeployment(1, "nginx")
-				d.Name = n
-				ds = append(ds, d)
-			}
-			return ds, nil
-		}
+		c.Desired, c.DesiredSet = nil, deploymentsNamed(&names)
 	})
 	ctx := context.Background()
 	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
@@ -642,16 +647,7 @@ func TestChildOfAPreviousOwnerBeingDeletedWaits(t *testing.T) {
 func TestPlanOfWritesThenAWait(t *testing.T) {
 	names := []string{"a"}
 	f := newFixture(t, func(c *child.Config[*corev1.Secret, *appsv1.Deployment]) {
-		c.Desired = nil
-		c.DesiredSet = func(context.Context, *corev1.Secret) ([]*appsv1.Deployment, error) {
-			var ds []*appsv1.Deployment
-			for _, n := range names {
-				d := desiredDeployment(1, "nginx")
-				d.Name = n
-				ds = append(ds, d)
-			}
-			return ds, nil
-		}
+		c.Desired, c.DesiredSet = nil, deploymentsNamed(&names)
 	})
 	if err := f.resource.EnsureCreated(reconcileCtx(), owner()); err != nil {
 		t.Fatal(err)
