@@ -25,17 +25,7 @@ func TestBuildDeadlineWhileWaitingForAnotherBuild(t *testing.T) {
 	t.Setenv(EnvAPIServer, "") // this test is about building
 	cache := t.TempDir()
 	t.Setenv(EnvCacheDir, cache)
-	old := source
-	source = tinySource
-	t.Cleanup(func() { source = old })
-	goBin, err := goCommand()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := cacheKey(t.Context(), goBin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := useTinySource(t)
 	// "Another process" builds: it holds the entry's lock (flock conflicts
 	// between two open file descriptions, even in one process).
 	f, err := os.OpenFile(filepath.Join(cache, key+".lock"), os.O_CREATE|os.O_RDWR, 0o644)

@@ -20,17 +20,7 @@ func TestTornProgramIsRebuilt(t *testing.T) {
 	t.Setenv(EnvAPIServer, "") // this test is about building
 	cache := t.TempDir()
 	t.Setenv(EnvCacheDir, cache)
-	old := source
-	source = tinySource
-	t.Cleanup(func() { source = old })
-	goBin, err := goCommand()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := cacheKey(t.Context(), goBin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := useTinySource(t)
 	torn := filepath.Join(cache, key, "apiserver")
 	if err := os.MkdirAll(filepath.Dir(torn), 0o755); err != nil {
 		t.Fatal(err)

@@ -111,6 +111,23 @@ func helperCmd(t *testing.T, mode string, env ...string) *exec.Cmd {
 // off, into a locked cache entry), in seconds instead of a 3 GB link of
 // the server, which the apiserver stage of make test builds from the real
 // source whenever that source or Go changes (the cache key).
+// useTinySource makes Build build tinySource until the test ends, and
+// returns the cache key it builds it under.
+func useTinySource(t *testing.T) (key string) {
+	t.Helper()
+	old := source
+	source = tinySource
+	t.Cleanup(func() { source = old })
+	goBin, err := goCommand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err = cacheKey(t.Context(), goBin); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
 var tinySource = fstest.MapFS{
 	"apiserver/main.go":    {Data: []byte("//go:build ignore\n\npackage main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"tiny test API server\") }\n")},
 	"apiserver/go.mod.txt": {Data: []byte("module example.com/tiny\n\ngo 1.26.0\n")},

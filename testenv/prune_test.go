@@ -78,17 +78,7 @@ func hitCache(t *testing.T) (root, current string) {
 	t.Setenv(EnvAPIServer, "") // this test is about the cache
 	root = t.TempDir()
 	t.Setenv(EnvCacheDir, root)
-	old := source
-	source = tinySource
-	t.Cleanup(func() { source = old })
-	goBin, err := goCommand()
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := cacheKey(t.Context(), goBin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := useTinySource(t)
 	return root, fakeEntry(t, root, key, days(30), time.Time{})
 }
 
