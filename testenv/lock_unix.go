@@ -24,29 +24,11 @@ const lockExcludes = true
 // locks nothing any more: lockFile then locks the file at path again. A
 // path that cannot be opened (or created) is os.OpenFile's *fs.PathError.
 func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err // an *fs.PathError naming path
-	}
 	waited := false
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil && !lockedAt(f, path) {
-			f.Close()
-			if f, err = os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("testenv: lock %s: %w", path, err)
+		unlock, busy, err := lockOnce(path)
+		if !busy {
+			return unlock, err
 		}
 		if !waited {
 			waited = true
@@ -54,7 +36,6 @@ func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), e
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
 			return nil, fmt.Errorf("testenv: wait for lock %s: %w", path, context.Cause(ctx))
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -65,18 +46,38 @@ func lockFile(ctx context.Context, path string, onWait func()) (unlock func(), e
 // missing) if no other process holds it, without waiting: ok is false when
 // one does, or when path cannot be opened or locked.
 func tryLockFile(path string) (unlock func(), ok bool) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, false
+	unlock, _, _ = lockOnce(path)
+	return unlock, unlock != nil
+}
+
+// lockOnce takes an exclusive flock on path, creating the file if it is
+// missing, unless another process holds it (busy). A file removed (and
+// maybe created anew) by another process while it was being locked locks
+// nothing: lockOnce locks the file at path again. err is os.OpenFile's
+// *fs.PathError when path cannot be opened, or flock's error.
+func lockOnce(path string) (unlock func(), busy bool, err error) {
+	for {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, false, err // an *fs.PathError naming path
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil && lockedAt(f, path):
+			return func() {
+				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				f.Close()
+			}, false, nil
+		case err == nil: // removed meanwhile: lock the file at path
+			f.Close()
+		case errors.Is(err, syscall.EWOULDBLOCK), errors.Is(err, syscall.EINTR):
+			f.Close()
+			return nil, true, nil
+		default:
+			f.Close()
+			return nil, false, fmt.Errorf("testenv: lock %s: %w", path, err)
+		}
 	}
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil || !lockedAt(f, path) {
-		f.Close()
-		return nil, false
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, true
 }
 
 // lockedAt reports whether f, locked, is still the file at path: another
