@@ -345,13 +345,9 @@ const maxRefusedNamed = 10
 // with its managedFields entries of other versions than m.StorageVersion
 // moved to that version (see retarget).
 func (c *CRDClient) rewrite(ctx context.Context, b backoff.BackOff, what string, resource dynamic.NamespaceableResourceInterface, obj *unstructured.Unstructured, m *StorageMigration) error {
-	name := obj.GetName()
+	name, client := obj.GetName(), dynamic.ResourceInterface(resource)
 	if ns := obj.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	client := dynamic.ResourceInterface(resource)
-	if ns := obj.GetNamespace(); ns != "" {
-		client = resource.Namespace(ns)
+		name, client = ns+"/"+name, resource.Namespace(ns)
 	}
 	return step(ctx, b, what, func(ctx context.Context) error {
 		stale := retarget(obj, m.StorageVersion)

@@ -2,13 +2,14 @@ package child
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
 
 // beingDeleted is why a child that has a deletionTimestamp is not ready:
@@ -65,7 +66,7 @@ func Ready[C any](child C) bool {
 // condition Ready not True", a Service of type LoadBalancer "no load
 // balancer ingress yet".
 func ReadinessOf[C any](child C) (ready bool, reason string) {
-	if m, ok := any(child).(metav1.Object); ok && !reflect.ValueOf(m).IsNil() && m.GetDeletionTimestamp() != nil {
+	if m, ok := any(child).(metav1.Object); ok && !nilptr.Is(m) && m.GetDeletionTimestamp() != nil {
 		return false, beingDeleted(m) // kstatus: Terminating, whatever the kind
 	}
 	switch o := any(child).(type) {
