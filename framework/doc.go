@@ -93,7 +93,15 @@
 //     DefaultWriteExpectationTTL. A conflict that happens anyway (someone
 //     else wrote) is result "conflict", logged at info, not reported as a
 //     failure, and retried with the latest object: at once when the cache
-//     already holds the version that won, otherwise with backoff.
+//     already holds the version that won, otherwise with backoff; and when
+//     the conflict is on the reconciled object itself (the API server's 409
+//     names its resource and name: the finalizer patch, a status apply with
+//     its precondition, a Guard lock, a resource's own write of the
+//     object), the retry waits, as for an own write, until the cache shows
+//     a version other than the one that lost (result "stale" meanwhile),
+//     so that it does not send again a write that must fail. Config.Resource
+//     or the informer's GVR tells the Framework the object's resource;
+//     without either, conflicts are retried with backoff alone.
 //   - Superseded work stops: before each resource, the Framework checks
 //     whether the cache already holds a newer generation of the object (its
 //     spec changed, or its deletion started, during the reconciliation). If

@@ -257,6 +257,11 @@ type Framework struct {
 	client     dynamic.Interface
 	metaClient metadata.Interface
 	resource   schema.GroupVersionResource
+	// ownGR is the reconciled objects' group and resource, from
+	// Config.Resource or the informer's GVR; empty when neither says it.
+	// A conflict on an object of it is a conflict on the reconciled
+	// object itself (conflictOnObject).
+	ownGR      schema.GroupResource
 	crd        *apiextensionsv1.CustomResourceDefinition
 	crdClient  *crdclient.CRDClient
 	crdMu      sync.Mutex
@@ -312,6 +317,21 @@ type Framework struct {
 	// by Boot.
 	abortMu sync.Mutex
 	abort   context.CancelFunc
+}
+
+// ownGroupResource is the reconciled objects' group and resource:
+// config.Resource's, or else the informer's GVR's; empty when neither
+// tells.
+func ownGroupResource(config Config) schema.GroupResource {
+	if config.Resource.Resource != "" {
+		return config.Resource.GroupResource()
+	}
+	if g, ok := config.Informer.(interface {
+		GVR() schema.GroupVersionResource
+	}); ok {
+		return g.GVR().GroupResource()
+	}
+	return schema.GroupResource{}
 }
 
 // New validates config and returns a Framework ready to Boot. Errors wrap
@@ -462,6 +482,7 @@ func New(config Config) (*Framework, error) {
 		client:              config.Client,
 		metaClient:          config.MetadataClient,
 		resource:            config.Resource,
+		ownGR:               ownGroupResource(config),
 		crd:                 config.CRD,
 		crdClient:           config.CRDClient,
 		migrateStorage:      config.MigrateStorage,

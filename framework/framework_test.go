@@ -1393,3 +1393,61 @@ func TestEnqueueDropsKeysThatNameNoObject(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictOnTheObjectWaitsForTheWinner: a conflict on the reconciled
+// object itself (its resource and name) whose winner the cache does not
+// show yet is not retried from the same cache, which would send the same
+// write to fail the same way: the retry waits until the cache shows another
+// version (here a status-only one, which the update predicate alone would
+// not enqueue). A conflict on another object (a child) is retried with the
+// backoff alone.
+func TestConflictOnTheObjectWaitsForTheWinner(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	inf := informertest.New(object("a", 1, nil), object("b", 1, nil))
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	var mu sync.Mutex
+	calls := map[string]int{} // name@resourceVersion
+	count := func(name, rv string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls[name+"@"+rv]
+	}
+	r := &funcResource{name: "status", create: func(ctx context.Context, obj any) error {
+		u := obj.(*unstructured.Unstructured)
+		mu.Lock()
+		calls[u.GetName()+"@"+u.GetResourceVersion()]++
+		mu.Unlock()
+		if u.GetResourceVersion() != "1" {
+			return nil
+		}
+		gr := gvr.GroupResource()
+		if u.GetName() == "b" {
+			gr = schema.GroupResource{Resource: "configmaps"} // its child's update lost
+		}
+		return fmt.Errorf("write: %w", apierrors.NewConflict(gr, u.GetName(), errors.New("the object has been modified")))
+	}}
+	every := func() backoff.BackOff { return backoff.NewConstantBackOff(20 * time.Millisecond) }
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), DisableFinalizers: true,
+		Resource: gvr, BackOffFactory: every, TracesPerObject: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "b's conflict retried with the backoff", func() bool { return count("b", "1") >= 3 })
+	waited := func() bool {
+		return slices.ContainsFunc(f.Traces("ns/a"), func(tr trace.Trace) bool { return tr.Result == ResultStale })
+	}
+	pollUntil(t, "a's retry after its conflict", func() bool { return waited() || count("a", "1") > 1 })
+	if n := count("a", "1"); n != 1 || !waited() {
+		t.Errorf("a's write was sent %d times from the version that lost (want 1), its retry waited for the winner: %v", n, waited())
+	}
+	winner := object("a", 1, nil)
+	winner.SetResourceVersion("2")
+	if err := inf.Update(winner); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "a reconciled at the winner's version", func() bool { return count("a", "2") == 1 })
+	if n := count("a", "1"); n != 1 {
+		t.Errorf("a's write was sent %d times from the version that lost, want 1", n)
+	}
+}

@@ -101,6 +101,9 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 	o := f.reconcile(rctx, rctx, key)
 	rctx.stop()
 
+	if o.result == ResultConflict && !f.cacheMovedOn(key, o.resourceVersion) {
+		f.awaitWinner(key, o)
+	}
 	switch {
 	case o.result == ResultSuperseded || (o.result == ResultConflict && f.cacheMovedOn(key, o.resourceVersion)):
 		// The cache already holds a newer version (the one that won the
@@ -508,6 +511,36 @@ func (f *Framework) cachedGeneration(key string) int64 {
 func (f *Framework) cacheMovedOn(key, rv string) bool {
 	acc := f.cached(key)
 	return rv != "" && acc != nil && acc.GetResourceVersion() != rv
+}
+
+// awaitWinner is called after a reconciliation of key ended with o, a
+// conflict whose winner the cache does not show yet. When the conflict is
+// on the reconciled object itself (conflictOnObject: a finalizer patch, a
+// status apply or a Guard lock that carried the resourceVersion read), a
+// retry from the same cache would send the same write to fail the same
+// way: the retry waits for the cache to show another version (the winner's
+// watch event enqueues the object), at most the write expectation's TTL.
+// The backoff still counts the conflict. A conflict on another object (a
+// child's update) is retried with the backoff alone: the owner's cache
+// need not change for it.
+func (f *Framework) awaitWinner(key string, o outcome) {
+	acc := f.cached(key)
+	if acc == nil || acc.GetResourceVersion() != o.resourceVersion || !f.conflictOnObject(o.err, acc) {
+		return
+	}
+	f.state.awaitChange(key, acc.GetUID(), o.resourceVersion, acc.GetGeneration())
+}
+
+// conflictOnObject reports whether err is the API server's conflict on obj
+// itself (its group, resource and name), not on another object.
+func (f *Framework) conflictOnObject(err error, obj metav1.Object) bool {
+	var s apierrors.APIStatus
+	if f.ownGR.Resource == "" || !errors.As(err, &s) {
+		return false
+	}
+	st := s.Status()
+	d := st.Details
+	return st.Reason == metav1.StatusReasonConflict && d != nil && d.Name == obj.GetName() && d.Kind == f.ownGR.Resource && d.Group == f.ownGR.Group
 }
 
 func errorOutcome(err error) outcome {

@@ -121,8 +121,9 @@ func (e *objectEntry) empty() bool {
 const maxSeen = 16
 
 // expectation is a write to the reconciled object that the cache has not
-// shown yet: its resourceVersion, the generation it was made at, when, and
-// whether a reconciliation waits for it.
+// shown yet (or, moved, a write someone else made, which made one of the
+// operator's conflict): its resourceVersion, the generation it was made
+// at, when, and whether a reconciliation waits for it.
 type expectation struct {
 	uid        types.UID
 	rv         string
@@ -133,6 +134,18 @@ type expectation struct {
 	// reconciliation ran, which may have read the object before it: its
 	// stale check ends the expectation and has it read the object again.
 	observed bool
+	// moved marks the expectation of a conflict (awaitChange): rv is the
+	// version the reconciliation read, not one it wrote, and any other
+	// version fulfils it; the winner's version is not known.
+	moved bool
+}
+
+// fulfilledBy reports whether the cache showing version rv ends x.
+func (x *expectation) fulfilledBy(rv string) bool {
+	if x.moved {
+		return rv != x.rv
+	}
+	return shows(rv, x.rv)
 }
 
 func newObjectState() *objectState {
@@ -250,6 +263,24 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 		e.expected = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
 	}
 	s.prune(key, e)
+}
+
+// awaitChange records that key's reconciliation of the object (uid) at
+// resourceVersion rv lost a write to a newer version the cache does not
+// show yet: the next reconciliation waits, as for the operator's own write
+// (stale), until the cache shows another version, so that it does not
+// send again a write that must conflict. An expectation of the operator's
+// own write, set by end, is kept: the cache showing that write moves on
+// from rv as well.
+func (s *objectState) awaitChange(key string, uid types.UID, rv string, generation int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rv == "" {
+		return
+	}
+	if e := s.entry(key); e.expected == nil && !e.released {
+		e.expected = &expectation{uid: uid, rv: rv, generation: generation, since: s.now(), moved: true}
+	}
 }
 
 func (s *objectState) setTombstone(key string, obj any) {
@@ -433,7 +464,7 @@ func (s *objectState) stale(key string, uid types.UID, rv string, generation int
 	}
 	x := e.expected
 	age := s.now().Sub(x.since)
-	if x.uid != uid || shows(rv, x.rv) || generation > x.generation || age >= ttl {
+	if x.uid != uid || x.fulfilledBy(rv) || generation > x.generation || age >= ttl {
 		e.expected = nil
 		s.prune(key, e)
 		return false, 0
@@ -466,7 +497,7 @@ func (s *objectState) observed(key, rv string) (deferred bool) {
 		e.seen = append(e.seen, rv)
 	}
 	x := e.expected
-	if x == nil || !shows(rv, x.rv) {
+	if x == nil || !x.fulfilledBy(rv) {
 		return false
 	}
 	if e.running {
