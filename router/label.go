@@ -1,8 +1,12 @@
 package router
 
 import (
+	"fmt"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/operatorkit/operatorkit/internal/nilptr"
 )
@@ -26,7 +30,17 @@ func accessor(obj any) (metav1.Object, bool) {
 // comparison is exact ("2" is neither " 2" nor "02"), so that no object is
 // routed by a normalisation. Objects without metadata (nil included) are
 // handled by no set.
+//
+// LabelIs panics, as regexp.MustCompile does, when key is not a valid
+// label key (a qualified name such as "example.com/release") or value not
+// a valid label value: the API server accepts no object with such a label,
+// so the set would handle no object, or, with orMissing, every one. Its
+// arguments are usually constants of the program; check ones taken from
+// configuration with [ValidateLabel] first.
 func LabelIs(key, value string, orMissing bool) func(obj any) bool {
+	if err := ValidateLabel(key, value); err != nil {
+		panic(fmt.Sprintf("router.LabelIs: %v", err))
+	}
 	return func(obj any) bool {
 		m, ok := accessor(obj)
 		if !ok {
@@ -35,4 +49,18 @@ func LabelIs(key, value string, orMissing bool) func(obj any) bool {
 		v, ok := m.GetLabels()[key]
 		return ok && v == value || !ok && orMissing
 	}
+}
+
+// ValidateLabel returns nil when key is a valid label key and value a
+// valid label value, as the API server checks them, and otherwise an error
+// matching [ErrInvalidConfig] that names the one that is not and why:
+// [LabelIs] panics exactly when ValidateLabel returns an error.
+func ValidateLabel(key, value string) error {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return fmt.Errorf("%w: label key %q is not valid: %s", ErrInvalidConfig, key, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+		return fmt.Errorf("%w: label value %q (of key %q) is not valid: %s", ErrInvalidConfig, value, key, strings.Join(errs, "; "))
+	}
+	return nil
 }

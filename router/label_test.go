@@ -1,6 +1,8 @@
 package router
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,5 +41,42 @@ func TestLabelIs(t *testing.T) {
 				t.Fatalf("LabelIs(%q, %q, %v)(%v) = %v, want %v", key, tt.value, tt.orMissing, tt.obj, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestLabelIsInvalid(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	tests := []struct {
+		name, key, value string
+		want             string // in the panic message
+	}{
+		{name: "space in key", key: "my label", value: "1", want: `label key "my label"`},
+		{name: "empty key", key: "", value: "1", want: `label key ""`},
+		{name: "empty prefix", key: "/release", value: "1", want: `label key "/release"`},
+		{name: "key too long", key: long, value: "1", want: `label key "` + long + `"`},
+		{name: "space in value", key: "release", value: "release 1", want: `label value "release 1"`},
+		{name: "padded value", key: "release", value: " 2", want: `label value " 2"`},
+		{name: "value too long", key: "release", value: long, want: `label value "` + long + `"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateLabel(tt.key, tt.value)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ValidateLabel(%q, %q) = %v, want an error matching ErrInvalidConfig naming %s", tt.key, tt.value, err, tt.want)
+			}
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if !strings.Contains(msg, tt.want) || !strings.HasPrefix(msg, "router.LabelIs: ") {
+					t.Fatalf("LabelIs(%q, %q, true) panicked with %v, want a message naming %s", tt.key, tt.value, r, tt.want)
+				}
+			}()
+			LabelIs(tt.key, tt.value, true)
+		})
+	}
+	for _, kv := range [][2]string{{"release", ""}, {"example.com/release", "v1.2_3-a"}, {"a", long[:63]}} {
+		if err := ValidateLabel(kv[0], kv[1]); err != nil {
+			t.Errorf("ValidateLabel(%q, %q) = %v, want nil", kv[0], kv[1], err)
+		}
 	}
 }
