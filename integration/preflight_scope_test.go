@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,4 +124,85 @@ func boundInNamespace(t *testing.T, ns, name string, rules []rbacv1.PolicyRule) 
 		}
 	}
 	return cfg, kubernetes.NewForConfigOrDie(cfg), bindCluster
+}
+
+// TestPreflightWildcardRules: RBAC reads a verb (resource, API group) "*"
+// as every one, and a SelfSubjectAccessReview of "*" as every one too, so
+// Preflight of an operator whose ClusterRole says verbs ["*"] passes for an
+// identity that holds "*" and names "* configmaps" for one that can only
+// read them. A dry run (the plan command) needs only get, list and watch,
+// which "*" grants: Permissions kept only the verbs spelled so, and
+// Preflight of a dry run checked nothing of the rule, passing for an
+// identity that cannot even list the configmaps; it checks get, list and
+// watch now.
+func TestPreflightWildcardRules(t *testing.T) {
+	t.Parallel()
+	const ns = "wildcards"
+	declared := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}}
+	own := testenv.New(t, testenv.Options{RBAC: true})
+	admin := kubernetes.NewForConfigOrDie(own.Config())
+	createNamespace(t, admin, ns)
+	// user binds rules to the user name with a RoleBinding in ns and
+	// returns its config once its first request of check is allowed.
+	user := func(name string, rules []rbacv1.PolicyRule, check func(context.Context, kubernetes.Interface) error) *rest.Config {
+		t.Helper()
+		if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}},
+		}
+		if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := own.UserConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uc := kubernetes.NewForConfigOrDie(cfg)
+		poll(t, "the role binding of "+name+" to take effect", func(ctx context.Context) (bool, error) {
+			return check(ctx, uc) == nil, nil
+		})
+		return cfg
+	}
+	listConfigMaps := func(ctx context.Context, uc kubernetes.Interface) error {
+		_, err := uc.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}
+	listSecrets := func(ctx context.Context, uc kubernetes.Interface) error {
+		_, err := uc.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}
+	read := []string{"get", "list", "watch"}
+	everything := user("wildcard-all", []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}, listConfigMaps)
+	reader := user("wildcard-reader", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: read}}, listConfigMaps)
+	other := user("wildcard-other", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read}}, listSecrets)
+	// What a plan of other would meet: its list of configmaps is refused.
+	if err := listConfigMaps(t.Context(), kubernetes.NewForConfigOrDie(other)); !apierrors.IsForbidden(err) {
+		t.Fatalf("list configmaps of a reader of secrets = %v, want Forbidden", err)
+	}
+
+	run := operatorpkg.Permissions(declared, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
+	plan := operatorpkg.Permissions(declared, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns, DryRun: true})
+	tests := []struct {
+		name  string
+		cfg   *rest.Config
+		perms []operatorpkg.Permission
+		want  string // "" for nil
+	}{
+		{name: "run, * on * of *", cfg: everything, perms: run},
+		{name: "run, a reader", cfg: reader, perms: run, want: `missing permission: * configmaps in namespace "wildcards"`},
+		{name: "dry run, * on * of *", cfg: everything, perms: plan},
+		{name: "dry run, a reader", cfg: reader, perms: plan},
+		{name: "dry run, a reader of secrets", cfg: other, perms: plan,
+			want: `missing permissions: get configmaps in namespace "wildcards"; list configmaps in namespace "wildcards"; watch configmaps in namespace "wildcards"`},
+	}
+	for _, tt := range tests {
+		err := operatorpkg.Preflight(t.Context(), tt.cfg, operatorpkg.PreflightConfig{Permissions: tt.perms})
+		if got := fmt.Sprint(err); tt.want == "" && err != nil || tt.want != "" && got != tt.want {
+			t.Errorf("%s: Preflight() = %v, want %q (empty: nil)", tt.name, err, tt.want)
+		}
+	}
 }

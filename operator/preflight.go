@@ -96,7 +96,8 @@ func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, 
 // of the rules of its ClusterRole: every rule's verbs in fopts.Namespace
 // (Preflight checks those on cluster-scoped resources at the cluster scope,
 // all but get, update, patch and delete of the namespace itself),
-// only get, list and watch with fopts.DryRun (get too: besides its
+// only get, list and watch with fopts.DryRun (a rule's verb "*", every
+// verb, stands for the three then; get too: besides its
 // informers, the Framework reads its object from the API server where its
 // cache cannot tell, such as a deleted object's tombstone, and so does
 // Sharding's hand-over); and, in opts.LeaderElectionNamespaceOrDefault(),
@@ -107,9 +108,10 @@ func PermissionsOf(rules []rbacv1.PolicyRule, namespace string, keep func(verb, 
 // name (resourceNames); with opts.Shard get, list, watch, create, update
 // and delete of any Lease (the member Leases: see Sharding).
 func Permissions(rules []rbacv1.PolicyRule, opts Options, fopts FrameworkOptions) []Permission {
-	perms := PermissionsOf(rules, fopts.Namespace, func(verb, group, _ string) bool {
-		return group != leaseGroup && (!fopts.DryRun || verb == "get" || verb == "list" || verb == "watch")
-	})
+	if fopts.DryRun {
+		rules = readRules(rules)
+	}
+	perms := PermissionsOf(rules, fopts.Namespace, func(_, group, _ string) bool { return group != leaseGroup })
 	var verbs []string
 	name := ""
 	switch {
@@ -127,6 +129,38 @@ func Permissions(rules []rbacv1.PolicyRule, opts Options, fopts FrameworkOptions
 		perms = append(perms, p)
 	}
 	return perms
+}
+
+// readRules returns rules with only their verbs get, list and watch, a
+// verb "*" (every verb, as RBAC reads it) standing for the three, and
+// without the rules left with none: what a dry run reads of what rules
+// grant.
+func readRules(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	out := make([]rbacv1.PolicyRule, 0, len(rules))
+	for _, rule := range rules {
+		var verbs []string
+		add := func(vs ...string) {
+			for _, v := range vs {
+				if !slices.Contains(verbs, v) { // "*" beside "list": once
+					verbs = append(verbs, v)
+				}
+			}
+		}
+		for _, v := range rule.Verbs {
+			switch v {
+			case rbacv1.VerbAll:
+				add("get", "list", "watch")
+			case "get", "list", "watch":
+				add(v)
+			}
+		}
+		if len(verbs) == 0 {
+			continue
+		}
+		rule.Verbs = verbs
+		out = append(out, rule)
+	}
+	return out
 }
 
 // PreflightConfig configures Preflight.

@@ -85,6 +85,30 @@ func TestPermissions(t *testing.T) {
 	}
 }
 
+// TestPermissionsDryRunWildcardVerb: a rule's verb "*" grants every verb,
+// get, list and watch included, which a dry run needs; Permissions kept only
+// the verbs spelled get, list or watch, so a dry run checked nothing of such
+// a rule and a plan under an identity that cannot list them passed Preflight.
+func TestPermissionsDryRunWildcardVerb(t *testing.T) {
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"watch", "*", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	}
+	got := permissionStrings(Permissions(rules, Options{}, FrameworkOptions{Namespace: "ns", DryRun: true}))
+	want := `get configmaps in namespace "ns"|list configmaps in namespace "ns"|watch configmaps in namespace "ns"|` +
+		`watch deployments.apps in namespace "ns"|get deployments.apps in namespace "ns"|list deployments.apps in namespace "ns"`
+	if got != want {
+		t.Fatalf("Permissions(dry run) =\n%s\nwant\n%s", strings.ReplaceAll(got, "|", "\n"), strings.ReplaceAll(want, "|", "\n"))
+	}
+	// Not in a dry run: "*" is checked as "*", as the authorizer reads a
+	// review of verb "*" (every verb: only a rule of verb "*" grants it).
+	got = permissionStrings(Permissions(rules[:1], Options{}, FrameworkOptions{Namespace: "ns"}))
+	if want := `* configmaps in namespace "ns"`; got != want {
+		t.Fatalf("Permissions() = %q, want %q", got, want)
+	}
+}
+
 // authServer answers discovery and SelfSubjectAccessReviews: allowed holds
 // the verbs granted, served the resources of example.com/v1.
 func authServer(t *testing.T, allowed map[string]bool, served ...string) *rest.Config {
