@@ -164,7 +164,10 @@
 //     it back.
 //   - Dry run: with Config.DryRun the Framework computes every object's
 //     [Plan] (the read-only half of each crud resource), records it in the
-//     trace store and metrics, and writes nothing, not even its finalizer.
+//     trace store and metrics, and writes nothing, not even its finalizer;
+//     it plans the chain a reconciliation without DryRun would run, so an
+//     object being deleted without the Framework's finalizer, which such a
+//     reconciliation skips, is skipped with no plan.
 //     [Framework.Plan] computes one object's plan on demand, through the
 //     router ([ObjectPlan]); operator.Operator.Plan runs it for a one-off
 //     plan command.

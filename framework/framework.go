@@ -184,6 +184,9 @@ type Config struct {
 	// resource computes its plan (see Plan), which is traced and logged;
 	// no finalizer is written, nothing is applied, and CRD is neither
 	// created nor updated (nor its objects migrated, see MigrateStorage).
+	// An object being deleted without the Framework's finalizer is skipped
+	// (result skipped, no plan), as without DryRun, unless
+	// DisableFinalizers is set.
 	DryRun bool
 	// RunSuperseded makes every reconciliation run its whole chain. By
 	// default a reconciliation stops before its next resource, with result

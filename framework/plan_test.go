@@ -673,3 +673,66 @@ func TestPanicInHandlesNamesTheSet(t *testing.T) {
 		})
 	}
 }
+
+// TestDryRunPlansTheChainARealRunRuns: a dry run (Config.DryRun) plans
+// what a reconciliation without DryRun would do. It planned the delete
+// chain of an object being deleted without the Framework's finalizer,
+// which such a reconciliation skips (as Framework.Plan says, Finalized);
+// it plans that of one with the finalizer, and that of a deleted object
+// without a deletionTimestamp (deleted at once, no finalizer held it),
+// whose delete chain the reconciliation runs.
+func TestDryRunPlansTheChainARealRunRuns(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	a, err := crud.New(crud.Config{Ops: planOps{name: "a", want: described{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleting := func(name string, finalizers ...string) *unstructured.Unstructured {
+		u := object(name, 1, nil)
+		u.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		u.SetFinalizers(finalizers)
+		return u
+	}
+	web := object("web", 1, nil)
+	inf := informertest.New(web)
+	f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, a), DryRun: true, BackOffFactory: fastBackOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lastResult returns the result of key's last reconciliation, "" before its first.
+	lastResult := func(key string) string {
+		tr := f.Traces(key)
+		if len(tr) == 0 {
+			return ""
+		}
+		return tr[len(tr)-1].Result
+	}
+	deleteOnly := func(p []ResourcePlan) bool {
+		return len(p) == 1 && p[0].Delete != nil && p[0].Create == nil && p[0].Update == nil
+	}
+	boot(t, f)
+	pollUntil(t, "the dry-run plan of ns/web", func() bool { p := f.Plans("ns/web"); return len(p) == 1 && p[0].Update != nil })
+
+	if err := inf.Add(deleting("theirs", "example.com/someone-else")); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.Add(deleting("ours", "example.com/someone-else", f.Finalizer())); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the dry runs of ns/theirs and ns/ours", func() bool { return lastResult("ns/theirs") != "" && lastResult("ns/ours") != "" })
+	if r, p := lastResult("ns/theirs"), f.Plans("ns/theirs"); r != ResultSkipped || p != nil {
+		t.Errorf("dry run of an object being deleted without our finalizer: result %q, plans %+v; want %q and no plan, as a reconciliation skips it", r, p, ResultSkipped)
+	}
+	if r, p := lastResult("ns/ours"), f.Plans("ns/ours"); r != ResultDryRun || !deleteOnly(p) {
+		t.Errorf("dry run of an object being deleted with our finalizer: result %q, plans %+v; want %q and the delete chain", r, p, ResultDryRun)
+	}
+
+	// Deleted at once: the delete event's object has no deletionTimestamp.
+	if err := inf.Delete(web); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the dry run of the deleted ns/web", func() bool { return len(f.Traces("ns/web")) >= 2 })
+	if r, p := lastResult("ns/web"), f.Plans("ns/web"); r != ResultDryRun || !deleteOnly(p) {
+		t.Errorf("dry run of a deleted object: result %q, plans %+v; want %q and the delete chain", r, p, ResultDryRun)
+	}
+}

@@ -392,7 +392,14 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 	}
 
 	if f.dryRun {
-		plans, err := Plan(ctx, obj, set.Resources())
+		if deleting && !tombstone && !ours && f.ownsFinalizer {
+			// A reconciliation without DryRun skips it, below: its
+			// delete chain ran already, or the object was never ours
+			// (Framework.Plan: Finalized).
+			f.traces.addPlans(key, nil)
+			return outcome{result: ResultSkipped}
+		}
+		plans, err := Plan(ctx, obj, set.Resources()) // a tombstone has a deletionTimestamp (deleted)
 		// Also when a resource's error stopped the plan: the plans before
 		// it, never an older plan that no longer holds.
 		f.traces.addPlans(key, plans)
