@@ -34,7 +34,11 @@ func beingDeleted(m metav1.Object) string {
 //     updated, ready and available replicas equal spec.replicas (default 1),
 //     with no old replicas left (status.replicas == spec.replicas).
 //   - StatefulSet: observedGeneration ≥ generation, ready and current (or,
-//     with an update revision, updated) replicas equal spec.replicas.
+//     with an update revision, updated) replicas equal spec.replicas; with
+//     the OnDelete update strategy ready replicas of any revision (the
+//     controller updates no pod: someone deletes them), and with a rolling
+//     update's partition p, spec.replicas − p updated replicas (a staged
+//     rollout updates no more), as kstatus reads both Current.
 //   - DaemonSet: observedGeneration ≥ generation, desiredNumberScheduled
 //     pods updated and available.
 //   - Job: condition Complete True (a Job that failed is not ready either).
@@ -93,6 +97,16 @@ func ReadinessOf[C any](child C) (ready bool, reason string) {
 			return false, fmt.Sprintf("generation %d not observed yet (observed %d)", o.Generation, s.ObservedGeneration)
 		case s.ReadyReplicas < want:
 			return false, fmt.Sprintf("%d of %d replicas ready", s.ReadyReplicas, want)
+		case o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
+			// Its pods take a new template when someone deletes them:
+			// the controller updates none, so ready replicas of any
+			// revision are all it will do (kstatus: Current).
+		case partition(o) > 0:
+			// A staged rollout: only the pods of ordinals from the
+			// partition up are updated (kstatus: Current then).
+			if staged := max(want-partition(o), 0); s.UpdatedReplicas < staged {
+				return false, fmt.Sprintf("%d of %d replicas updated (partition %d)", s.UpdatedReplicas, staged, partition(o))
+			}
 		case s.UpdateRevision != "" && s.CurrentRevision != s.UpdateRevision && s.UpdatedReplicas < want:
 			return false, fmt.Sprintf("%d of %d replicas updated", s.UpdatedReplicas, want)
 		case s.CurrentReplicas < want && s.UpdatedReplicas < want:
@@ -134,6 +148,15 @@ func ReadinessOf[C any](child C) (ready bool, reason string) {
 		}
 	}
 	return true, ""
+}
+
+// partition returns the partition of a StatefulSet's rolling update, 0
+// when it has none.
+func partition(o *appsv1.StatefulSet) int32 {
+	if ru := o.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil {
+		return *ru.Partition
+	}
+	return 0
 }
 
 func replicasOr1(r *int32) int32 {
