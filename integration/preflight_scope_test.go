@@ -206,3 +206,43 @@ func TestPreflightWildcardRules(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflightEveryGroupOfAClusterScopedResource: a rule of apiGroups
+// ["*"] on nodes grants the list of nodes, a cluster-scoped resource,
+// which a RoleBinding in the operator's namespace cannot grant. Preflight
+// looked up the group "*" in discovery, found no resource of that group
+// cluster-scoped, checked the rule in the namespace, which the RoleBinding
+// grants, and passed; it checks it at the cluster scope now, as it does
+// for the rule of the core group. A get of the operator's own namespace
+// under a rule of every group stays checked in the namespace.
+func TestPreflightEveryGroupOfAClusterScopedResource(t *testing.T) {
+	t.Parallel()
+	const ns = "every-group"
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"*"}, Resources: []string{"configmaps", "namespaces"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"*"}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
+	}
+	cfg, uc, bindCluster := boundInNamespace(t, ns, "every-group-operator", rules)
+	poll(t, "the role binding to take effect", func(ctx context.Context) (bool, error) {
+		_, err := uc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	// What the operator would meet: its list of nodes is refused.
+	if _, err := uc.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list nodes under a RoleBinding = %v, want Forbidden", err)
+	}
+	perms := operatorpkg.Permissions(rules, operatorpkg.Options{}, operatorpkg.FrameworkOptions{Namespace: ns})
+	err := operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms})
+	if want := "missing permission: list nodes.* (cluster-scoped)"; err == nil || err.Error() != want {
+		t.Fatalf("Preflight() under a RoleBinding = %v, want %q", err, want)
+	}
+
+	bindCluster()
+	poll(t, "the cluster role binding to take effect", func(ctx context.Context) (bool, error) {
+		_, err := uc.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err := operatorpkg.Preflight(t.Context(), cfg, operatorpkg.PreflightConfig{Permissions: perms}); err != nil {
+		t.Fatalf("Preflight() under a ClusterRoleBinding = %v, want nil", err)
+	}
+}

@@ -180,9 +180,9 @@ type PreflightConfig struct {
 // config.Served, so that a binary fails at once with one clear line rather
 // than with Forbidden errors later. A permission given in a namespace on a
 // resource that the server's discovery shows cluster-scoped (nodes, a
-// cluster-scoped custom resource) is checked at the cluster scope, as its
-// requests are: a RoleBinding in the namespace cannot grant it, a
-// ClusterRoleBinding can. Get, update, patch and delete of namespaces stay
+// cluster-scoped custom resource; with the group "*", in any group) is
+// checked at the cluster scope, as its requests are: a RoleBinding in the
+// namespace cannot grant it, a ClusterRoleBinding can. Get, update, patch and delete of namespaces stay
 // checked in the namespace: the API server makes those requests about the
 // namespace itself in it, so a RoleBinding there grants them. The error is
 // one line: the server cannot be reached (or rejects the credentials),
@@ -205,7 +205,7 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 	clusterScoped := clusterScopedResources(client.Discovery(), config.Permissions)
 	var missing []string
 	for _, p := range config.Permissions {
-		scoped := p.Namespace != "" && clusterScoped[schema.GroupResource{Group: p.Group, Resource: p.Resource}] && !ownNamespace(p)
+		scoped := p.Namespace != "" && clusterScopedIn(clusterScoped, p.Group, p.Resource) && !ownNamespace(p)
 		if scoped {
 			p.Namespace = "" // as its requests are: a RoleBinding cannot grant it
 		}
@@ -243,6 +243,22 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 	return nil
 }
 
+// clusterScopedIn reports whether scoped (clusterScopedResources) holds
+// resource in group or, for the group "*" (every group, as RBAC reads
+// it), in any group: a rule of every group grants the requests on the
+// cluster-scoped one too.
+func clusterScopedIn(scoped map[schema.GroupResource]bool, group, resource string) bool {
+	if group != rbacv1.APIGroupAll {
+		return scoped[schema.GroupResource{Group: group, Resource: resource}]
+	}
+	for gr := range scoped {
+		if gr.Resource == resource {
+			return true
+		}
+	}
+	return false
+}
+
 // ownNamespace reports whether p is a request about the namespace
 // p.Namespace itself (get, update, patch or delete of it, or of its
 // subresources): the API server makes those in that namespace, so a
@@ -251,7 +267,7 @@ func Preflight(ctx context.Context, restConfig *rest.Config, config PreflightCon
 func ownNamespace(p Permission) bool {
 	switch p.Verb {
 	case "get", "update", "patch", "delete":
-		return p.Group == "" && p.Resource == "namespaces" && (p.Name == "" || p.Name == p.Namespace)
+		return (p.Group == "" || p.Group == rbacv1.APIGroupAll) && p.Resource == "namespaces" && (p.Name == "" || p.Name == p.Namespace)
 	}
 	return false
 }
