@@ -34,7 +34,8 @@ func beingDeleted(m metav1.Object) string {
 //     updated, ready and available replicas equal spec.replicas (default 1),
 //     with no old replicas left (status.replicas == spec.replicas).
 //   - StatefulSet: observedGeneration ≥ generation, ready and current (or,
-//     with an update revision, updated) replicas equal spec.replicas; with
+//     with an update revision, updated) replicas equal spec.replicas, and
+//     no more replicas than that (none left of a scale-down); with
 //     the OnDelete update strategy ready replicas of any revision (the
 //     controller updates no pod: someone deletes them), and with a rolling
 //     update's partition p, spec.replicas − p updated replicas (a staged
@@ -97,6 +98,10 @@ func ReadinessOf[C any](child C) (ready bool, reason string) {
 			return false, fmt.Sprintf("generation %d not observed yet (observed %d)", o.Generation, s.ObservedGeneration)
 		case s.ReadyReplicas < want:
 			return false, fmt.Sprintf("%d of %d replicas ready", s.ReadyReplicas, want)
+		case s.Replicas > want:
+			// Scaled down: the pods of the higher ordinals are still
+			// there, being deleted.
+			return false, fmt.Sprintf("%d extra replicas pending termination", s.Replicas-want)
 		case o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
 			// Its pods take a new template when someone deletes them:
 			// the controller updates none, so ready replicas of any

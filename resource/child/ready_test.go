@@ -59,3 +59,24 @@ func TestReadinessOfStatefulSetUpdates(t *testing.T) {
 		})
 	}
 }
+
+// TestReadinessOfStatefulSetScaledDown: a StatefulSet scaled down is not
+// ready while the pods of its higher ordinals are still there, being
+// deleted (status.replicas above spec.replicas), as a Deployment with old
+// replicas is not and kstatus reads it InProgress; ReadinessOf read it
+// ready at once, its ready replicas being more than enough.
+func TestReadinessOfStatefulSetScaledDown(t *testing.T) {
+	one := int32(1)
+	o := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2},
+		Spec:       appsv1.StatefulSetSpec{Replicas: &one},
+		Status:     appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 3, CurrentReplicas: 3, UpdatedReplicas: 3, CurrentRevision: "web-1", UpdateRevision: "web-1"},
+	}
+	if ready, reason := child.ReadinessOf(o); ready || reason != "2 extra replicas pending termination" {
+		t.Fatalf("ReadinessOf(scaled down from 3 to 1, 3 pods left) = %v %q, want false \"2 extra replicas pending termination\"", ready, reason)
+	}
+	o.Status.Replicas, o.Status.ReadyReplicas, o.Status.CurrentReplicas, o.Status.UpdatedReplicas = 1, 1, 1, 1
+	if ready, reason := child.ReadinessOf(o); !ready || reason != "" {
+		t.Fatalf("ReadinessOf(scaled down from 3 to 1, done) = %v %q, want true", ready, reason)
+	}
+}
