@@ -31,15 +31,17 @@ func accessor(obj any) (metav1.Object, bool) {
 // routed by a normalisation. Objects without metadata (nil included) are
 // handled by no set.
 //
-// LabelIs panics, as regexp.MustCompile does, when key is not a valid
-// label key (a qualified name such as "example.com/release") or value not
-// a valid label value: the API server accepts no object with such a label,
-// so the set would handle no object, or, with orMissing, every one. Its
-// arguments are usually constants of the program; check ones taken from
-// configuration with [ValidateLabel] first.
+// A key that is not a valid label key (a qualified name such as
+// "example.com/release") or a value that is not a valid label value
+// matches no object, with or without orMissing: the API server accepts no
+// object with such a label, and a set that took every object for a label
+// nobody can set would take the other sets' objects too. The objects go
+// to the other sets, or to none (their Stalled condition says so), never
+// to this one by mistake. LabelIs does not panic; check a key or value taken from
+// configuration with [ValidateLabel], which names what is wrong.
 func LabelIs(key, value string, orMissing bool) func(obj any) bool {
-	if err := ValidateLabel(key, value); err != nil {
-		panic(fmt.Sprintf("router.LabelIs: %v", err))
+	if ValidateLabel(key, value) != nil {
+		return func(any) bool { return false }
 	}
 	return func(obj any) bool {
 		m, ok := accessor(obj)
@@ -54,7 +56,7 @@ func LabelIs(key, value string, orMissing bool) func(obj any) bool {
 // ValidateLabel returns nil when key is a valid label key and value a
 // valid label value, as the API server checks them, and otherwise an error
 // matching [ErrInvalidConfig] that names the one that is not and why:
-// [LabelIs] panics exactly when ValidateLabel returns an error.
+// [LabelIs] matches no object exactly when ValidateLabel returns an error.
 func ValidateLabel(key, value string) error {
 	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
 		return fmt.Errorf("%w: label key %q is not valid: %s", ErrInvalidConfig, key, strings.Join(errs, "; "))

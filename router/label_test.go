@@ -64,14 +64,16 @@ func TestLabelIsInvalid(t *testing.T) {
 			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("ValidateLabel(%q, %q) = %v, want an error matching ErrInvalidConfig naming %s", tt.key, tt.value, err, tt.want)
 			}
-			defer func() {
-				r := recover()
-				msg, _ := r.(string)
-				if !strings.Contains(msg, tt.want) || !strings.HasPrefix(msg, "router.LabelIs: ") {
-					t.Fatalf("LabelIs(%q, %q, true) panicked with %v, want a message naming %s", tt.key, tt.value, r, tt.want)
+			for _, obj := range []*corev1.ConfigMap{
+				{},
+				{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{tt.key: tt.value}}},
+			} {
+				for _, orMissing := range []bool{false, true} {
+					if LabelIs(tt.key, tt.value, orMissing)(obj) {
+						t.Errorf("LabelIs(%q, %q, %v) matched an object labelled %v, want no object", tt.key, tt.value, orMissing, obj.Labels)
+					}
 				}
-			}()
-			LabelIs(tt.key, tt.value, true)
+			}
 		})
 	}
 	for _, kv := range [][2]string{{"release", ""}, {"example.com/release", "v1.2_3-a"}, {"a", long[:63]}} {
