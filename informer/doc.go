@@ -39,9 +39,11 @@
 //
 // An [Informer] lists the objects once, then watches them, and keeps a
 // local cache that [Informer.Get] and [Informer.List] read without any API
-// request; [Get] reads one object of it typed, by namespace and name (an
-// object of another type is an error matching [ErrWrongType], not a
-// panic). Changes reach consumers in two ways:
+// request; [Get] reads one object of it typed, by namespace and name, and
+// [List] the objects of a namespace whose labels match a selector, typed
+// and sorted (the pods of a Deployment; an object of another type is an
+// error matching [ErrWrongType], not a panic). Changes reach consumers in
+// two ways:
 //
 //   - event handlers ([Informer.AddEventHandler]), client-go's
 //     ResourceEventHandler, which is what the Framework uses;

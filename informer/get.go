@@ -77,7 +77,7 @@ func Get[T runtime.Object](inf Getter, namespace, name string) (obj T, exists bo
 // resourceOf names inf's resource for an error: its GroupResource
 // ("secrets", "backups.example.com") when it has a GVR method, else its Go
 // type.
-func resourceOf(inf Getter) string {
+func resourceOf(inf any) string {
 	if g, ok := inf.(gvrOf); ok {
 		return g.GVR().GroupResource().String()
 	}
