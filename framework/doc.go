@@ -248,6 +248,15 @@
 //     object), nor after Abort. client-go's recorder rate-limits them per
 //     object, and records those of a cluster-scoped object in the
 //     namespace "default".
+//   - Other status fields (the names of a Deployment's pods, an endpoint)
+//     are not the Framework's: a resource of the chain writes each, with
+//     server-side apply under a field manager of its own (not
+//     Config.FieldManager: the Framework's applies hold its conditions
+//     alone, and would remove the fields that manager applied before), only
+//     when it differs from the object's, and reports the answer's
+//     resourceVersion with resourceversioncontext. Its write does not
+//     wake the object ([DefaultUpdatePredicate]). docs/controller-runtime.md
+//     has such a resource.
 //   - A CRD without status subresource fails at New when Config.CRD says
 //     so, otherwise at the first write, with a permanent error matching
 //     [ErrNoStatusSubresource] that names the object (the API server answers
