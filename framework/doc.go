@@ -117,9 +117,10 @@
 //     Config.RateLimiter), held at its maximum, never dropped; a success
 //     resets it, unless it asks for another run at once (requeuecontext
 //     with a delay of 0 or less: that run waits the object's backoff,
-//     which goes on from where the failures left it). An error marked with retry.Permanent is not retried until
-//     the object changes (or a resync). A panic in a resource, InitCtx or
-//     Handles is recovered, logged with its stack, counted
+//     which goes on from where the failures left it). An error marked
+//     with retry.Permanent is not retried until the object changes (or
+//     something else wakes it: a child's event, a resync). A panic in a
+//     resource, InitCtx or Handles is recovered, logged with its stack, counted
 //     (operatorkit_framework_panics_total) and retried with backoff; other
 //     objects go on. Each reconciliation is bounded by
 //     Config.ReconcileTimeout; a timed-out one is a failure like any other,
@@ -215,8 +216,9 @@
 //   - Stalled (abnormal-true, present only while True): the give-up state:
 //     a permanent error (retry.Permanent), no resource set, an invalid
 //     condition; not retried with backoff: the next reconciliation is the
-//     object's next change (or the informer's periodic resync, which runs
-//     every object again).
+//     object's next change, an event that wakes it (a child's, through
+//     operator.Owns; [Framework.Enqueue]), or the informer's periodic
+//     resync, which runs every object again.
 //   - status.observedGeneration, and each condition's observedGeneration,
 //     is the generation the outcome is about. lastTransitionTime changes
 //     only when a condition's status does (and when a Guard locks it).
@@ -230,6 +232,12 @@
 //     a reason that is not CamelCase) is left out and fails the
 //     reconciliation with a permanent error matching [ErrInvalidCondition]
 //     that names the object and the field.
+//   - Other status fields are not the Framework's: a resource writes
+//     them (a server-side apply of the status subresource under a field
+//     manager of its own, which owns other fields than the Framework's
+//     apply) and reports the answer's resourceVersion with
+//     resourceversioncontext; docs/getting-started.md shows one ("Later:
+//     steps that run one after another").
 //   - One write per reconciliation at most (plus one per Guard lock, and a
 //     read and another apply after a conflict, see below), at the
 //     end of the chain, whatever its outcome (but none after Abort), and

@@ -238,7 +238,9 @@ type Config[Owner, Child Object] struct {
 	Readiness func(child Child) (ready bool, reason string)
 	// Matches, when set, replaces the comparison of the owned fields: it
 	// returns true when current needs no write to become desired.
-	// Optional.
+	// Optional. For a kind whose spec cannot change once created (a
+	// Job's pod template), func(_, _ C) bool { return true } creates each
+	// child once and never writes it again.
 	Matches func(current, desired Child) bool
 
 	// FieldManager is the field manager of the server-side applies.
@@ -279,7 +281,9 @@ type Config[Owner, Child Object] struct {
 	// Cache's, when the Cache has a GVR method.
 	Resource schema.GroupResource
 	// DeletePropagation is the propagation policy of deletes: Background,
-	// Foreground or Orphan. Defaults to metav1.DeletePropagationBackground.
+	// Foreground or Orphan. Defaults to metav1.DeletePropagationBackground,
+	// which deletes a child's own dependents after it (a Job's pods),
+	// where the API server's own default for a batch/v1 Job orphans them.
 	DeletePropagation metav1.DeletionPropagation
 	// WaitDelay is how soon a reconciliation waiting for a child runs
 	// again. Defaults to DefaultWaitDelay; at least MinWaitDelay.

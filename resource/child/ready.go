@@ -42,7 +42,11 @@ func beingDeleted(m metav1.Object) string {
 //     rollout updates no more), as kstatus reads both Current.
 //   - DaemonSet: observedGeneration ≥ generation, desiredNumberScheduled
 //     pods updated and available.
-//   - Job: condition Complete True (a Job that failed is not ready either).
+//   - Job: condition Complete True. A Job that failed is not ready
+//     either: its owner waits for it, looked at again every
+//     Config.WaitDelay, as long as it stays; to give up instead (Stalled),
+//     fail the step with a permanent error, as docs/getting-started.md
+//     shows ("Later: steps that run one after another").
 //   - Pod: condition Ready True, or phase Succeeded.
 //   - Service: type LoadBalancer needs an ingress in
 //     status.loadBalancer; other types are ready at once.
