@@ -117,7 +117,13 @@
 // namespace controller once the namespace is empty, remove its finalizer
 // with the clientset's Namespaces().Finalize and it goes), no service-account
 // token controller (the ServiceAccount admission plugin is off), no scheduler
-// or kubelet (pods stay Pending; Deployments get no ReplicaSets).
+// or kubelet (pods stay Pending; Deployments get no ReplicaSets; Jobs get no
+// pods and never finish: to play the Job controller, write the Job's status
+// with the clientset's Jobs().UpdateStatus, which the API server refuses for
+// a finished Job without status.startTime, and without condition
+// SuccessCriteriaMet True and status.completionTime beside Complete True, or
+// FailureTarget True beside Failed True, as integration/migration_test.go
+// does).
 //
 // A Kubernetes version bump changes apiserver/go.mod.txt and go.sum.txt:
 // hack/testenv-apiserver-mod.sh regenerates them, replace block included,
