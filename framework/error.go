@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/statuscontext"
 	"github.com/operatorkit/operatorkit/internal/okerr"
 	"github.com/operatorkit/operatorkit/router"
 )
@@ -33,6 +34,14 @@ var ErrNoResourceSet = router.ErrNoResourceSet
 // the message names the object and the field. It is
 // conditioncontext.ErrInvalidCondition.
 var ErrInvalidCondition = conditioncontext.ErrInvalidCondition
+
+// ErrInvalidStatusField is matched by the permanent error of a
+// reconciliation in which a resource set a status field that cannot be
+// written (statuscontext.Set: a name that is empty, holds a dot or is
+// "conditions" or "observedGeneration", a value that does not encode to
+// JSON); the error names the object and the field. It is the same value as
+// statuscontext.ErrInvalidField.
+var ErrInvalidStatusField = statuscontext.ErrInvalidField
 
 // ErrNoStatusSubresource is matched by the permanent error of a status write
 // (Config.Conditions) to an object whose CRD has no status subresource.

@@ -199,8 +199,9 @@ type Config struct {
 	// Conditions makes the Framework maintain the status of the reconciled
 	// objects, which need a status subresource: the conditions Ready,
 	// Reconciling and Stalled (see conditioncontext), the conditions
-	// resources set with conditioncontext, and status.observedGeneration,
-	// written with server-side apply under FieldManager at most once per
+	// resources set with conditioncontext, status.observedGeneration, and
+	// the other status fields resources set with statuscontext, written
+	// with server-side apply under FieldManager at most once per
 	// reconciliation, and not at all when nothing changed. Resources may
 	// run conditioncontext.Guard. Client is required; with DryRun nothing is
 	// written. See "Status conditions" in the package documentation.

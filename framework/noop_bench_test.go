@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/statuscontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/crud"
@@ -33,6 +34,20 @@ func BenchmarkNoOpReconciliation(b *testing.B) {
 	// more than the trace store keeps, each cold in the CPU's caches.
 	b.Run("conditions=true/objects=1000", func(b *testing.B) {
 		benchmarkNoOps(b, true, 1000)
+	})
+	// A third resource sets a status field (statuscontext) to the value
+	// the object holds already: what comparing it costs. Without it the
+	// cases above pay nothing for status fields.
+	b.Run("conditions=true/field=set", func(b *testing.B) {
+		run := noOpReconcilerWith(b, true, 1, true)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if o := run(i); o.result != ResultSuccess {
+				b.Fatalf("reconciliation: %s %v", o.result, o.err)
+			}
+			i++
+		}
 	})
 }
 
@@ -75,6 +90,12 @@ func TestNoOpReconciliationAllocations(t *testing.T) {
 // noOpReconciler returns a func that reconciles, in turn, one of objects
 // steady objects over two crud resources whose Ops change nothing.
 func noOpReconciler(b testing.TB, conditions bool, objects int) func(i int) outcome {
+	return noOpReconcilerWith(b, conditions, objects, false)
+}
+
+// noOpReconcilerWith is noOpReconciler, with a third resource that sets
+// status.other to the value the objects hold when setField is true.
+func noOpReconcilerWith(b testing.TB, conditions bool, objects int, setField bool) func(i int) outcome {
 	var rs []resource.Interface
 	for i := range 2 {
 		r, err := crud.New(crud.Config{Ops: crudtest.Nop(fmt.Sprintf("r%d", i))})
@@ -82,6 +103,12 @@ func noOpReconciler(b testing.TB, conditions bool, objects int) func(i int) outc
 			b.Fatal(err)
 		}
 		rs = append(rs, r)
+	}
+	if setField {
+		rs = append(rs, &funcResource{name: "field", create: func(ctx context.Context, _ any) error {
+			statuscontext.Set(ctx, "other", "steady")
+			return nil
+		}})
 	}
 	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: rs})
 	if err != nil {
@@ -101,6 +128,9 @@ func noOpReconciler(b testing.TB, conditions bool, objects int) func(i int) outc
 	keys := make([]string, objects)
 	for i := range keys {
 		obj := steadyThing(fmt.Sprintf("a%05d", i), f.finalizer)
+		if setField {
+			obj.Status.Other = "steady"
+		}
 		if err := inf.Add(runtime.Object(obj)); err != nil {
 			b.Fatal(err)
 		}

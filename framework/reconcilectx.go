@@ -24,7 +24,8 @@ import (
 //
 // It also carries the values of the reconciliation, in its own fields and
 // answered by Value: a fresh set of signals (as signal.WithFresh makes
-// them), and, from begin on, the trace and the conditions. One allocation
+// them), and, from begin on, the trace, the conditions and the status
+// fields. One allocation
 // and one context layer instead of one of each per value, which also keeps
 // the resources' look-ups short.
 //
@@ -176,6 +177,10 @@ func (c *reconcileContext) Value(key any) any {
 	case ctxkey.Conditions:
 		if st := c.statusRun(true); st != nil {
 			return &st.conds
+		}
+	case ctxkey.StatusFields:
+		if st := c.statusRun(true); st != nil {
+			return &st.fields
 		}
 	case supersededKey:
 		return c

@@ -24,6 +24,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/internal/conditions"
+	"github.com/operatorkit/operatorkit/internal/statusfields"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/trace"
 )
@@ -49,6 +50,10 @@ const (
 	// ReasonInvalidCondition is the reason of Ready and Stalled when a
 	// resource set a condition metav1.Condition does not allow.
 	ReasonInvalidCondition = "InvalidCondition"
+	// ReasonInvalidStatusField is the reason of Ready and Stalled when a
+	// resource set a status field that cannot be written
+	// (statuscontext.ErrInvalidField).
+	ReasonInvalidStatusField = "InvalidStatusField"
 )
 
 // Trace steps of the Framework's own writes (resource "framework"): the
@@ -130,6 +135,15 @@ type statusRun struct {
 	// conds is the reconciliation's conditioncontext store, with current
 	// and lock: the reconciliation's context answers for it.
 	conds conditions.Store
+	// fields is the reconciliation's statuscontext store: the context
+	// answers for it too.
+	fields statusfields.Store
+	// statusRead is set once statusMap or statusStruct holds the
+	// object's status, read for the status fields only when one is set or
+	// carried over (see statusValue).
+	statusRead   bool
+	statusMap    map[string]any
+	statusStruct reflect.Value
 }
 
 func (f *Framework) newStatusRun(key string, obj any, acc metav1.Object) *statusRun {
@@ -518,7 +532,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		return s.combine(o, s.parseErr)
 	}
 	set := conditioncontext.List(ctx)
-	if len(set) == 0 && (o.result == ResultSuccess || o.result == ResultRequeue) && !s.deleting && s.steady() {
+	if len(set) == 0 && s.fields.Len() == 0 && (o.result == ResultSuccess || o.result == ResultRequeue) && !s.deleting && s.steady() {
 		return o // the common case, decided without allocating
 	}
 	valid := set[:0]
@@ -530,8 +544,28 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		}
 		valid = append(valid, c)
 	}
+	fields := s.fields.List()
+	validFields := fields[:0]
+	var invalidFields []error
+	for _, fl := range fields {
+		if fl.Err != nil {
+			invalidFields = append(invalidFields, fl.Err)
+			continue
+		}
+		validFields = append(validFields, fl)
+	}
+	var bad []error
 	if len(invalid) > 0 {
-		err := fmt.Errorf("conditions of %s: %w", s.describe(), errors.Join(invalid...))
+		bad = append(bad, fmt.Errorf("conditions of %s: %w", s.describe(), errors.Join(invalid...)))
+	}
+	if len(invalidFields) > 0 {
+		bad = append(bad, fmt.Errorf("status fields of %s: %w", s.describe(), errors.Join(invalidFields...)))
+	}
+	if len(bad) > 0 {
+		err := bad[0]
+		if len(bad) > 1 {
+			err = errors.Join(bad...)
+		}
 		if o.err != nil {
 			err = errors.Join(o.err, err)
 		}
@@ -564,7 +598,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	// less), and most reconciliations end here without a write.
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	_, result, _ := s.plan(decidedConds, decided, listAtomic, now, false)
-	if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
+	if sameConditions(result, s.current) && sameGeneration(observed, s.observed) && !s.fieldsChanged(validFields, nil) {
 		return o // nothing changed: no write
 	}
 	wctx := ctx
@@ -624,12 +658,16 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		}
 		mode := listModeOf(s.managed)
 		assumeOwned := false
-		if mode == listUnknown && len(s.current) > 0 {
+		// Which status fields the Framework owns matters only for those
+		// the object holds and this reconciliation does not set: they are
+		// carried over. Without managedFields, read them.
+		fieldOwners := len(s.managed) == 0 && !s.refreshed && s.holdsUnsetFields(validFields)
+		if mode == listUnknown && len(s.current) > 0 || fieldOwners {
 			// The cache dropped managedFields (informer.Config.DropManagedFields).
 			// The list mode is the CRD's: once learnt, it holds. Which
 			// conditions the Framework owns matters only for those it does not
 			// decide now; when there are none, its own types are taken as its.
-			if known := s.f.knownListMode(); known != listUnknown && !s.undecided(decided) {
+			if known := s.f.knownListMode(); !fieldOwners && known != listUnknown && !s.undecided(decided) {
 				mode, assumeOwned = known, true
 			} else {
 				// Read them from the API server, once per write.
@@ -645,7 +683,8 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		}
 		s.f.rememberListMode(mode)
 		ours, result, applied := s.plan(decidedConds, decided, mode, now, assumeOwned)
-		if sameConditions(result, s.current) && sameGeneration(observed, s.observed) {
+		owned := ownedStatusFields(s.managed, s.f.fieldManager)
+		if sameConditions(result, s.current) && sameGeneration(observed, s.observed) && !s.fieldsChanged(validFields, owned) {
 			return o
 		}
 
@@ -656,7 +695,8 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 				return s.combine(o, err)
 			}
 		}
-		status := map[string]any{"conditions": conditionsToUnstructured(applied)}
+		status := s.applyFields(validFields, owned)
+		status["conditions"] = conditionsToUnstructured(applied)
 		if observed != nil {
 			status["observedGeneration"] = *observed
 		}
@@ -897,6 +937,7 @@ func (s *statusRun) refresh(ctx context.Context) error {
 	}
 	s.current, s.observed, s.managed = conds, observed, u.GetManagedFields()
 	s.rv, s.refreshed = u.GetResourceVersion(), true
+	s.setStatusMap(u.Object)
 	if kind := u.GetKind(); kind != "" && s.f.kind.Load() == nil {
 		s.f.kind.Store(&kind) // spares learnKind its read
 	}
@@ -1000,6 +1041,8 @@ func failureReason(err error, tr *trace.Trace) string {
 	switch {
 	case errors.Is(err, ErrInvalidCondition):
 		return ReasonInvalidCondition
+	case errors.Is(err, ErrInvalidStatusField):
+		return ReasonInvalidStatusField
 	case errors.Is(err, ErrNoResourceSet):
 		return ReasonNoResourceSet
 	}

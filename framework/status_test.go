@@ -34,6 +34,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/internal/statusfields"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 	"github.com/operatorkit/operatorkit/router"
@@ -121,10 +122,11 @@ func (s *statusServer) apply(manager string, status map[string]any) {
 	if og, ok := status["observedGeneration"].(float64); ok { // JSON numbers
 		_ = unstructured.SetNestedField(s.obj.Object, int64(og), "status", "observedGeneration")
 	}
+	fields := s.applyFields(manager, status)
 	applied, _ := status["conditions"].([]any)
 	if !s.mapList {
 		_ = unstructured.SetNestedSlice(s.obj.Object, applied, "status", "conditions")
-		s.setManaged(manager, `{"f:status":{"f:conditions":{},"f:observedGeneration":{}}}`)
+		s.setManaged(manager, `{"f:status":{`+fields+`"f:conditions":{},"f:observedGeneration":{}}}`)
 		return
 	}
 	current, _, _ := unstructured.NestedSlice(s.obj.Object, "status", "conditions")
@@ -157,7 +159,34 @@ func (s *statusServer) apply(manager string, status map[string]any) {
 	for _, c := range applied {
 		keys = append(keys, fmt.Sprintf(`"k:{\"type\":\"%s\"}":{}`, typeOf(c)))
 	}
-	s.setManaged(manager, `{"f:status":{"f:conditions":{`+strings.Join(keys, ",")+`},"f:observedGeneration":{}}}`)
+	s.setManaged(manager, `{"f:status":{`+fields+`"f:conditions":{`+strings.Join(keys, ",")+`},"f:observedGeneration":{}}}`)
+}
+
+// applyFields applies the status fields other than the conditions and
+// observedGeneration for manager: those in status are set, those it applied
+// before and leaves out now are removed (as server-side apply removes the
+// fields a manager no longer applies, when no other manager has them). It
+// returns their managedFields entries, each followed by a comma.
+func (s *statusServer) applyFields(manager string, status map[string]any) string {
+	var managed strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(ownedStatusFields(s.obj.GetManagedFields(), manager))) {
+		if _, ok := status[name]; !ok {
+			unstructured.RemoveNestedField(s.obj.Object, "status", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(status)) {
+		if name == "conditions" || name == "observedGeneration" {
+			continue
+		}
+		data, _ := json.Marshal(status[name])
+		v, _ := statusfields.Decode(data) // as the API server stores it: int64 where integral
+		if s.obj.Object["status"] == nil {
+			s.obj.Object["status"] = map[string]any{}
+		}
+		s.obj.Object["status"].(map[string]any)[name] = v
+		fmt.Fprintf(&managed, `"f:%s":{},`, name)
+	}
+	return managed.String()
 }
 
 func (s *statusServer) owned(manager string) map[string]bool {

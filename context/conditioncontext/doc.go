@@ -9,7 +9,8 @@
 // set, together with its own, once at the end of the chain, in a single
 // status write, and only when something changed. [Get] reads a condition as
 // it will be written (set in this reconciliation) or, when none was set, as
-// the object has it.
+// the object has it. Status fields other than conditions (status.nodes) go
+// into the same write through package statuscontext.
 //
 // A resource may also set the Framework's own types to describe its
 // progress; they count when the chain succeeds: Reconciling True (a child is

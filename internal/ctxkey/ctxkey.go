@@ -12,3 +12,7 @@ type Trace struct{}
 // Conditions is the key of the *conditions.Store of a reconciliation
 // (conditioncontext.NewContext, conditioncontext.NewGuardedContext).
 type Conditions struct{}
+
+// StatusFields is the key of the *statusfields.Store of a reconciliation
+// (statuscontext.NewContext).
+type StatusFields struct{}

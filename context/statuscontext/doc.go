@@ -1,0 +1,53 @@
+// Package statuscontext carries, within one reconciliation, the fields of
+// the reconciled object's status that resources compute, other than its
+// conditions: the names of a Deployment's pods in status.nodes, a
+// status.endpoint, an external system's status.recordID.
+//
+// A resource calls [Set] with the field's name and value; the Framework
+// (framework.Config.Conditions) writes every field set, together with the
+// conditions and status.observedGeneration, in its one server-side apply
+// of the status at the end of the reconciliation, under its field manager,
+// and only when something differs from the object as cached: a steady
+// resync writes nothing. The resource needs no client, no field manager,
+// no comparison and no resourceVersion bookkeeping of its own, and its
+// field costs no write of its own.
+//
+// Guarantees and choices:
+//   - Top-level fields only: field is a name in status ("nodes"), never a
+//     path; the value is the whole field (a list, a map, a struct, a
+//     scalar), encoded with encoding/json when Set is called.
+//   - Kept until set again: a field the Framework wrote stays as it is in
+//     the reconciliations that do not set it (a chain that fails before the
+//     resource that sets it, a resource set that does not have that
+//     resource): the Framework's apply carries it over, read from the
+//     object, as it carries over the conditions it wrote before
+//     (managedFields tell which are its). Set the field to nil to remove it.
+//   - Written whatever the outcome: a field set before the chain failed (or
+//     stopped) is written with the failure's conditions, as a condition is;
+//     nothing is written after framework.Framework.Abort, nor once the
+//     Framework's finalizer is removed from an object being deleted.
+//   - Compared before writing: a field counts as changed when its value, as
+//     JSON, differs from the object's. A typed object's Go field of that
+//     JSON name is read alone (so a zero value that the Go type omits is
+//     still compared), and an empty list or map compares equal to an
+//     absent field (a Go slice cannot tell them apart): setting one on an
+//     object without the field writes nothing. With a typed cache the Go
+//     type must have the field: the cache holds nothing else to compare
+//     with, and the Framework would write it in each reconciliation.
+//   - Validated by the Framework: a field named "" or with a dot, the
+//     Framework's own "conditions" and "observedGeneration", and a value
+//     that does not encode to JSON (a channel, a NaN, a MarshalJSON that
+//     fails or panics) are left out of the write and fail the
+//     reconciliation with a permanent error matching [ErrInvalidField] that
+//     names the object and the field (Ready False and Stalled True with
+//     reason "InvalidStatusField"); the valid fields are written.
+//   - The last Set of a field wins. All functions are safe for concurrent
+//     use from several goroutines.
+//   - Without a Framework with Config.Conditions (framework.ProcessUpdate
+//     alone, a Framework without Conditions) Set does nothing and Get
+//     finds nothing, unless the caller made the context with [NewContext].
+//
+// The field belongs to the Framework's field manager: a status field that
+// another writer (a hand-written apply under another field manager) owns
+// must not be set here too, or the two writers take it from each other.
+package statuscontext

@@ -1,0 +1,237 @@
+package framework
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/operatorkit/operatorkit/internal/statusfields"
+)
+
+// The status fields that resources set with statuscontext are written with
+// the conditions, in the end-of-chain apply (statusRun.finish). The object's
+// status is read for them only when a field is set, or when the apply
+// carries over the fields the Framework wrote before: a reconciliation that
+// sets none costs nothing more.
+
+// setStatusMap makes the status of content, an unstructured object, the one
+// the fields are compared with.
+func (s *statusRun) setStatusMap(content map[string]any) {
+	m, _ := content["status"].(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	s.statusMap, s.statusStruct, s.statusRead = m, reflect.Value{}, true
+}
+
+// readStatusView reads the object's status once: an unstructured object's
+// map as it is; a typed object's Status struct, whose fields statusValue
+// encodes one at a time; any other object converted to unstructured.
+func (s *statusRun) readStatusView() {
+	if s.statusRead {
+		return
+	}
+	switch o := s.obj.(type) {
+	case *unstructured.Unstructured:
+		s.setStatusMap(o.Object)
+		return
+	}
+	v := reflect.ValueOf(s.obj)
+	if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
+		if f, ok := v.Elem().Type().FieldByName("Status"); ok && len(f.Index) == 1 && f.Type.Kind() == reflect.Struct && jsonName(f) == "status" {
+			s.statusStruct, s.statusRead = v.Elem().Field(f.Index[0]), true
+			return
+		}
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s.obj)
+	if err != nil {
+		content = nil // compared with nothing: every field set is written
+	}
+	s.setStatusMap(content)
+}
+
+// statusValue returns the object's status.<name> as decoded JSON, and
+// whether the object has it. A typed object's field is encoded alone, so
+// that a zero value its Go type omits (omitempty) compares equal to the
+// same value set; a field the Go type does not have is absent.
+func (s *statusRun) statusValue(name string) (any, bool) {
+	s.readStatusView()
+	if !s.statusStruct.IsValid() {
+		v, ok := s.statusMap[name]
+		return v, ok
+	}
+	i := fieldIndexByJSONName(s.statusStruct.Type(), name)
+	if i < 0 {
+		// Not a field of its own (an embedded struct's?): as the whole
+		// status encodes it.
+		v, ok := s.statusStructMap()[name]
+		return v, ok
+	}
+	data, err := json.Marshal(s.statusStruct.Field(i).Interface())
+	if err != nil {
+		return nil, false
+	}
+	v, err := statusfields.Decode(data)
+	if err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// statusKeys returns the names of the fields the object's status holds (a
+// typed object's non-empty ones).
+func (s *statusRun) statusKeys() []string {
+	s.readStatusView()
+	m := s.statusMap
+	if s.statusStruct.IsValid() {
+		m = s.statusStructMap()
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// statusStructMap returns a typed object's Status as decoded JSON (its
+// fields that are not empty, when they are omitempty).
+func (s *statusRun) statusStructMap() map[string]any {
+	data, err := json.Marshal(s.statusStruct.Interface())
+	if err != nil {
+		return nil
+	}
+	v, err := statusfields.Decode(data)
+	if err != nil {
+		return nil
+	}
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// fieldIndexByJSONName returns the index of the exported field of struct
+// type t whose JSON name is name, -1 when there is none.
+func fieldIndexByJSONName(t reflect.Type, name string) int {
+	for i := 0; i < t.NumField(); i++ {
+		if f := t.Field(i); f.IsExported() && !f.Anonymous && jsonName(f) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// fieldsChanged reports whether writing fields changes the object: a value
+// that differs from the object's, or nil for a field the object has and
+// the Framework owns (owned; nil when not known: any such field counts).
+// An empty list or object and an absent (or null) field are the same.
+func (s *statusRun) fieldsChanged(fields []statusfields.Field, owned map[string]bool) bool {
+	for _, f := range fields {
+		cur, ok := s.statusValue(f.Name)
+		if f.JSON == nil {
+			if ok && cur != nil && (owned == nil || owned[f.Name]) {
+				return true
+			}
+			continue
+		}
+		if (!ok || cur == nil) && emptyJSON(f.JSON) {
+			continue // a typed object's Go field cannot tell them apart
+		}
+		if !ok || !reflect.DeepEqual(cur, f.JSON) {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyJSON reports whether v, decoded JSON, is an empty list or object.
+func emptyJSON(v any) bool {
+	switch v := v.(type) {
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// holdsUnsetFields reports whether the object's status holds a field,
+// other than the conditions and observedGeneration, that fields do not
+// set to a value: one the apply carries over if the Framework owns it.
+func (s *statusRun) holdsUnsetFields(fields []statusfields.Field) bool {
+	for _, k := range s.statusKeys() {
+		if statusfields.Reserved(k) {
+			continue
+		}
+		set := false
+		for _, f := range fields {
+			if f.Name == k && f.JSON != nil {
+				set = true
+				break
+			}
+		}
+		if !set {
+			return true
+		}
+	}
+	return false
+}
+
+// applyFields returns the status of the apply without its conditions and
+// observedGeneration: the fields set to a value, and those the Framework
+// owns and that are not set, with the object's value (server-side apply
+// would remove a field its manager applied before and leaves out). A field
+// set to nil is left out: removed, when the Framework owns it.
+func (s *statusRun) applyFields(fields []statusfields.Field, owned map[string]bool) map[string]any {
+	status := make(map[string]any, len(fields)+len(owned)+2)
+	set := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		set[f.Name] = true
+		if f.JSON != nil {
+			status[f.Name] = f.JSON
+		}
+	}
+	for name := range owned {
+		if set[name] {
+			continue
+		}
+		if v, ok := s.statusValue(name); ok && v != nil {
+			status[name] = v
+		}
+	}
+	return status
+}
+
+// ownedStatusFields returns the top-level status fields, other than the
+// conditions and observedGeneration, that manager applied (server-side
+// apply).
+func ownedStatusFields(managed []metav1.ManagedFieldsEntry, manager string) map[string]bool {
+	var owned map[string]bool
+	for _, e := range managed {
+		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.FieldsV1 == nil {
+			continue
+		}
+		var root struct {
+			Status map[string]json.RawMessage `json:"f:status"`
+		}
+		if err := json.Unmarshal(e.FieldsV1.Raw, &root); err != nil {
+			continue
+		}
+		for k := range root.Status {
+			name, ok := strings.CutPrefix(k, "f:")
+			if !ok || statusfields.Reserved(name) {
+				continue
+			}
+			if owned == nil {
+				owned = map[string]bool{}
+			}
+			owned[name] = true
+		}
+	}
+	if owned == nil {
+		return map[string]bool{}
+	}
+	return owned
+}

@@ -1,0 +1,378 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/statuscontext"
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/trace"
+)
+
+// fieldsOf returns the status of u without its conditions and
+// observedGeneration.
+func fieldsOf(u *unstructured.Unstructured) map[string]any {
+	status, _, _ := unstructured.NestedMap(u.Object, "status")
+	delete(status, "conditions")
+	delete(status, "observedGeneration")
+	return status
+}
+
+// appliedFields returns the fields, other than the conditions and
+// observedGeneration, of each status apply the server received.
+func (s *statusServer) appliedFields() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]string
+	for _, status := range s.applied {
+		var names []string
+		for k := range status {
+			if k != "conditions" && k != "observedGeneration" {
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		out = append(out, names)
+	}
+	return out
+}
+
+// TestStatusFieldsInTheOneApply: fields a resource sets with statuscontext
+// are written in the Framework's one status apply, with the conditions and
+// observedGeneration, under its field manager; a steady resync writes
+// nothing; a changed value is written once.
+func TestStatusFieldsInTheOneApply(t *testing.T) {
+	var nodes atomic.Value
+	nodes.Store([]string{"a-0", "a-1"})
+	r := &funcResource{name: "nodes", create: func(ctx context.Context, _ any) error {
+		statuscontext.Set(ctx, "nodes", nodes.Load())
+		statuscontext.Set(ctx, "endpoint", struct {
+			Host string `json:"host"`
+			Port int    `json:"port"`
+		}{"a.ns.svc", 11211})
+		return nil
+	}}
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, nil, r))
+	st.traces(t, 1)
+	if w := st.server.writeLog(); !slices.Equal(w, []string{"apply status"}) {
+		t.Fatalf("writes = %q, want one status apply", w)
+	}
+	got := st.server.get()
+	want := map[string]any{"nodes": []any{"a-0", "a-1"}, "endpoint": map[string]any{"host": "a.ns.svc", "port": int64(11211)}}
+	if f := fieldsOf(got); !equalJSON(f, want) {
+		t.Errorf("status fields = %v, want %v", f, want)
+	}
+	if c := meta.FindStatusCondition(conditionsOf(t, got), conditioncontext.Ready); c == nil || c.Status != metav1.ConditionTrue || observedOf(got) != 1 {
+		t.Errorf("Ready = %+v, observedGeneration %d; want True and 1 in the same apply", c, observedOf(got))
+	}
+	if owned := ownedStatusFields(got.GetManagedFields(), "operatorkit-op"); !owned["nodes"] || !owned["endpoint"] {
+		t.Errorf("fields owned by the Framework's manager = %v, want nodes and endpoint", owned)
+	}
+
+	// Steady: the cache shows the write; a resync writes nothing.
+	st.sync(t)
+	st.f.Enqueue("ns/a")
+	st.traces(t, 2)
+	if w := st.server.writeLog(); len(w) != 1 {
+		t.Fatalf("writes after a steady reconciliation = %q, want only the first", w)
+	}
+
+	// A changed value: one apply, the conditions unchanged in it.
+	nodes.Store([]string{"a-0"})
+	st.f.Enqueue("ns/a")
+	st.traces(t, 3)
+	if w := st.server.writeLog(); len(w) != 2 {
+		t.Fatalf("writes after a change of nodes = %q, want a second apply", w)
+	}
+	if f := fieldsOf(st.server.get()); !equalJSON(f["nodes"], []any{"a-0"}) || f["endpoint"] == nil {
+		t.Errorf("status fields after the change = %v, want nodes [a-0] and the endpoint", f)
+	}
+}
+
+// TestStatusFieldsKeptUntilSetAgain: a field set in an earlier
+// reconciliation and not in this one (its resource did not run: the chain
+// failed before it) is carried over in the Framework's apply, which would
+// otherwise remove it; a field set before the failure is written with the
+// failure's conditions; nil removes a field the Framework wrote.
+func TestStatusFieldsKeptUntilSetAgain(t *testing.T) {
+	var phase atomic.Int32
+	first := &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+		switch phase.Load() {
+		case 1:
+			statuscontext.Set(ctx, "phase", "Failing")
+			return errors.New("boom")
+		case 2:
+			statuscontext.Set(ctx, "phase", nil)
+		}
+		return nil
+	}}
+	second := &funcResource{name: "nodes", create: func(ctx context.Context, _ any) error {
+		statuscontext.Set(ctx, "nodes", []string{"a-0"})
+		if phase.Load() == 0 {
+			statuscontext.Set(ctx, "phase", "Running")
+		}
+		return nil
+	}}
+	obj := object("a", 1, nil)
+	server := newStatusServer(obj)
+	server.mapList = true
+	st := newStatusTest(t, obj, server, testRouter(t, nil, first, second))
+	st.traces(t, 1)
+
+	phase.Store(1)
+	st.sync(t)
+	st.f.Enqueue("ns/a")
+	if tr := st.traces(t, 2)[1]; tr.Result != ResultError {
+		t.Fatalf("result = %q, want %q", tr.Result, ResultError)
+	}
+	got := st.server.get()
+	if f := fieldsOf(got); !equalJSON(f, map[string]any{"nodes": []any{"a-0"}, "phase": "Failing"}) {
+		t.Errorf("status fields after the failure = %v, want nodes carried over and phase Failing", f)
+	}
+	if c := meta.FindStatusCondition(conditionsOf(t, got), conditioncontext.Ready); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v, want False", c)
+	}
+	if a := server.appliedFields(); !slices.Equal(a[len(a)-1], []string{"nodes", "phase"}) {
+		t.Errorf("fields of the failure's apply = %q, want nodes (carried over) and phase", a[len(a)-1])
+	}
+
+	phase.Store(2)
+	st.sync(t)
+	st.f.Enqueue("ns/a")
+	pollUntil(t, "Ready True again", func() bool {
+		c := meta.FindStatusCondition(conditionsOf(t, server.get()), conditioncontext.Ready)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	if f := fieldsOf(server.get()); !equalJSON(f, map[string]any{"nodes": []any{"a-0"}}) {
+		t.Errorf("status fields after phase set to nil = %v, want nodes alone", f)
+	}
+}
+
+// TestStatusFieldsOtherManagersKept: a status field another manager wrote
+// is neither carried over in the Framework's apply (which would take it
+// from its owner) nor removed by it, and setting it to nil when the
+// Framework does not own it writes nothing.
+func TestStatusFieldsOtherManagersKept(t *testing.T) {
+	r := &funcResource{name: "r", create: func(ctx context.Context, _ any) error {
+		statuscontext.Set(ctx, "foreign", nil)
+		return nil
+	}}
+	obj := object("a", 1, nil)
+	obj.Object["status"] = map[string]any{"foreign": "theirs"}
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "other", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:foreign":{}}}`)}}})
+	st := newStatusTest(t, obj, nil, testRouter(t, nil, r))
+	st.traces(t, 1)
+	if a := st.server.appliedFields(); len(a) != 1 || len(a[0]) != 0 {
+		t.Errorf("fields of the Framework's applies = %q, want one apply without fields", a)
+	}
+	if f := fieldsOf(st.server.get()); f["foreign"] != "theirs" {
+		t.Errorf("status fields = %v, want the other manager's foreign kept", f)
+	}
+	st.sync(t)
+	st.f.Enqueue("ns/a")
+	st.traces(t, 2)
+	if w := st.server.writeLog(); len(w) != 1 {
+		t.Errorf("writes = %q, want only the first: nil for a field of another manager changes nothing", w)
+	}
+}
+
+// TestInvalidStatusFields: a field the Framework writes itself, and values
+// that do not encode to JSON (a MarshalJSON that panics too), are left out
+// and fail the reconciliation with a permanent error that names the object
+// and the field (Ready False, Stalled True, reason InvalidStatusField); the
+// valid field is written; nothing panics.
+func TestInvalidStatusFields(t *testing.T) {
+	r := &funcResource{name: "r", create: func(ctx context.Context, _ any) error {
+		statuscontext.Set(ctx, "nodes", []string{"a-0"})
+		statuscontext.Set(ctx, "conditions", []string{})
+		statuscontext.Set(ctx, "ratio", math.Inf(1))
+		statuscontext.Set(ctx, "worse", panicsInJSON{})
+		return nil
+	}}
+	st := newStatusTest(t, object("a", 1, nil), nil, testRouter(t, nil, r))
+	tr := st.traces(t, 1)[0]
+	if tr.Result != ResultPermanent {
+		t.Fatalf("result = %q, want %q", tr.Result, ResultPermanent)
+	}
+	for _, want := range []string{"Thing ns/a", "status.conditions", "status.ratio", "status.worse"} {
+		if !strings.Contains(tr.Error, want) {
+			t.Errorf("error = %q, want it to name %q", tr.Error, want)
+		}
+	}
+	got := st.server.get()
+	conds := conditionsOf(t, got)
+	for _, ty := range []string{conditioncontext.Ready, conditioncontext.Stalled} {
+		if c := meta.FindStatusCondition(conds, ty); c == nil || c.Reason != ReasonInvalidStatusField {
+			t.Errorf("%s = %+v, want reason %s", ty, c, ReasonInvalidStatusField)
+		}
+	}
+	if f := fieldsOf(got); !equalJSON(f, map[string]any{"nodes": []any{"a-0"}}) {
+		t.Errorf("status fields = %v, want the valid nodes alone", f)
+	}
+}
+
+// TestInvalidStatusFieldError: the reconciliation's error matches
+// ErrInvalidStatusField (and statuscontext.ErrInvalidField).
+func TestInvalidStatusFieldError(t *testing.T) {
+	obj := object("a", 1, nil)
+	f, err := New(Config{Name: "op", Informer: informertest.New(obj), ResourceRouter: testRouter(t, nil, &funcResource{name: "r"}), Client: newStatusServer(obj).client(),
+		Resource: thingsGVR, DisableFinalizers: true, Conditions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := f.newStatusRun("ns/a", obj, obj)
+	st.fields.Set("observedGeneration", 3)
+	ctx := conditioncontext.NewContext(context.Background())
+	o := st.finish(ctx, outcome{result: ResultSuccess}, trace.New("ns/a", time.Now()))
+	if !errors.Is(o.err, ErrInvalidStatusField) || !errors.Is(o.err, statuscontext.ErrInvalidField) || o.result != ResultPermanent {
+		t.Errorf("outcome = %s %v, want a permanent error matching ErrInvalidStatusField", o.result, o.err)
+	}
+}
+
+type panicsInJSON struct{}
+
+func (panicsInJSON) MarshalJSON() ([]byte, error) { panic("boom") }
+
+// typedWithNodes is a typed object laid out as kubebuilder generates it,
+// with a status field of its own.
+type typedWithNodes struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+		Conditions         []metav1.Condition `json:"conditions,omitempty"`
+		Nodes              []string           `json:"nodes,omitempty"`
+		Endpoint           string             `json:"endpoint,omitempty"`
+	} `json:"status,omitempty"`
+}
+
+func (o *typedWithNodes) DeepCopyObject() runtime.Object {
+	out := *o
+	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Conditions = slices.Clone(o.Status.Conditions)
+	out.Status.Nodes = slices.Clone(o.Status.Nodes)
+	return &out
+}
+
+// TestStatusFieldsOfTypedObject: with a typed cache, a field is compared
+// with the Go field of its JSON name: a steady object is not written, also
+// when the value set is empty (an empty list the Go type omits); a changed
+// one is; and when the cache drops managedFields, the fields the Framework
+// owns are learnt from the API server before a write that does not set
+// them, and carried over.
+func TestStatusFieldsOfTypedObject(t *testing.T) {
+	var fail atomic.Bool
+	r := &funcResource{name: "nodes", create: func(ctx context.Context, obj any) error {
+		if fail.Load() {
+			return errors.New("boom")
+		}
+		statuscontext.Set(ctx, "nodes", []string{})
+		statuscontext.Set(ctx, "endpoint", "a.ns.svc")
+		return nil
+	}}
+	steady := &typedWithNodes{}
+	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
+	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steady.Status.ObservedGeneration = 1
+	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+	server := newStatusServer(object("a", 1, nil))
+	server.mapList = true
+	inf := informertest.New(steady)
+	f, err := New(Config{
+		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
+		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
+		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	boot(t, f)
+	pollUntil(t, "a status write", func() bool { return len(server.writeLog()) == 1 })
+	if fields := fieldsOf(server.get()); !equalJSON(fields, map[string]any{"nodes": []any{}, "endpoint": "a.ns.svc"}) {
+		t.Fatalf("status fields = %v, want nodes [] and the endpoint", fields)
+	}
+
+	// The cache shows the write, as a typed cache decodes it (nodes [] as
+	// an empty slice), without managedFields: steady, nothing written.
+	next := steady.DeepCopyObject().(*typedWithNodes)
+	next.ResourceVersion = server.get().GetResourceVersion()
+	next.Status.Nodes, next.Status.Endpoint = []string{}, "a.ns.svc"
+	if err := inf.Update(next); err != nil {
+		t.Fatal(err)
+	}
+	f.Enqueue("ns/a")
+	pollUntil(t, "a second reconciliation", func() bool { return len(f.Traces("ns/a")) >= 2 })
+	if w := server.writeLog(); len(w) != 1 {
+		t.Fatalf("writes after a steady reconciliation = %q, want only the first", w)
+	}
+
+	// A failure before the field is set: the Framework reads what it owns
+	// (the cache has no managedFields) and carries the fields over.
+	server.mu.Lock()
+	gets := server.gets
+	server.mu.Unlock()
+	fail.Store(true)
+	f.Enqueue("ns/a")
+	pollUntil(t, "the failure's write", func() bool { return len(server.writeLog()) == 2 })
+	got := server.get()
+	if fields := fieldsOf(got); !equalJSON(fields, map[string]any{"nodes": []any{}, "endpoint": "a.ns.svc"}) {
+		t.Errorf("status fields after the failure = %v, want both carried over", fields)
+	}
+	if c := meta.FindStatusCondition(conditionsOf(t, got), conditioncontext.Ready); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v, want False", c)
+	}
+	server.mu.Lock()
+	gets = server.gets - gets
+	server.mu.Unlock()
+	if gets != 1 {
+		t.Errorf("the Framework read the object %d times, want once (its managedFields) before the failure's write", gets)
+	}
+}
+
+// equalJSON reports whether a and b are equal as decoded JSON.
+func equalJSON(a, b any) bool {
+	return reflect.DeepEqual(a, b)
+}
+
+// TestStatusFieldsWithoutConditions: without Config.Conditions the
+// Framework writes no status, and a resource's statuscontext.Set does
+// nothing (Get finds nothing), as the package documentation says.
+func TestStatusFieldsWithoutConditions(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	var found atomic.Bool
+	r := &funcResource{name: "nodes", create: func(ctx context.Context, _ any) error {
+		statuscontext.Set(ctx, "nodes", []string{"a-0"})
+		_, ok := statuscontext.Get(ctx, "nodes")
+		found.Store(ok)
+		return nil
+	}}
+	server := newStatusServer(object("a", 1, nil))
+	f, err := New(Config{Name: "op", Informer: informertest.New(object("a", 1, nil)), ResourceRouter: testRouter(t, nil, r),
+		Client: server.client(), Resource: thingsGVR, DisableFinalizers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot(t, f)
+	pollUntil(t, "a reconciliation", func() bool { return len(f.Traces("ns/a")) == 1 })
+	if tr := f.Traces("ns/a")[0]; tr.Result != ResultSuccess || found.Load() || len(server.writeLog()) != 0 {
+		t.Fatalf("result = %s %q, field found %v, writes %q; want a success, no field, nothing written", tr.Result, tr.Error, found.Load(), server.writeLog())
+	}
+}
