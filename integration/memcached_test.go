@@ -29,9 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 
-	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/context/statuscontext"
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	operatorpkg "github.com/operatorkit/operatorkit/operator"
@@ -58,8 +57,8 @@ type MemcachedSpec struct {
 	ContainerPort int32 `json:"containerPort,omitempty"`
 }
 
-// MemcachedStatus is written by the operator: the Framework writes the
-// conditions and observedGeneration, the nodes resource Nodes.
+// MemcachedStatus is written by the operator's Framework, in one apply: the
+// conditions, observedGeneration, and Nodes, which the nodes resource sets.
 type MemcachedStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
@@ -138,7 +137,7 @@ func runMemcachedOperator(t *testing.T, config operatorpkg.Config, ns string, cr
 		},
 	})
 	must(t, err)
-	nodes := &memcachedNodes{pods: pods, client: op.Dynamic().Resource(gvr), gvr: gvr}
+	nodes := &memcachedNodes{pods: pods}
 	rtr, err := router.Single("v1", deployment, nodes)
 	must(t, err)
 	f, err := op.NewFramework(framework.Config{Name: memcachedOperator, Informer: memcacheds, ResourceRouter: rtr, Resource: gvr, Conditions: true, CRD: crd})
@@ -157,12 +156,10 @@ func runMemcachedOperator(t *testing.T, config operatorpkg.Config, ns string, cr
 }
 
 // memcachedNodes is the resource that keeps status.nodes: the names of the
-// pods that carry the Memcached's labels, sorted, applied to the status
-// subresource under the operator's field manager when they changed.
+// pods that carry the Memcached's labels, sorted, set for the Framework's
+// status write (which writes them only when they changed).
 type memcachedNodes struct {
-	pods   *operatorpkg.SharedInformer
-	client dynamic.NamespaceableResourceInterface
-	gvr    schema.GroupVersionResource
+	pods *operatorpkg.SharedInformer
 }
 
 func (r *memcachedNodes) Name() string { return "nodes" }
@@ -173,23 +170,11 @@ func (r *memcachedNodes) EnsureCreated(ctx context.Context, obj any) error {
 	if err != nil {
 		return err
 	}
-	if slices.EqualFunc(pods, m.Status.Nodes, func(p *metav1.PartialObjectMetadata, name string) bool { return p.Name == name }) {
-		return nil
-	}
-	nodes := make([]any, 0, len(pods))
+	nodes := make([]string, 0, len(pods))
 	for _, p := range pods {
 		nodes = append(nodes, p.Name)
 	}
-	apply := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": r.gvr.GroupVersion().String(), "kind": "Memcached",
-		"metadata": map[string]any{"name": m.Name, "namespace": m.Namespace},
-		"status":   map[string]any{"nodes": nodes},
-	}}
-	u, err := r.client.Namespace(m.Namespace).ApplyStatus(ctx, m.Name, apply, metav1.ApplyOptions{FieldManager: memcachedOperator, Force: true})
-	if err != nil {
-		return err
-	}
-	resourceversioncontext.SetResourceVersion(ctx, u.GetResourceVersion())
+	statuscontext.Set(ctx, "nodes", nodes)
 	return nil
 }
 
