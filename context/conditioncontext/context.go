@@ -38,6 +38,16 @@ var ErrNoConditions = errors.New("no conditions in context")
 // apierrors.IsConflict too: the Framework retries with the latest object.
 var ErrLocked = errors.New("condition locked")
 
+// ErrOutcomeUnknown is matched by the error of a [Guard] whose task failed
+// with its outcome recorded as Unknown: the change may or may not have
+// happened (a timeout, a 5xx answer, a connection that broke). The task must
+// not run again before the resource has found out from the external system
+// whether it did, which takes a new reconciliation: the retry wrapper
+// (resource/wrapper/retry) never retries such an error in place, and the
+// Framework retries the object with backoff. The error is not marked
+// permanent.
+var ErrOutcomeUnknown = errors.New("outcome of the guarded change unknown")
+
 // ErrInvalidCondition is matched by the errors about a condition that
 // metav1.Condition does not allow: a type that is not a qualified name, a
 // reason that is not CamelCase, a status other than True, False and

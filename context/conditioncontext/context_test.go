@@ -299,3 +299,26 @@ func TestGuardsOfOneConditionTakeTurns(t *testing.T) {
 		t.Errorf("Guard after the first = %v, locks %d; want nil, 2", err, locks)
 	}
 }
+
+// TestGuardErrorOfUnknownOutcome: a task that fails without a status (the
+// change may have happened) makes Guard's error match ErrOutcomeUnknown,
+// with the task's message and error chain, not marked permanent; one that
+// reports False (nothing happened) does not.
+func TestGuardErrorOfUnknownOutcome(t *testing.T) {
+	timeout := errors.New("timeout")
+	for _, tt := range []struct {
+		status metav1.ConditionStatus
+		want   bool
+	}{{"", true}, {metav1.ConditionUnknown, true}, {metav1.ConditionFalse, false}} {
+		ctx := NewGuardedContext(context.Background(), nil, func(context.Context, metav1.Condition) error { return nil })
+		err := Guard(ctx, "DatabaseReady", "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			return tt.status, "", "", timeout
+		})
+		if got := errors.Is(err, ErrOutcomeUnknown); got != tt.want || !errors.Is(err, timeout) || isPermanent(err) {
+			t.Errorf("status %q: Guard() = %v, matches ErrOutcomeUnknown %v, want %v (and the task's error, not permanent)", tt.status, err, got, tt.want)
+		}
+		if err.Error() != "guarded change of condition DatabaseReady: timeout" {
+			t.Errorf("status %q: message %q", tt.status, err.Error())
+		}
+	}
+}

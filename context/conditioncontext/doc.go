@@ -40,7 +40,12 @@
 // that panicked is recorded as Unknown too, with the lock's reason plus
 // "Failed" (when that fits) and the panic as message (the change may or may not have
 // happened), and the panic goes on to the Framework, which retries the
-// object.
+// object. So is a task that returned an error without a status (a timeout,
+// a 5xx answer after which the change may have happened): Guard's error
+// then matches [ErrOutcomeUnknown], which the retry wrapper
+// (resource/wrapper/retry) does not retry in place (that would run the task
+// again without finding out first); the Framework retries the object with
+// backoff, and its next reconciliation sees the Unknown condition.
 //
 // Guarantees:
 //   - NewContext returns a child context with a new, empty set of conditions

@@ -36,7 +36,10 @@ type Task func(ctx context.Context) (status metav1.ConditionStatus, reason, mess
 //     retries with the latest object;
 //  2. it runs task;
 //  3. it records task's outcome with [Set], for the end-of-chain write, and
-//     returns task's error (wrapped, so errors.Is and errors.As reach it).
+//     returns task's error (wrapped, so errors.Is and errors.As reach it;
+//     when the outcome is Unknown the error matches [ErrOutcomeUnknown]:
+//     do not run the task again in this reconciliation, the retry
+//     wrapper does not).
 //     A task that panics records Unknown, the "Failed" reason and the
 //     panic, and the panic goes on (the Framework recovers it and retries
 //     the object, whose next Guard locks again).
@@ -90,10 +93,21 @@ func Guard(ctx context.Context, conditionType, reason string, task Task) error {
 	}
 	Set(ctx, conditionType, status, outReason, message)
 	if err != nil {
+		if status == metav1.ConditionUnknown {
+			err = &unknownOutcomeError{err: err}
+		}
 		return fmt.Errorf("guarded change of condition %s: %w", conditionType, err)
 	}
 	return nil
 }
+
+// unknownOutcomeError is a task's error whose outcome Guard recorded as
+// Unknown: it matches [ErrOutcomeUnknown], and says what err says.
+type unknownOutcomeError struct{ err error }
+
+func (e *unknownOutcomeError) Error() string        { return e.err.Error() }
+func (e *unknownOutcomeError) Unwrap() error        { return e.err }
+func (e *unknownOutcomeError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // runTask runs task. When it panics, the outcome is recorded before the
 // panic goes on (to the Framework, which recovers it and retries the

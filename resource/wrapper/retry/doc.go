@@ -11,6 +11,14 @@
 // Guarantees:
 //   - An error marked with [Permanent] is never retried, and is returned with
 //     its mark, so the framework's backoff can honour it too.
+//   - An error of a conditioncontext.Guard whose change's outcome is unknown
+//     (it matches conditioncontext.ErrOutcomeUnknown: the task failed, and
+//     the change outside Kubernetes may have happened) is returned at once,
+//     unmarked, whatever Config.Retryable says: running the step again
+//     would run the task again before the resource found out whether it
+//     did, and could make the change twice. The Framework retries the
+//     object with backoff, and its next reconciliation reads the state
+//     again.
 //   - An error Config.Retryable rejects is returned at once, unmarked. The
 //     default, [DefaultRetryable], rejects Kubernetes API errors that the same
 //     request cannot fix: a 409 conflict needs a fresh read of the object,

@@ -11,6 +11,7 @@ import (
 	"github.com/go-kit/log/level"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/internal/nilptr"
@@ -51,8 +52,9 @@ type Config struct {
 	// input. Optional; defaults to DefaultRetryable. An error it rejects is
 	// returned at once, unmarked: the framework still requeues the object
 	// with its backoff and a fresh read of the world (what a conflict
-	// needs). Errors marked with Permanent are never retried, whatever
-	// Retryable says.
+	// needs). Errors marked with Permanent, and errors of a Guard whose
+	// outcome is unknown (conditioncontext.ErrOutcomeUnknown), are never
+	// retried, whatever Retryable says.
 	Retryable func(err error) bool
 }
 
@@ -185,7 +187,7 @@ func (r *Resource) retry(ctx context.Context, operation string, op func(ctx cont
 	b.Reset()
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
-		if err == nil || IsPermanent(err) || !r.retryable(err) {
+		if err == nil || IsPermanent(err) || errors.Is(err, conditioncontext.ErrOutcomeUnknown) || !r.retryable(err) {
 			return err
 		}
 		if ctx.Err() != nil {
