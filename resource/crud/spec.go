@@ -70,7 +70,13 @@ type Ops interface {
 	// ApplyCreateChange creates createChange, the create part of the patch.
 	// It is called only when that part is set, before ApplyUpdateChange and
 	// ApplyDeleteChange, and must tolerate that the state already exists (an
-	// earlier, interrupted reconciliation may have created it).
+	// earlier, interrupted reconciliation may have created it). A create
+	// outside Kubernetes that is not idempotent (a record at a provider's
+	// API, which gets a new ID each time) runs as the task of a
+	// conditioncontext.Guard, which a stale cache or a second replica
+	// cannot run twice; GetCurrentState then finds, at the external system,
+	// what a create whose outcome is unknown may have made
+	// (docs/getting-started.md, "Later: a resource outside the cluster").
 	ApplyCreateChange(ctx context.Context, obj, createChange any) error
 
 	// ApplyDeleteChange deletes deleteChange, the delete part of the patch.
