@@ -290,6 +290,9 @@ type Framework struct {
 	// Config.FieldManager with its default.
 	conditions   bool
 	fieldManager string
+	// plansConditions is Config.Conditions, DryRun or not: plans read the
+	// object's conditions, as its reconciliations without DryRun do.
+	plansConditions bool
 	// listMode is the listMode of the reconciled resource's
 	// status.conditions, once an object's managedFields told it.
 	listMode atomic.Int32
@@ -500,6 +503,7 @@ func New(config Config) (*Framework, error) {
 		finalizers:          writes,
 		ownsFinalizer:       !config.DisableFinalizers,
 		conditions:          conditions,
+		plansConditions:     config.Conditions,
 		fieldManager:        config.FieldManager,
 		writeExpectationTTL: DefaultWriteExpectationTTL,
 		limiter:             limiter,

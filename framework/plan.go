@@ -134,6 +134,13 @@ type unwrapper interface {
 // writing some children while another is being deleted) is the last one
 // planned with both its changes and Waits, as it would apply them and then
 // wait.
+// The plan has a conditioncontext store of its own, empty: what its
+// resources Set (a Reconciling condition's message, for Waits) stays in it,
+// and conditioncontext.Get finds only that, as under ProcessUpdate with
+// conditioncontext.NewContext. [Framework.Plan] and a Framework's dry run,
+// with Config.Conditions, start it from the object's conditions instead,
+// as the Framework's reconciliations do, so that a resource that decides
+// from one (a Guard's condition) plans what it would do.
 // When ctx's reconciliation is canceled before the first resource (by
 // InitCtx), no resource is planned, as none would run.
 //
@@ -147,12 +154,28 @@ type unwrapper interface {
 // resource whose desired state depends on what an earlier resource would
 // create sees the world before that creation.
 func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]ResourcePlan, error) {
+	return plan(conditioncontext.NewContext(signal.WithMissing(ctx)), obj, resources)
+}
+
+// plan plans with the Framework's resources: with Config.Conditions its
+// reconciliations find the object's conditions with conditioncontext.Get,
+// and so do its plans (in a store of the plan's own, without a lock: a
+// plan writes nothing, and what its resources set stays in it).
+func (f *Framework) plan(ctx context.Context, obj any, resources []resource.Interface) ([]ResourcePlan, error) {
+	if !f.plansConditions {
+		return Plan(ctx, obj, resources)
+	}
+	current, _, _ := readStatus(obj) // unreadable: none, as the reconciliation's error says
+	return plan(conditioncontext.NewGuardedContext(signal.WithMissing(ctx), current, nil), obj, resources)
+}
+
+// plan is Plan on a context that already holds the plan's conditions.
+func plan(ctx context.Context, obj any, resources []resource.Interface) ([]ResourcePlan, error) {
 	deleting := false
 	if acc, err := meta.Accessor(obj); err == nil {
 		deleting = acc.GetDeletionTimestamp() != nil
 	}
 	plans := make([]ResourcePlan, 0, len(resources))
-	ctx = conditioncontext.NewContext(signal.WithMissing(ctx))
 	for i, r := range resources {
 		if resource.IsNil(r) {
 			return plans, fmt.Errorf("%w: resources[%d] is nil", ErrInvalidConfig, i)
@@ -203,8 +226,12 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 // Reconciling condition's message, and the requeue asked for.
 func waitsFor(ctx context.Context) string {
 	why := "canceled the reconciliation"
-	if c, ok := conditioncontext.Get(ctx, conditioncontext.Reconciling); ok && c.Status == metav1.ConditionTrue && c.Message != "" {
-		why = c.Message
+	// Set in this plan: the object's own Reconciling (Get's fallback) is
+	// about an earlier reconciliation.
+	for _, c := range conditioncontext.List(ctx) {
+		if c.Type == conditioncontext.Reconciling && c.Status == metav1.ConditionTrue && c.Message != "" {
+			why = c.Message
+		}
 	}
 	if d, ok := requeuecontext.RequeueAfter(ctx); ok && d > 0 {
 		why += fmt.Sprintf(" (again in %s)", d)
@@ -427,7 +454,7 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 			return p, nil
 		}
 	}
-	p.Resources, p.Err = Plan(ctx, obj, rs.Resources())
+	p.Resources, p.Err = f.plan(ctx, obj, rs.Resources())
 	return p, p.Err
 }
 

@@ -15,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
@@ -734,5 +737,70 @@ func TestDryRunPlansTheChainARealRunRuns(t *testing.T) {
 	pollUntil(t, "the dry run of the deleted ns/web", func() bool { return len(f.Traces("ns/web")) >= 2 })
 	if r, p := lastResult("ns/web"), f.Plans("ns/web"); r != ResultDryRun || !deleteOnly(p) {
 		t.Errorf("dry run of a deleted object: result %q, plans %+v; want %q and the delete chain", r, p, ResultDryRun)
+	}
+}
+
+// guardedOps creates its database only while the object's DatabaseReady
+// condition is not True, as a resource that guards a change outside
+// Kubernetes decides (conditioncontext's doc); it cancels the
+// reconciliation when the object has the label "wait".
+type guardedOps struct{ planOps }
+
+func (o guardedOps) NewUpdatePatch(ctx context.Context, obj, _, _ any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	if obj.(*unstructured.Unstructured).GetLabels()["wait"] != "" {
+		reconciliationcanceledcontext.SetCanceled(ctx)
+		return p, nil
+	}
+	if c, ok := conditioncontext.Get(ctx, "DatabaseReady"); !ok || c.Status != metav1.ConditionTrue {
+		p.SetCreateChange(described{})
+	}
+	return p, nil
+}
+
+// TestPlanReadsTheObjectsConditions: under a Framework with
+// Config.Conditions a reconciliation's conditioncontext.Get finds the
+// object's conditions, so the plan of a resource that decides from them
+// (its Guard's condition) must too: the plan of an object whose database
+// exists (DatabaseReady True) showed a create that no reconciliation makes.
+// A condition the object has is not one the plan set: a resource that
+// cancels the reconciliation without a Reconciling condition waits for
+// nothing the object's old Reconciling says.
+func TestPlanReadsTheObjectsConditions(t *testing.T) {
+	r, err := crud.New(crud.Config{Ops: guardedOps{planOps{name: "database"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := router.Single("v1", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withStatus := func(labels map[string]string, conds ...any) *unstructured.Unstructured {
+		u := object("db", 1, labels)
+		if err := unstructured.SetNestedSlice(u.Object, conds, "status", "conditions"); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	ready := map[string]any{"type": "DatabaseReady", "status": "True", "reason": "Created", "message": "db-1", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+	waiting := map[string]any{"type": "Reconciling", "status": "True", "reason": "Old", "message": "an old wait", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+	for _, dryRun := range []bool{false, true} {
+		f, err := New(Config{Name: "plan", Informer: informertest.New(), ResourceRouter: rt, Conditions: true, DryRun: dryRun,
+			Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Resource: schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.Plan(context.Background(), withStatus(nil, ready), "")
+		if err != nil || len(p.Resources) != 1 || p.Resources[0].Create != nil {
+			t.Errorf("dry run %v: plan of an object with DatabaseReady True = %+v, %v; want no create", dryRun, p, err)
+		}
+		p, err = f.Plan(context.Background(), withStatus(nil), "")
+		if err != nil || len(p.Resources) != 1 || p.Resources[0].Create == nil {
+			t.Errorf("dry run %v: plan of an object without DatabaseReady = %+v, %v; want a create", dryRun, p, err)
+		}
+		p, err = f.Plan(context.Background(), withStatus(map[string]string{"wait": "yes"}, waiting), "")
+		if err != nil || len(p.Resources) != 1 || p.Resources[0].Waits != "canceled the reconciliation" {
+			t.Errorf("dry run %v: plan of a canceled reconciliation = %+v, %v; want Waits from this plan alone", dryRun, p, err)
+		}
 	}
 }
