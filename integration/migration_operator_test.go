@@ -8,8 +8,8 @@ package integration
 // reconciler" engines, on a plain resource chain:
 //
 //   - status (migrationStatus): records in status.currentStep and
-//     status.completedSteps where the migration is, with a server-side
-//     apply of its own;
+//     status.completedSteps where the migration is, set with
+//     statuscontext for the Framework's one status apply;
 //   - jobs (child.New with DesiredSet): the Jobs of the completed steps,
 //     kept, and the Job of the current step, created once, never written
 //     again; Readiness waits for it (Reconciling True, WaitingForChild).
@@ -48,14 +48,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
-	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
+	"github.com/operatorkit/operatorkit/context/statuscontext"
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
 	operatorpkg "github.com/operatorkit/operatorkit/operator"
@@ -92,8 +90,9 @@ type MigrationStep struct {
 	Command []string `json:"command,omitempty"`
 }
 
-// DatabaseMigrationStatus is written by the Framework (conditions,
-// observedGeneration) and by the status resource (the steps).
+// DatabaseMigrationStatus is written by the Framework, in one apply: the
+// conditions, observedGeneration, and the steps, which the status resource
+// sets.
 type DatabaseMigrationStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
@@ -188,14 +187,11 @@ func progressOf(m *DatabaseMigration, jobs child.Cache) (migrationProgress, erro
 	return p, nil
 }
 
-// migrationStatus is the resource that writes status.currentStep and
-// status.completedSteps, before the jobs resource runs (which stops the
-// chain while it waits), with a server-side apply of its own field
-// manager (the Framework's apply owns only the conditions and
-// observedGeneration).
+// migrationStatus is the resource that sets status.currentStep and
+// status.completedSteps for the Framework's status apply. It runs before
+// the jobs resource, which ends the chain while it waits: the fields set
+// before are written anyway, with the conditions, when they changed.
 type migrationStatus struct {
-	client     dynamic.NamespaceableResourceInterface
-	gvk        schema.GroupVersionKind
 	jobs       child.Cache
 	reconciles *sync.Map // name: *atomic.Int64, counted for the test
 }
@@ -214,24 +210,12 @@ func (s *migrationStatus) EnsureCreated(ctx context.Context, obj any) error {
 	if err != nil {
 		return err
 	}
-	if p.current == m.Status.CurrentStep && slices.Equal(p.done, m.Status.CompletedSteps) {
-		return nil
-	}
-	status := map[string]any{}
+	var current any // nil once every step is done: removes the field
 	if p.current != "" {
-		status["currentStep"] = p.current
+		current = p.current
 	}
-	if len(p.done) > 0 {
-		status["completedSteps"] = p.done
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": s.gvk.GroupVersion().String(), "kind": s.gvk.Kind,
-		"metadata": map[string]any{"name": m.Name, "namespace": m.Namespace}, "status": status}}
-	answer, err := s.client.Namespace(m.Namespace).ApplyStatus(ctx, m.Name, u, metav1.ApplyOptions{FieldManager: migrationOperator + "-steps", Force: true})
-	if err != nil {
-		return fmt.Errorf("write the steps' status: %w", err)
-	}
-	resourceversioncontext.SetResourceVersion(ctx, answer.GetResourceVersion())
+	statuscontext.Set(ctx, "currentStep", current)
+	statuscontext.Set(ctx, "completedSteps", p.done) // nil: none yet
 	return nil
 }
 
@@ -250,7 +234,7 @@ func runMigrationOperator(t *testing.T, ns string, crd *apiextensionsv1.CustomRe
 	must(t, err)
 
 	reconciles := new(sync.Map)
-	status := &migrationStatus{client: op.Dynamic().Resource(gvr), gvk: gvr.GroupVersion().WithKind("DatabaseMigration"), jobs: jobs, reconciles: reconciles}
+	status := &migrationStatus{jobs: jobs, reconciles: reconciles}
 	// kept is a Job that exists and is never written again: a Job's pod
 	// template cannot change, and Matches says it needs no write.
 	kept := func(m *DatabaseMigration, step string) *batchv1.Job {
