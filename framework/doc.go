@@ -236,12 +236,6 @@
 //     a reason that is not CamelCase) is left out and fails the
 //     reconciliation with a permanent error matching [ErrInvalidCondition]
 //     that names the object and the field.
-//   - Other status fields are not the Framework's: a resource writes
-//     them (a server-side apply of the status subresource under a field
-//     manager of its own, which owns other fields than the Framework's
-//     apply) and reports the answer's resourceVersion with
-//     resourceversioncontext; docs/getting-started.md shows one ("Later:
-//     steps that run one after another").
 //   - One write per reconciliation at most (plus one per Guard lock, and a
 //     read and another apply after a conflict, see below), at the
 //     end of the chain, whatever its outcome (but none after Abort), and
@@ -284,9 +278,14 @@
 //     field to the value the object holds costs about 3 µs and 21
 //     allocations more (its case field=set). A status field another writer
 //     applies under a field manager of its own stays its own: the
-//     Framework's apply neither carries it over nor removes it (keep such a
-//     hand-written write only for a field that must be written apart from
-//     the Framework's, before a chain's end). See package statuscontext.
+//     Framework's apply neither carries it over nor removes it. Write a
+//     field so (a server-side apply of the status subresource under a field
+//     manager other than Config.FieldManager, the answer's resourceVersion
+//     reported with resourceversioncontext) only when it must be written
+//     before the chain's end, or without Config.Conditions; never set one
+//     field both ways. See package statuscontext, and
+//     docs/getting-started.md ("Later: steps that run one after another")
+//     for a workflow's status.currentStep set before a child that waits.
 //   - A CRD without status subresource fails at New when Config.CRD says
 //     so, otherwise at the first write, with a permanent error matching
 //     [ErrNoStatusSubresource] that names the object (the API server answers
