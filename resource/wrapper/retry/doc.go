@@ -11,6 +11,14 @@
 // Guarantees:
 //   - An error marked with [Permanent] is never retried, and is returned with
 //     its mark, so the framework's backoff can honour it too.
+//   - An error that asks for a wait ([DelayOf]: one marked with [After],
+//     or a Kubernetes API server's answer with a Retry-After, which
+//     client-go's REST client retried up to 10 times already) is returned at
+//     once, with its mark, whatever Config.Retryable says: the wrapper does
+//     not wait d in place, even a d within its own budget, so that a
+//     worker is never held for an API's wait and there is one rule to
+//     know. The framework requeues the object after d or its backoff,
+//     whichever is longer.
 //   - An error of a conditioncontext.Guard whose change's outcome is unknown
 //     (it matches conditioncontext.ErrOutcomeUnknown: the task failed, and
 //     the change outside Kubernetes may have happened) is returned at once,

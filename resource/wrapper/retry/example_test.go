@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kit/log"
@@ -29,9 +30,11 @@ func updatePatch(change string) *crud.Patch {
 
 // ExampleNew retries the step of a crud resource that failed: the update
 // times out twice and then succeeds, without the states being read again.
-// Each retry is logged at warn level.
+// Each retry is logged at warn level. (A timeout whose answer asks for a
+// wait, a Retry-After of 1 second or more, is not retried in place: see
+// After.)
 func ExampleNew() {
-	timeout := apierrors.NewTimeoutError("request did not complete within 60s", 1)
+	timeout := apierrors.NewTimeoutError("request did not complete within 60s", 0)
 	ops := &crudtest.Ops{
 		Resource: "deployment",
 		Patch:    updatePatch("replicas: 3"),
@@ -115,4 +118,36 @@ func ExampleDefaultRetryable() {
 	// true  dial tcp 10.96.0.1:443: connect: connection refused
 	// false Operation cannot be fulfilled on deployments.apps "web": the object has been modified
 	// false deployments.apps "web" is forbidden: RBAC: access denied
+}
+
+// A provider answered 429 with Retry-After: 30: the resource marks the
+// error with After. The retry wrapper returns it at once, with its delay,
+// instead of calling the provider again in 100ms; the framework then
+// requeues the object after 30s, or after its backoff when that is longer,
+// and reports the failure as any other.
+func ExampleAfter() {
+	errThrottled := errors.New("provider: 429 too many requests")
+	ops := &crudtest.Ops{
+		Resource: "dns-record",
+		Patch:    updatePatch("value: 192.0.2.1"),
+		Errors:   map[string][]error{crud.StepApplyUpdateChange: {retry.After(errThrottled, 30*time.Second)}},
+	}
+	inner, err := crud.New(crud.Config{Ops: ops})
+	if err != nil {
+		panic(err)
+	}
+	r, err := retry.New(retry.Config{Resource: inner, BackOffFactory: noWait})
+	if err != nil {
+		panic(err)
+	}
+
+	err = r.EnsureCreated(context.Background(), nil)
+	d, ok := retry.DelayOf(err)
+	fmt.Println(err)
+	fmt.Println("wait:", d, ok, "is throttled:", errors.Is(err, errThrottled))
+	fmt.Println("update attempts:", ops.Count(crud.StepApplyUpdateChange))
+	// Output:
+	// dns-record: apply update change: provider: 429 too many requests
+	// wait: 30s true is throttled: true
+	// update attempts: 1
 }

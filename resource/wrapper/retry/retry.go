@@ -52,9 +52,10 @@ type Config struct {
 	// input. Optional; defaults to DefaultRetryable. An error it rejects is
 	// returned at once, unmarked: the framework still requeues the object
 	// with its backoff and a fresh read of the world (what a conflict
-	// needs). Errors marked with Permanent, and errors of a Guard whose
-	// outcome is unknown (conditioncontext.ErrOutcomeUnknown), are never
-	// retried, whatever Retryable says.
+	// needs). Errors marked with Permanent, errors that ask for a wait
+	// (DelayOf: After, an API server's Retry-After), and errors of a Guard
+	// whose outcome is unknown (conditioncontext.ErrOutcomeUnknown), are
+	// never retried, whatever Retryable says.
 	Retryable func(err error) bool
 }
 
@@ -178,7 +179,8 @@ func (r *Resource) WrapOps(wrap func(crud.Ops) crud.Ops) (resource.Interface, bo
 	return &c, true
 }
 
-// retry calls op until it succeeds, fails permanently, the backoff stops,
+// retry calls op until it succeeds, fails permanently or asks for a wait
+// (DelayOf), the backoff stops,
 // ctx is done, or the resource or the reconciliation was canceled
 // (resourcecanceledcontext, reconciliationcanceledcontext: the resource
 // said it has nothing more to do this time).
@@ -189,6 +191,9 @@ func (r *Resource) retry(ctx context.Context, operation string, op func(ctx cont
 		err := op(ctx)
 		if err == nil || IsPermanent(err) || errors.Is(err, conditioncontext.ErrOutcomeUnknown) || !r.retryable(err) {
 			return err
+		}
+		if _, wait := DelayOf(err); wait {
+			return err // the Framework waits, not a worker
 		}
 		if ctx.Err() != nil {
 			return withCause(ctx, err)

@@ -318,7 +318,9 @@ func TestPermanent(t *testing.T) {
 
 // TestAPIErrorsThatARetryCannotFix: a conflict or a forbidden answer is
 // returned after one call, unmarked, so the framework requeues with a fresh
-// read; a server timeout is retried.
+// read; a server timeout is retried, unless the server asked for a wait
+// (Retry-After: client-go's REST client retried it already), which the
+// framework honours.
 func TestAPIErrorsThatARetryCannotFix(t *testing.T) {
 	gr := schema.GroupResource{Resource: "configmaps"}
 	tests := []struct {
@@ -329,7 +331,9 @@ func TestAPIErrorsThatARetryCannotFix(t *testing.T) {
 		{"conflict", apierrors.NewConflict(gr, "a", errors.New("the object has been modified")), 1},
 		{"forbidden", apierrors.NewForbidden(gr, "a", errors.New("no")), 1},
 		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "a", nil), 1},
-		{"server timeout", apierrors.NewServerTimeout(gr, "get", 1), 3},
+		{"server timeout", apierrors.NewServerTimeout(gr, "get", 0), 3},
+		{"server timeout with Retry-After", apierrors.NewServerTimeout(gr, "get", 1), 1},
+		{"429 with Retry-After", apierrors.NewTooManyRequests("the server is shedding load", 2), 1},
 		{"plain error", errors.New("connection reset"), 3},
 	}
 	for _, tt := range tests {
@@ -413,5 +417,98 @@ func TestContextErrorSaidOnce(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), context.Canceled.Error()); n != 1 {
 		t.Errorf("EnsureCreated() = %q, says %q %d times, want once", err, context.Canceled, n)
+	}
+}
+
+// TestAfterIsNotRetriedInPlace: an error marked with After is returned
+// after one call, with its mark and its delay, whatever Retryable says, by
+// a whole-operation retry and by a per-step one; it was retried in place
+// at once, sooner than the API asked.
+func TestAfterIsNotRetriedInPlace(t *testing.T) {
+	rateLimited := retry.After(errBoom, 30*time.Second)
+	t.Run("whole operation", func(t *testing.T) {
+		for _, op := range []string{resource.OperationEnsureCreated, resource.OperationEnsureDeleted} {
+			f := &flaky{errs: []error{fmt.Errorf("provider: %w", rateLimited), nil}}
+			r, err := retry.New(retry.Config{Resource: f, BackOffFactory: zeroRetries(3), Retryable: func(error) bool { return true }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := r.EnsureCreated
+			if op == resource.OperationEnsureDeleted {
+				run = r.EnsureDeleted
+			}
+			err = run(context.Background(), nil)
+			if d, ok := retry.DelayOf(err); !ok || d != 30*time.Second || !errors.Is(err, errBoom) || retry.IsPermanent(err) {
+				t.Fatalf("%s = %v (delay %s, %t), want errBoom asking for 30s, not permanent", op, err, d, ok)
+			}
+			if n := f.Calls(); n != 1 {
+				t.Fatalf("%s: calls = %d, want 1", op, n)
+			}
+		}
+	})
+	t.Run("per step", func(t *testing.T) {
+		p := crud.NewPatch()
+		p.SetUpdateChange("u")
+		ops := &crudtest.Ops{Resource: "record", Patch: p, Errors: map[string][]error{crud.StepApplyUpdateChange: {rateLimited, nil}}}
+		c, err := crud.New(crud.Config{Ops: ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := retry.New(retry.Config{Resource: c, BackOffFactory: zeroRetries(3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = r.EnsureCreated(context.Background(), nil)
+		if d, ok := retry.DelayOf(err); !ok || d != 30*time.Second || !errors.Is(err, errBoom) {
+			t.Fatalf("EnsureCreated() = %v (delay %s, %t), want errBoom asking for 30s", err, d, ok)
+		}
+		if n := ops.Count(crud.StepApplyUpdateChange); n != 1 {
+			t.Fatalf("apply update change called %d times, want 1", n)
+		}
+	})
+}
+
+// TestAfterAndDelayOf pins After's and DelayOf's contract: the message
+// and chain are err's; nil stays nil; a delay of 0 or less asks for no
+// wait; the outermost mark counts; a Kubernetes API server's Retry-After
+// is a delay too, one of 0 is not; Permanent keeps its mark.
+func TestAfterAndDelayOf(t *testing.T) {
+	if err := retry.After(nil, time.Second); err != nil {
+		t.Errorf("After(nil, 1s) = %v, want nil", err)
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		if err := retry.After(errBoom, d); err != errBoom {
+			t.Errorf("After(errBoom, %s) = %v, want errBoom as it is", d, err)
+		}
+	}
+	err := retry.After(errBoom, 2*time.Second)
+	if err.Error() != "boom" || !errors.Is(err, errBoom) || retry.IsPermanent(err) {
+		t.Errorf("After(errBoom, 2s) = %q, want boom, matching errBoom, not permanent", err)
+	}
+	gr := schema.GroupResource{Resource: "configmaps"}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want time.Duration
+		ok   bool
+	}{
+		{"nil", nil, 0, false},
+		{"plain error", errBoom, 0, false},
+		{"After", err, 2 * time.Second, true},
+		{"After wrapped", fmt.Errorf("record: get current state: %w", err), 2 * time.Second, true},
+		{"outermost After", retry.After(fmt.Errorf("x: %w", err), time.Minute), time.Minute, true},
+		{"After of a 429", retry.After(apierrors.NewTooManyRequests("slow down", 1), 5*time.Second), 5 * time.Second, true},
+		{"permanent", retry.Permanent(err), 2 * time.Second, true},
+		{"429 with Retry-After", apierrors.NewTooManyRequests("slow down", 3), 3 * time.Second, true},
+		{"429 with Retry-After, wrapped", fmt.Errorf("apply: %w", apierrors.NewTooManyRequests("slow down", 3)), 3 * time.Second, true},
+		{"server timeout without Retry-After", apierrors.NewServerTimeout(gr, "get", 0), 0, false},
+		{"conflict", apierrors.NewConflict(gr, "a", errBoom), 0, false},
+	} {
+		if d, ok := retry.DelayOf(tt.err); d != tt.want || ok != tt.ok {
+			t.Errorf("%s: DelayOf(%v) = %s, %t; want %s, %t", tt.name, tt.err, d, ok, tt.want, tt.ok)
+		}
+	}
+	if !retry.IsPermanent(retry.After(retry.Permanent(errBoom), time.Second)) {
+		t.Error("After(Permanent(err), d) lost the permanent mark")
 	}
 }
