@@ -120,7 +120,21 @@
 //     with a delay of 0 or less: that run waits the object's backoff,
 //     which goes on from where the failures left it). An error marked
 //     with retry.Permanent is not retried until the object changes (or
-//     something else wakes it: a child's event, a resync). A panic in a
+//     something else wakes it: a child's event, a resync). An error that
+//     asks for a wait (retry.DelayOf: one marked with retry.After, such
+//     as a provider's 429 with Retry-After, or a Kubernetes API server's
+//     answer with a Retry-After that client-go's REST client gave up
+//     retrying) is a failure like any other (result "error", Ready False
+//     with the error and its reason, Reconciling True, the error metric
+//     and log line, a Warning event, the backoff grows; in a delete chain
+//     the finalizer stays), and the object is requeued after the longer of
+//     that wait and its backoff interval: never sooner than the API asked,
+//     and never sooner than its backoff (the trace's RequeueAfter is the
+//     wait asked for). The wait binds the Framework's own retry, as the
+//     backoff does: a change of the object, an event that wakes it or a
+//     resync reconciles it sooner (a resource that must never call its
+//     API sooner keeps the time it may, and returns its error again
+//     without calling). A panic in a
 //     resource, InitCtx or Handles is recovered, logged with its stack, counted
 //     (operatorkit_framework_panics_total) and retried with backoff; other
 //     objects go on. Each reconciliation is bounded by
@@ -131,7 +145,8 @@
 //     take ctx).
 //   - Requeue: a resource may ask for another run with requeuecontext; the
 //     shortest delay asked for wins. An error of the chain takes precedence
-//     (backoff, or none for a permanent one). A delete chain's request
+//     (backoff, the longer of backoff and the wait an error asks for with
+//     retry.After, or none for a permanent one). A delete chain's request
 //     counts only when the chain keeps the finalizer (finalizerskeptcontext,
 //     a canceled chain); a delete chain that finished has nothing to come
 //     back for.

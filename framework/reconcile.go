@@ -60,8 +60,11 @@ const (
 
 // outcome is what one reconciliation tells the worker.
 type outcome struct {
-	result       string
-	err          error
+	result string
+	err    error
+	// requeueAfter is the delay a resource asked for (requeuecontext), or
+	// for a failure (ResultError) the wait its error asked for
+	// (retry.DelayOf): the object's backoff interval, when longer, wins.
 	requeueAfter time.Duration
 	rateLimited  bool // requeue with the object's backoff
 	// gone is set for a deleted object whose delete chain is not retried:
@@ -104,6 +107,13 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 	if o.result == ResultConflict && !f.cacheMovedOn(key, o.resourceVersion) {
 		f.awaitWinner(key, o)
 	}
+	f.requeue(key, o)
+	return true
+}
+
+// requeue puts key back on the queue, or not, as the outcome o of its
+// reconciliation calls for.
+func (f *Framework) requeue(key string, o outcome) {
 	switch {
 	case o.result == ResultSuperseded || (o.result == ResultConflict && f.cacheMovedOn(key, o.resourceVersion)):
 		// The cache already holds a newer version (the one that won the
@@ -112,6 +122,11 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 		// still queued (or was dropped by an UpdatePredicate).
 		f.queue.Forget(key)
 		f.queue.Add(key)
+	case o.result == ResultError && o.requeueAfter > 0:
+		// Its error asked for a wait (retry.DelayOf): not before it, nor
+		// before the object's backoff, which grows as for any failure
+		// (When is what AddRateLimited asks the limiter).
+		f.queue.AddAfter(key, max(f.limiter.When(key), o.requeueAfter))
 	case o.result == ResultPanic || o.result == ResultError || o.result == ResultConflict:
 		f.queue.AddRateLimited(key)
 	case o.rateLimited:
@@ -128,7 +143,6 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 			f.queue.AddAfter(key, o.requeueAfter)
 		}
 	}
-	return true
 }
 
 // reconcile runs the resource chain once for key and records trace, metrics,
@@ -145,6 +159,12 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	defer func() {
 		if r := recover(); r != nil {
 			o = outcome{result: ResultPanic, err: &PanicError{Resource: "framework", Value: r, Stack: debug.Stack()}}
+		}
+		if o.result == ResultError {
+			// Not before the delay its error asks for, if any (retry.After,
+			// an API server's Retry-After): requeue reads it, the trace
+			// and the log show it.
+			o.requeueAfter, _ = retry.DelayOf(o.err)
 		}
 		o.resourceVersion = rv
 		f.finish(ctx, key, obj, tr, o)
@@ -620,7 +640,11 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 	case ResultError, ResultPermanent:
 		res := resourceOf(o.err)
 		f.metrics.countError(res, o.failedStep(tr, res))
-		level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
+		if o.requeueAfter > 0 {
+			level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "retryAfter", o.requeueAfter, "err", o.err)
+		} else {
+			level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
+		}
 		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
 	case ResultConflict:
 		level.Info(logger).Log("msg", "conflict: retrying with the latest object", "err", o.err)

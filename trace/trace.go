@@ -65,7 +65,10 @@ type Trace struct {
 	// Result is the caller's summary of the outcome, such as "success",
 	// "error" or "requeue"; set by Finish.
 	Result string `json:"result,omitempty"`
-	// RequeueAfter is the requeue delay asked for, if any; set by Finish.
+	// RequeueAfter is the requeue delay asked for, if any: a resource's
+	// (requeuecontext), or for a failure the wait its error asked for
+	// (retry.After, an API server's Retry-After; the Framework waits that
+	// or the object's backoff, whichever is longer); set by Finish.
 	RequeueAfter time.Duration `json:"requeueAfter,omitempty"`
 	// Error is the reconciliation's error message, if any; set by Finish.
 	Error string `json:"error,omitempty"`

@@ -6,7 +6,9 @@
 // external system). When several resources ask, the shortest delay wins. The
 // Framework reads it with RequeueAfter once the chain has finished; an error
 // from the chain takes precedence (the object is retried with backoff, or not
-// at all for an error marked retry.Permanent). After a delete chain it counts
+// at all for an error marked retry.Permanent); a failure that must not be
+// retried before a delay (a 429's Retry-After) returns retry.After(err, d)
+// rather than asking here. After a delete chain it counts
 // only when the finalizer stays (finalizerskeptcontext, or a canceled
 // reconciliation): a delete chain that finished has nothing to come back for.
 //
