@@ -8,8 +8,8 @@ package integration
 // cache or a second replica never creates it twice), keeps its ID in the
 // DNSRecord's status, says Ready False while the provider has it pending
 // (and looks again with requeuecontext), puts back what someone changed or
-// deleted at the provider, honours the provider's Retry-After, and deletes
-// it before the DNSRecord goes.
+// deleted at the provider, honours the provider's Retry-After (retry.After),
+// and deletes it before the DNSRecord goes.
 //
 // The operator's code is everything from here to the line "end of the
 // operator"; the fake provider and the tests follow it.
@@ -42,9 +42,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
-	"github.com/operatorkit/operatorkit/context/finalizerskeptcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
-	"github.com/operatorkit/operatorkit/context/resourcecanceledcontext"
 	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
@@ -122,9 +120,8 @@ type providerRecord struct {
 
 // providerError is an answer of the provider other than 2xx.
 type providerError struct {
-	code       int
-	retryAfter time.Duration
-	msg        string
+	code int
+	msg  string
 }
 
 func (e *providerError) Error() string { return fmt.Sprintf("provider: %d %s", e.code, e.msg) }
@@ -158,10 +155,13 @@ func (c *dnsClient) do(ctx context.Context, method, path string, in, out any) er
 	if resp.StatusCode >= 300 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		e := &providerError{code: resp.StatusCode, msg: strings.TrimSpace(string(msg))}
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-			e.retryAfter = time.Duration(s) * time.Second
+		// Not retried before its Retry-After (none when absent), and a
+		// 429 is Ready's reason.
+		s, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode == http.StatusTooManyRequests {
+			return conditioncontext.WithReason(retry.After(e, time.Duration(s)*time.Second), "ProviderRateLimited")
 		}
-		return e
+		return retry.After(e, time.Duration(s)*time.Second)
 	}
 	if out == nil {
 		return nil
@@ -201,7 +201,7 @@ func (o *recordOps) GetCurrentState(ctx context.Context, obj any) (any, error) {
 			return rec, nil
 		}
 		if !isProviderStatus(err, http.StatusNotFound) {
-			return nil, o.wait(ctx, err)
+			return nil, err
 		}
 	}
 	// No record known: unless a create's outcome is unknown (a Guard's lock
@@ -212,7 +212,7 @@ func (o *recordOps) GetCurrentState(ctx context.Context, obj any) (any, error) {
 	var recs []providerRecord
 	q := url.Values{"name": {r.Spec.Name}, "type": {r.Spec.Type}}
 	if err := o.api.do(ctx, http.MethodGet, recordsPath(r.Spec.Zone)+"?"+q.Encode(), nil, &recs); err != nil {
-		return nil, o.wait(ctx, err)
+		return nil, err
 	}
 	for i := range recs {
 		if recs[i].Owner == recordOwner(r) {
@@ -258,7 +258,7 @@ func (o *recordOps) ApplyCreateChange(ctx context.Context, obj, change any) erro
 	if r.Status.RecordID != "" {
 		reason = "Recreating" // deleted at the provider
 	}
-	err := conditioncontext.Guard(ctx, recordCreated, reason, func(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
+	return conditioncontext.Guard(ctx, recordCreated, reason, func(ctx context.Context) (metav1.ConditionStatus, string, string, error) {
 		rec := &providerRecord{}
 		if err := o.api.do(ctx, http.MethodPost, recordsPath(want.Zone), want, rec); err != nil {
 			var pe *providerError
@@ -273,14 +273,13 @@ func (o *recordOps) ApplyCreateChange(ctx context.Context, obj, change any) erro
 		o.pending(ctx, rec)
 		return metav1.ConditionTrue, "Created", "record " + rec.ID, nil
 	})
-	return o.wait(ctx, err)
 }
 
 func (o *recordOps) ApplyUpdateChange(ctx context.Context, obj, change any) error {
 	r, u := obj.(*DNSRecord), change.(*recordUpdate)
 	if u.fix {
 		if err := o.api.do(ctx, http.MethodPut, recordPath(u.rec.Zone, u.rec.ID), u.rec, nil); err != nil {
-			return o.wait(ctx, err)
+			return err
 		}
 	}
 	if u.adopt {
@@ -298,7 +297,7 @@ func (o *recordOps) ApplyDeleteChange(ctx context.Context, _, change any) error 
 	if isProviderStatus(err, http.StatusNotFound) {
 		return nil
 	}
-	return o.wait(ctx, err)
+	return err
 }
 
 // setRecordID writes status.recordID of r, and tells the Framework the
@@ -324,23 +323,6 @@ func (o *recordOps) pending(ctx context.Context, rec *providerRecord) {
 	}
 	conditioncontext.Set(ctx, conditioncontext.Reconciling, metav1.ConditionTrue, "RecordPending", "record "+rec.ID+" is "+rec.State+" at the provider")
 	requeuecontext.SetRequeueAfter(ctx, o.poll)
-}
-
-// wait turns the provider's 429 into a later reconciliation, after its
-// Retry-After: this resource stops without an error (an error would be
-// retried with backoff, sooner), Ready says why, and a delete keeps the
-// finalizer. Other errors are returned as they are.
-func (o *recordOps) wait(ctx context.Context, err error) error {
-	var pe *providerError
-	if !errors.As(err, &pe) || pe.code != http.StatusTooManyRequests {
-		return err
-	}
-	after := max(pe.retryAfter, time.Second)
-	conditioncontext.Set(ctx, conditioncontext.Reconciling, metav1.ConditionTrue, "ProviderRateLimited", "the provider asks to wait "+after.String())
-	requeuecontext.SetRequeueAfter(ctx, after)
-	finalizerskeptcontext.SetKept(ctx)
-	resourcecanceledcontext.SetCanceled(ctx)
-	return nil
 }
 
 // dnsOptions are what the tests vary: the informer's resync period, how
