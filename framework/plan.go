@@ -140,7 +140,8 @@ type unwrapper interface {
 // conditioncontext.NewContext. [Framework.Plan] and a Framework's dry run,
 // with Config.Conditions, start it from the object's conditions instead,
 // as the Framework's reconciliations do, so that a resource that decides
-// from one (a Guard's condition) plans what it would do.
+// from one (a Guard's condition) plans what it would do; but for an object
+// already gone, whose delete chain runs without conditions.
 // When ctx's reconciliation is canceled before the first resource (by
 // InitCtx), no resource is planned, as none would run.
 //
@@ -160,9 +161,12 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 // plan plans with the Framework's resources: with Config.Conditions its
 // reconciliations find the object's conditions with conditioncontext.Get,
 // and so do its plans (in a store of the plan's own, without a lock: a
-// plan writes nothing, and what its resources set stays in it).
-func (f *Framework) plan(ctx context.Context, obj any, resources []resource.Interface) ([]ResourcePlan, error) {
-	if !f.plansConditions {
+// plan writes nothing, and what its resources set stays in it). The delete
+// chain of an object already gone (gone: a tombstone) runs without
+// conditions (conditioncontext.ErrNoConditions), and its plan starts from
+// none.
+func (f *Framework) plan(ctx context.Context, obj any, resources []resource.Interface, gone bool) ([]ResourcePlan, error) {
+	if !f.plansConditions || gone {
 		return Plan(ctx, obj, resources)
 	}
 	current, _, _ := readStatus(obj) // unreadable: none, as the reconciliation's error says
@@ -454,7 +458,7 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 			return p, nil
 		}
 	}
-	p.Resources, p.Err = f.plan(ctx, obj, rs.Resources())
+	p.Resources, p.Err = f.plan(ctx, obj, rs.Resources(), false)
 	return p, p.Err
 }
 

@@ -804,3 +804,71 @@ func TestPlanReadsTheObjectsConditions(t *testing.T) {
 		}
 	}
 }
+
+// condDeleteOps deletes its database only when the object's DatabaseReady
+// condition, as conditioncontext.Get finds it, says it was created; found
+// records whether Get found the condition at all.
+type condDeleteOps struct {
+	planOps
+	found *atomic.Int32 // 1: found, 2: not found
+}
+
+func (o condDeleteOps) NewDeletePatch(ctx context.Context, _, _, _ any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	c, ok := conditioncontext.Get(ctx, "DatabaseReady")
+	if ok {
+		o.found.Store(1)
+	} else {
+		o.found.Store(2)
+	}
+	if ok && c.Status == metav1.ConditionTrue {
+		p.SetDeleteChange(described{})
+	}
+	return p, nil
+}
+
+func (o condDeleteOps) ApplyDeleteChange(context.Context, any, any) error { return nil }
+
+// TestDryRunOfADeletedObjectPlansWithoutItsConditions: the delete chain of
+// an object already gone (deleted at once, no finalizer held it) runs
+// without conditions, as conditioncontext.ErrNoConditions says (there is
+// no status to lock, nor to read): conditioncontext.Get finds none. A dry
+// run planned it from the deleted object's last conditions, so a resource
+// that decides from them planned a delete that the reconciliation does not
+// make.
+func TestDryRunOfADeletedObjectPlansWithoutItsConditions(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	db := func() *unstructured.Unstructured {
+		u := object("db", 1, nil)
+		ready := map[string]any{"type": "DatabaseReady", "status": "True", "reason": "Created", "message": "db-1", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+		if err := unstructured.SetNestedSlice(u.Object, []any{ready}, "status", "conditions"); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for _, dryRun := range []bool{false, true} {
+		var found atomic.Int32
+		r, err := crud.New(crud.Config{Ops: condDeleteOps{planOps: planOps{name: "database"}, found: &found}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf := informertest.New()
+		f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Conditions: true, DryRun: dryRun,
+			DisableFinalizers: true, BackOffFactory: fastBackOff,
+			Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Resource: schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		boot(t, f)
+		if err := inf.Delete(db()); err != nil {
+			t.Fatal(err)
+		}
+		pollUntil(t, "the delete chain of ns/db", func() bool { return len(f.Traces("ns/db")) > 0 })
+		if got := found.Load(); got != 2 {
+			t.Errorf("dry run %v: conditioncontext.Get in the delete chain of a deleted object found DatabaseReady (%d), want none", dryRun, got)
+		}
+		if p := f.Plans("ns/db"); dryRun && (len(p) != 1 || p[0].Delete != nil) {
+			t.Errorf("dry run of a deleted object: plans %+v, want one without a delete, as the reconciliation makes none", p)
+		}
+	}
+}

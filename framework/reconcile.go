@@ -419,7 +419,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 			f.traces.addPlans(key, nil)
 			return outcome{result: ResultSkipped}
 		}
-		plans, err := f.plan(ctx, obj, set.Resources()) // a tombstone has a deletionTimestamp (deleted)
+		plans, err := f.plan(ctx, obj, set.Resources(), tombstone) // a tombstone has a deletionTimestamp (deleted)
 		// Also when a resource's error stopped the plan: the plans before
 		// it, never an older plan that no longer holds.
 		f.traces.addPlans(key, plans)
