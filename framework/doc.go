@@ -187,10 +187,11 @@
 //     reconciliation skips, is skipped with no plan.
 //     [Framework.Plan] computes one object's plan on demand, through the
 //     router ([ObjectPlan]); operator.Operator.Plan runs it for a one-off
-//     plan command. With Config.Conditions, the resources of a plan find
-//     the object's conditions with conditioncontext.Get, as in a
-//     reconciliation (none of them is written; an object already gone has
-//     none, as its delete chain has none).
+//     plan command. With Config.Conditions, the set's InitCtx and the
+//     resources of a plan find the object's conditions with
+//     conditioncontext.Get, as in a reconciliation (none of them is
+//     written; an object already gone has none, as its delete chain has
+//     none).
 //   - Traces: every reconciliation records its path (resource set, each
 //     resource and CRUD step with outcome and duration, result). The last
 //     Config.TracesPerObject traces of the last Config.TraceObjects objects

@@ -139,9 +139,10 @@ type unwrapper interface {
 // and conditioncontext.Get finds only that, as under ProcessUpdate with
 // conditioncontext.NewContext. [Framework.Plan] and a Framework's dry run,
 // with Config.Conditions, start it from the object's conditions instead,
-// as the Framework's reconciliations do, so that a resource that decides
-// from one (a Guard's condition) plans what it would do; but for an object
-// already gone, whose delete chain runs without conditions.
+// as the Framework's reconciliations do, before the set's InitCtx runs, so
+// that InitCtx or a resource that decides from one (a Guard's condition)
+// plans what it would do; but for an object already gone, whose delete
+// chain runs without conditions.
 // When ctx's reconciliation is canceled before the first resource (by
 // InitCtx), no resource is planned, as none would run.
 //
@@ -158,19 +159,31 @@ func Plan(ctx context.Context, obj any, resources []resource.Interface) ([]Resou
 	return plan(conditioncontext.NewContext(signal.WithMissing(ctx)), obj, resources)
 }
 
-// plan plans with the Framework's resources: with Config.Conditions its
-// reconciliations find the object's conditions with conditioncontext.Get,
-// and so do its plans (in a store of the plan's own, without a lock: a
-// plan writes nothing, and what its resources set stays in it). The delete
-// chain of an object already gone (gone: a tombstone) runs without
-// conditions (conditioncontext.ErrNoConditions), and its plan starts from
-// none.
-func (f *Framework) plan(ctx context.Context, obj any, resources []resource.Interface, gone bool) ([]ResourcePlan, error) {
+// planConditions returns ctx holding the conditions that a plan of obj
+// with the Framework's resources starts from, for the set's InitCtx and
+// the resources, and true; ctx and false when the plan starts from none.
+// With Config.Conditions its reconciliations (InitCtx included) find the
+// object's conditions with conditioncontext.Get, and so do its plans (in a
+// store of the plan's own, without a lock: a plan writes nothing, and what
+// InitCtx and the resources set stays in it). The delete chain of an
+// object already gone (gone: a tombstone) runs without conditions
+// (conditioncontext.ErrNoConditions), and its plan starts from none.
+func (f *Framework) planConditions(ctx context.Context, obj any, gone bool) (context.Context, bool) {
 	if !f.plansConditions || gone {
-		return Plan(ctx, obj, resources)
+		return ctx, false
 	}
 	current, _, _ := readStatus(obj) // unreadable: none, as the reconciliation's error says
-	return plan(conditioncontext.NewGuardedContext(signal.WithMissing(ctx), current, nil), obj, resources)
+	return conditioncontext.NewGuardedContext(ctx, current, nil), true
+}
+
+// planWith plans with the Framework's resources on ctx, which InitCtx
+// returned: on the conditions that planConditions put in it (withConds),
+// or else on a store of the plan's own, empty, as Plan does.
+func planWith(ctx context.Context, obj any, resources []resource.Interface, withConds bool) ([]ResourcePlan, error) {
+	if !withConds {
+		return Plan(ctx, obj, resources)
+	}
+	return plan(signal.WithMissing(ctx), obj, resources)
 }
 
 // plan is Plan on a context that already holds the plan's conditions.
@@ -444,8 +457,9 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 	p.ResourceSet = rs.Name()
 	// With the set's InitCtx, as a reconciliation runs the chain: on the
 	// signals of a reconciliation, fresh for the plan (none of the
-	// caller's), which InitCtx may set.
-	if ctx, err = initCtx(signal.WithFresh(ctx), rs, obj); err != nil {
+	// caller's), which InitCtx may set, and on the plan's conditions.
+	ctx, withConds := f.planConditions(signal.WithFresh(ctx), obj, false)
+	if ctx, err = initCtx(ctx, rs, obj); err != nil {
 		p.Err = err
 		return p, p.Err
 	}
@@ -458,7 +472,7 @@ func (f *Framework) Plan(ctx context.Context, obj any, set string) (ObjectPlan, 
 			return p, nil
 		}
 	}
-	p.Resources, p.Err = f.plan(ctx, obj, rs.Resources(), false)
+	p.Resources, p.Err = planWith(ctx, obj, rs.Resources(), withConds)
 	return p, p.Err
 }
 

@@ -872,3 +872,79 @@ func TestDryRunOfADeletedObjectPlansWithoutItsConditions(t *testing.T) {
 		}
 	}
 }
+
+// existsKey is the context key under which initCtxOps's resource set puts
+// whether the object's DatabaseReady condition is True.
+type existsKey struct{}
+
+// initCtxOps creates its database unless its resource set's InitCtx found
+// the object's DatabaseReady condition True.
+type initCtxOps struct {
+	planOps
+	creates *atomic.Int32
+}
+
+func (o initCtxOps) NewUpdatePatch(ctx context.Context, _, _, _ any) (*crud.Patch, error) {
+	p := crud.NewPatch()
+	if exists, _ := ctx.Value(existsKey{}).(bool); !exists {
+		p.SetCreateChange(described{})
+	}
+	return p, nil
+}
+
+func (o initCtxOps) ApplyCreateChange(context.Context, any, any) error {
+	o.creates.Add(1)
+	return nil
+}
+
+// TestPlanInitCtxReadsTheObjectsConditions: a resource set's InitCtx runs
+// on the reconciliation's conditions, and finds the object's with
+// conditioncontext.Get, as its resources do; so must it in a plan
+// (Framework.Plan, a dry run), which runs InitCtx first as a
+// reconciliation does. It ran there before the plan's conditions were
+// made, found none, and the plan showed a create no reconciliation makes.
+func TestPlanInitCtxReadsTheObjectsConditions(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	initCtx := func(ctx context.Context, _ any) (context.Context, error) {
+		c, ok := conditioncontext.Get(ctx, "DatabaseReady")
+		return context.WithValue(ctx, existsKey{}, ok && c.Status == metav1.ConditionTrue), nil
+	}
+	db := object("db", 1, nil)
+	ready := map[string]any{"type": "DatabaseReady", "status": "True", "reason": "Created", "message": "db-1", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+	if err := unstructured.SetNestedSlice(db.Object, []any{ready}, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+	for _, dryRun := range []bool{false, true} {
+		var creates atomic.Int32
+		r, err := crud.New(crud.Config{Ops: initCtxOps{planOps: planOps{name: "database"}, creates: &creates}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, InitCtx: initCtx, Resources: []resource.Interface{r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf := informertest.New(db)
+		f, err := New(Config{Name: "op", Informer: inf, ResourceRouter: rt, Conditions: true, DryRun: dryRun,
+			DisableFinalizers: true, BackOffFactory: fastBackOff,
+			Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Resource: schema.GroupVersionResource{Group: "test.operatorkit.io", Version: "v1", Resource: "things"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		boot(t, f)
+		pollUntil(t, "a reconciliation of ns/db", func() bool { return len(f.Traces("ns/db")) > 0 })
+		if n := creates.Load(); n != 0 {
+			t.Errorf("dry run %v: the reconciliation created the database %d times, want 0 (InitCtx found DatabaseReady True)", dryRun, n)
+		}
+		if p := f.Plans("ns/db"); dryRun && (len(p) != 1 || p[0].Create != nil) {
+			t.Errorf("dry run: plans %+v, want one without a create", p)
+		}
+		if p, err := f.Plan(context.Background(), db, ""); err != nil || len(p.Resources) != 1 || p.Resources[0].Create != nil {
+			t.Errorf("dry run %v: Plan() = %+v, %v; want no create, as the reconciliation makes none", dryRun, p, err)
+		}
+	}
+}

@@ -404,6 +404,12 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 		st.setName = set.Name()
 	}
 
+	withConds := false
+	if f.dryRun {
+		// InitCtx and the resources plan on the conditions a
+		// reconciliation without DryRun has.
+		ctx, withConds = f.planConditions(ctx, obj, tombstone)
+	}
 	if ctx, err = initCtx(ctx, set, obj); err != nil {
 		if f.dryRun {
 			f.traces.addPlans(key, nil)
@@ -419,7 +425,7 @@ func (f *Framework) runChain(ctx context.Context, rctx *reconcileContext, key st
 			f.traces.addPlans(key, nil)
 			return outcome{result: ResultSkipped}
 		}
-		plans, err := f.plan(ctx, obj, set.Resources(), tombstone) // a tombstone has a deletionTimestamp (deleted)
+		plans, err := planWith(ctx, obj, set.Resources(), withConds) // a tombstone has a deletionTimestamp (deleted)
 		// Also when a resource's error stopped the plan: the plans before
 		// it, never an older plan that no longer holds.
 		f.traces.addPlans(key, plans)
