@@ -325,7 +325,10 @@
 //     field. An object that carries the Framework's
 //     finalizer is the one read until the Framework removes it, so its
 //     apply has no resourceVersion precondition: a concurrent spec change
-//     cannot make the write fail. An object that does not (DisableFinalizers,
+//     cannot make the write fail; unless the apply carries over a status
+//     field (statuscontext) from the object as read, which it then applies
+//     on that version only, so that a stale cache does not write back a
+//     field another writer changed (and took) since. An object that does not (DisableFinalizers,
 //     or a finalizer removed by another writer) may be deleted and created
 //     again under its name while the chain runs, and the new one must not
 //     get the first one's outcome: its apply carries the resourceVersion of

@@ -633,7 +633,9 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 	// then the conflict is the reconciliation's, retried with the latest
 	// object). An object that carries the finalizer is the one read until
 	// this Framework removes it, so its apply has no precondition and a
-	// concurrent spec change costs nothing.
+	// concurrent spec change costs nothing; unless it carries over status
+	// fields from the object as read (applyFields), which must not be
+	// written back over another writer's change the cache does not show.
 	for attempt := 0; ; attempt++ {
 		if s.stale {
 			// A lock's (or the apply's) conflict told that the object
@@ -695,7 +697,7 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 				return s.combine(o, err)
 			}
 		}
-		status := s.applyFields(validFields, owned)
+		status, carried := s.applyFields(validFields, owned)
 		status["conditions"] = conditionsToUnstructured(applied)
 		if observed != nil {
 			status["observedGeneration"] = *observed
@@ -704,7 +706,13 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 		if s.namespace() != "" {
 			metadata["namespace"] = s.namespace()
 		}
-		if !s.held {
+		switch {
+		case carried && s.rv != "":
+			// Status fields carried over from the object as of s.rv:
+			// applied on that version only (a conflict reads the latest),
+			// finalizer or not.
+			metadata["resourceVersion"] = s.rv
+		case !s.held:
 			if rv := s.lastResourceVersion(ctx); rv != "" {
 				metadata["resourceVersion"] = rv
 			}

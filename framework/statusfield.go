@@ -183,9 +183,13 @@ func (s *statusRun) holdsUnsetFields(fields []statusfields.Field) bool {
 // observedGeneration: the fields set to a value, and those the Framework
 // owns and that are not set, with the object's value (server-side apply
 // would remove a field its manager applied before and leaves out). A field
-// set to nil is left out: removed, when the Framework owns it.
-func (s *statusRun) applyFields(fields []statusfields.Field, owned map[string]bool) map[string]any {
-	status := make(map[string]any, len(fields)+len(owned)+2)
+// set to nil is left out: removed, when the Framework owns it. carried
+// reports whether a value was carried over: it is the object's as of s.rv,
+// which the apply must then carry as its precondition (finish), or a value
+// another writer changed since, and took from the Framework's manager,
+// would be written back over the other writer's.
+func (s *statusRun) applyFields(fields []statusfields.Field, owned map[string]bool) (status map[string]any, carried bool) {
+	status = make(map[string]any, len(fields)+len(owned)+2)
 	set := make(map[string]bool, len(fields))
 	for _, f := range fields {
 		set[f.Name] = true
@@ -198,10 +202,10 @@ func (s *statusRun) applyFields(fields []statusfields.Field, owned map[string]bo
 			continue
 		}
 		if v, ok := s.statusValue(name); ok && v != nil {
-			status[name] = v
+			status[name], carried = v, true
 		}
 	}
-	return status
+	return status, carried
 }
 
 // ownedStatusFields returns the top-level status fields, other than the

@@ -376,3 +376,59 @@ func TestStatusFieldsWithoutConditions(t *testing.T) {
 		t.Fatalf("result = %s %q, field found %v, writes %q; want a success, no field, nothing written", tr.Result, tr.Error, found.Load(), server.writeLog())
 	}
 }
+
+// TestStatusFieldsCarriedOverFromAStaleCache: a field the Framework applied
+// before and no resource sets now is carried over from the cached object;
+// when another writer changed it since (and took it: an update moves the
+// field to its manager) and the cache does not show that yet, the apply
+// must not write the cached value back over the other writer's, even when
+// the object carries the finalizer (an apply without precondition
+// otherwise).
+func TestStatusFieldsCarriedOverFromAStaleCache(t *testing.T) {
+	var phase atomic.Int32
+	r := &funcResource{name: "nodes", create: func(ctx context.Context, _ any) error {
+		if phase.Load() == 0 {
+			statuscontext.Set(ctx, "nodes", []string{"a-0"})
+			return nil
+		}
+		return errors.New("boom") // Ready False: a write, nodes not set
+	}}
+	obj := object("a", 1, nil)
+	server := newStatusServer(obj)
+	st := newStatusTest(t, obj, server, testRouter(t, nil, r), func(c *Config) { c.DisableFinalizers = false })
+	st.traces(t, 1)
+	got := server.get()
+	if !slices.Contains(got.GetFinalizers(), st.f.Finalizer()) || !equalJSON(fieldsOf(got)["nodes"], []any{"a-0"}) {
+		t.Fatalf("after the first reconciliation: finalizers %q, status fields %v; want the finalizer and nodes [a-0]", got.GetFinalizers(), fieldsOf(got))
+	}
+	st.sync(t)
+
+	// Another writer updates status.nodes: the field is its own now. The
+	// cache does not show it yet.
+	server.bump(func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedStringSlice(u.Object, []string{"b-0"}, "status", "nodes")
+		var entries []metav1.ManagedFieldsEntry
+		for _, e := range u.GetManagedFields() {
+			if e.Manager == "operatorkit-op" && e.FieldsV1 != nil {
+				e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(strings.Replace(string(e.FieldsV1.Raw), `"f:nodes":{},`, "", 1))}
+			}
+			entries = append(entries, e)
+		}
+		entries = append(entries, metav1.ManagedFieldsEntry{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:nodes":{}}}`)}})
+		u.SetManagedFields(entries)
+	})
+	if owned := ownedStatusFields(server.get().GetManagedFields(), "operatorkit-op"); owned["nodes"] {
+		t.Fatalf("test setup: the Framework still owns nodes")
+	}
+
+	phase.Store(1)
+	st.f.Enqueue("ns/a")
+	pollUntil(t, "Ready False written", func() bool {
+		c := meta.FindStatusCondition(conditionsOf(t, server.get()), conditioncontext.Ready)
+		return c != nil && c.Status == metav1.ConditionFalse
+	})
+	if f := fieldsOf(server.get()); !equalJSON(f["nodes"], []any{"b-0"}) {
+		t.Errorf("status.nodes = %v after the Framework's apply from a stale cache, want the other writer's [b-0] kept", f["nodes"])
+	}
+}

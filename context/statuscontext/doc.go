@@ -21,7 +21,11 @@
 //     resource that sets it, a resource set that does not have that
 //     resource): the Framework's apply carries it over, read from the
 //     object, as it carries over the conditions it wrote before
-//     (managedFields tell which are its). Set the field to nil to remove it.
+//     (managedFields tell which are its), on the version it read only: a
+//     value another writer changed since, and so took from the Framework,
+//     is not written back from a stale cache (the apply fails with a
+//     conflict, and the Framework reads the latest object and applies
+//     again). Set the field to nil to remove it.
 //   - Written whatever the outcome: a field set before the chain failed (or
 //     stopped) is written with the failure's conditions, as a condition is;
 //     nothing is written after framework.Framework.Abort, nor once the
