@@ -289,7 +289,8 @@
 //     to JSON, is left out and fails the reconciliation with a permanent
 //     error matching [ErrInvalidStatusField] that names the object and the
 //     field (reason [ReasonInvalidStatusField]). A typed object's field is
-//     read from its Go field of that JSON name, encoded alone, and only in
+//     read from its Go field of that JSON name (one of an embedded struct
+//     too), encoded alone, and only in
 //     a reconciliation that sets a field or writes: one that sets none
 //     costs nothing more (BenchmarkNoOpReconciliation); one that sets a
 //     field to the value the object holds costs about 3 µs and 21

@@ -64,14 +64,14 @@ func (s *statusRun) statusValue(name string) (any, bool) {
 		v, ok := s.statusMap[name]
 		return v, ok
 	}
-	i := fieldIndexByJSONName(s.statusStruct.Type(), name)
-	if i < 0 {
-		// Not a field of its own (an embedded struct's?): as the whole
-		// status encodes it.
+	fv, found := fieldByJSONName(s.statusStruct, name)
+	if !found || !fv.CanInterface() {
+		// Not a field the Go type has (or one it cannot hand out): as the
+		// whole status encodes it.
 		v, ok := s.statusStructMap()[name]
 		return v, ok
 	}
-	data, err := json.Marshal(s.statusStruct.Field(i).Interface())
+	data, err := json.Marshal(fv.Interface())
 	if err != nil {
 		return nil, false
 	}
@@ -112,15 +112,53 @@ func (s *statusRun) statusStructMap() map[string]any {
 	return m
 }
 
-// fieldIndexByJSONName returns the index of the exported field of struct
-// type t whose JSON name is name, -1 when there is none.
-func fieldIndexByJSONName(t reflect.Type, name string) int {
-	for i := 0; i < t.NumField(); i++ {
-		if f := t.Field(i); f.IsExported() && !f.Anonymous && jsonName(f) == name {
-			return i
+// fieldByJSONName returns the field of v, a struct, whose JSON name is
+// name, as encoding/json finds it: a field of v's own, or else of a struct
+// embedded in it without a JSON name (its fields are v's in JSON), the
+// shallowest first; false when there is none, when two at the same depth
+// have the name (encoding/json leaves both out), or when the embedded
+// pointer that would hold it is nil.
+func fieldByJSONName(v reflect.Value, name string) (reflect.Value, bool) {
+	level := []reflect.Value{v}
+	for depth := 0; len(level) > 0 && depth < 16; depth++ {
+		var next []reflect.Value
+		var found reflect.Value
+		n := 0
+		for _, sv := range level {
+			t := sv.Type()
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if tag == "-" && f.Tag.Get("json") == "-" {
+					continue
+				}
+				if f.Anonymous && tag == "" {
+					fv, ft := sv.Field(i), f.Type
+					if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct {
+						if fv.IsNil() {
+							continue
+						}
+						fv, ft = fv.Elem(), ft.Elem()
+					}
+					if ft.Kind() == reflect.Struct {
+						next = append(next, fv)
+						continue
+					}
+				}
+				if f.IsExported() && jsonName(f) == name {
+					found, n = sv.Field(i), n+1
+				}
+			}
 		}
+		switch {
+		case n == 1:
+			return found, true
+		case n > 1:
+			return reflect.Value{}, false
+		}
+		level = next
 	}
-	return -1
+	return reflect.Value{}, false
 }
 
 // fieldsChanged reports whether writing fields changes the object: a value

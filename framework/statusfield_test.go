@@ -432,3 +432,69 @@ func TestStatusFieldsCarriedOverFromAStaleCache(t *testing.T) {
 		t.Errorf("status.nodes = %v after the Framework's apply from a stale cache, want the other writer's [b-0] kept", f["nodes"])
 	}
 }
+
+// CommonStatus is a status struct embedded in another, as shared status
+// types are: its fields are the status's own in JSON.
+type CommonStatus struct {
+	ReadyReplicas int32  `json:"readyReplicas,omitempty"`
+	Phase         string `json:"phase,omitempty"`
+}
+
+// typedWithEmbedded is a typed object whose status embeds CommonStatus.
+type typedWithEmbedded struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		CommonStatus       `json:",inline"`
+		ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+		Conditions         []metav1.Condition `json:"conditions,omitempty"`
+	} `json:"status,omitempty"`
+}
+
+func (o *typedWithEmbedded) DeepCopyObject() runtime.Object {
+	out := *o
+	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Conditions = slices.Clone(o.Status.Conditions)
+	return &out
+}
+
+// TestStatusFieldsOfTypedObjectEmbedded: a field of a struct embedded in a
+// typed object's status is compared as a field of the status's own is:
+// its zero value, which the Go type omits, compares equal to the same
+// value set, and a steady object is not written.
+func TestStatusFieldsOfTypedObjectEmbedded(t *testing.T) {
+	r := &funcResource{name: "replicas", create: func(ctx context.Context, obj any) error {
+		statuscontext.Set(ctx, "readyReplicas", 0)
+		statuscontext.Set(ctx, "phase", "Running")
+		return nil
+	}}
+	steady := &typedWithEmbedded{}
+	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
+	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steady.Status.ObservedGeneration = 1
+	steady.Status.Phase = "Running"
+	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+	server := newStatusServer(object("a", 1, nil))
+	inf := informertest.New(steady)
+	f, err := New(Config{
+		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
+		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
+		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	boot(t, f)
+	// The third reconciliation starts once the second ended (one at a
+	// time per object).
+	for n := int64(2); n <= 3; n++ {
+		pollUntil(t, "a reconciliation", func() bool { return r.calls.Load() >= n-1 })
+		f.Enqueue("ns/a")
+	}
+	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
+	if w := server.writeLog(); len(w) != 0 {
+		t.Errorf("writes of a steady object = %q, want none: readyReplicas 0 and phase Running are what its status holds", w)
+	}
+}

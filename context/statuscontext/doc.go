@@ -32,8 +32,9 @@
 //     Framework's finalizer is removed from an object being deleted.
 //   - Compared before writing: a field counts as changed when its value, as
 //     JSON, differs from the object's. A typed object's Go field of that
-//     JSON name is read alone (so a zero value that the Go type omits is
-//     still compared), and an empty list or map compares equal to an
+//     JSON name (the status's own, or one of a struct embedded in it, as
+//     encoding/json finds it) is read alone (so a zero value that the Go
+//     type omits is still compared), and an empty list or map compares equal to an
 //     absent field (a Go slice cannot tell them apart): setting one on an
 //     object without the field writes nothing. With a typed cache the Go
 //     type must have the field: the cache holds nothing else to compare
