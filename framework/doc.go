@@ -286,7 +286,9 @@
 //     write when the cache dropped them and the object holds a field not
 //     set this time); nil removes it. A field named "conditions" or
 //     "observedGeneration", or with a dot, or a value that does not encode
-//     to JSON, is left out and fails the reconciliation with a permanent
+//     to JSON, or a field or value the CRD's status schema refuses (the
+//     API server refuses the whole apply; the Framework applies again
+//     without it), is left out and fails the reconciliation with a permanent
 //     error matching [ErrInvalidStatusField] that names the object and the
 //     field (reason [ReasonInvalidStatusField]). A typed object's field is
 //     read from its Go field of that JSON name (one of an embedded struct

@@ -39,7 +39,9 @@ var ErrInvalidCondition = conditioncontext.ErrInvalidCondition
 // reconciliation in which a resource set a status field that cannot be
 // written (statuscontext.Set: a name that is empty, holds a dot or is
 // "conditions" or "observedGeneration", a value that does not encode to
-// JSON); the error names the object and the field. It is the same value as
+// JSON, a field or value the API server refuses: one the CRD's status
+// schema does not declare or allow); the error names the object and the
+// field. It is the same value as
 // statuscontext.ErrInvalidField.
 var ErrInvalidStatusField = statuscontext.ErrInvalidField
 

@@ -525,6 +525,13 @@ func (s *statusRun) writeError(ctx context.Context, what string, err error) (gon
 func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outcome {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.finishLocked(ctx, o, tr, false)
+}
+
+// finishLocked is finish with s.mu held. refused is set on its second run,
+// after the API server refused a status field's value (refusedStatusFields):
+// it is not retried again.
+func (s *statusRun) finishLocked(ctx context.Context, o outcome, tr *trace.Trace, refused bool) outcome {
 	if s.gone {
 		return o
 	}
@@ -730,6 +737,17 @@ func (s *statusRun) finish(ctx context.Context, o outcome, tr *trace.Trace) outc
 				tr.Record("framework", StepWriteStatus, start, trace.OutcomeError, err)
 				s.stale = true
 				continue
+			}
+			if names := refusedStatusFields(err, validFields); len(names) > 0 && !refused {
+				// A value the CRD's schema does not allow (a field it does
+				// not declare, a value it rejects) fails the whole apply:
+				// that field is invalid, the others and the conditions
+				// are written without it.
+				tr.Record("framework", StepWriteStatus, start, trace.OutcomeError, err)
+				for _, name := range names {
+					s.fields.Invalidate(name, fmt.Errorf("%w: status.%s: the API server refuses it: %v", ErrInvalidStatusField, name, err))
+				}
+				return s.finishLocked(ctx, o, tr, true)
 			}
 			gone, err := s.writeError(wctx, "write status", err)
 			if gone {

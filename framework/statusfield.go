@@ -2,8 +2,12 @@ package framework
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
 	"reflect"
 	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -276,4 +280,57 @@ func ownedStatusFields(managed []metav1.ManagedFieldsEntry, manager string) map[
 		return map[string]bool{}
 	}
 	return owned
+}
+
+// refusedStatusFields returns the names of fields (those set to a value)
+// that err, the API server's answer to the status apply, refuses: a value
+// the CRD's schema rejects (422 Invalid, whose causes name the field), or a
+// field, or a part of its value, that the schema does not declare
+// (server-side apply fails to make its typed patch: "failed to create
+// typed patch object (...): .status.<name>: field not declared in
+// schema"). nil when err names none of them.
+func refusedStatusFields(err error, fields []statusfields.Field) []string {
+	var as apierrors.APIStatus
+	if len(fields) == 0 || !errors.As(err, &as) {
+		return nil
+	}
+	st := as.Status()
+	var paths []string
+	switch {
+	case st.Code == http.StatusUnprocessableEntity && st.Details != nil:
+		for _, c := range st.Details.Causes {
+			paths = append(paths, c.Field)
+		}
+	case strings.Contains(st.Message, "typed patch object"):
+		paths = append(paths, st.Message)
+	}
+	var names []string
+	for _, f := range fields {
+		if f.JSON == nil {
+			continue
+		}
+		for _, p := range paths {
+			if namesField(p, f.Name) {
+				names = append(names, f.Name)
+				break
+			}
+		}
+	}
+	return names
+}
+
+// namesField reports whether text holds the path of status.<name> or of a
+// part of it ("status.nodes", ".status.nodes[0]", "status.endpoint.port:").
+func namesField(text, name string) bool {
+	for rest := text; ; {
+		i := strings.Index(rest, "status."+name)
+		if i < 0 {
+			return false
+		}
+		before := i == 0 || strings.ContainsRune(" .:(", rune(rest[i-1]))
+		rest = rest[i+len("status."+name):]
+		if before && (rest == "" || strings.ContainsRune(".[:, ", rune(rest[0]))) {
+			return true
+		}
+	}
 }

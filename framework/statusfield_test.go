@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -13,14 +14,18 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/statuscontext"
 	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/internal/statusfields"
 	"github.com/operatorkit/operatorkit/trace"
 )
 
@@ -496,5 +501,36 @@ func TestStatusFieldsOfTypedObjectEmbedded(t *testing.T) {
 	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
 	if w := server.writeLog(); len(w) != 0 {
 		t.Errorf("writes of a steady object = %q, want none: readyReplicas 0 and phase Running are what its status holds", w)
+	}
+}
+
+// TestRefusedStatusFields: the fields set to a value that the API server's
+// answer to the status apply names as refused by the CRD's schema, and no
+// other (a field whose name a refused one's starts with, a field set to
+// nil, another error).
+func TestRefusedStatusFields(t *testing.T) {
+	fields := []statusfields.Field{{Name: "node", JSON: "x"}, {Name: "nodes", JSON: []any{"a"}}, {Name: "replicas", JSON: int64(-1)}, {Name: "gone"}}
+	undeclared := apierrors.NewInternalError(errors.New("failed to create typed patch object (/g; example.com/v1, Kind=Gizmo): .status.node: field not declared in schema"))
+	undeclared.ErrStatus.Message = "failed to create typed patch object (/g; example.com/v1, Kind=Gizmo): .status.node: field not declared in schema"
+	nested := apierrors.NewInternalError(errors.New("x"))
+	nested.ErrStatus.Message = "failed to create typed patch object (/g; example.com/v1, Kind=Gizmo): .status.nodes[0].host: field not declared in schema"
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "example.com", Kind: "Gizmo"}, "g", field.ErrorList{
+		field.Invalid(field.NewPath("status", "replicas"), -1, "should be greater than or equal to 0"),
+		field.Invalid(field.NewPath("status", "gone"), nil, "whatever"),
+	})
+	for _, c := range []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"undeclared", fmt.Errorf("write status: %w", undeclared), []string{"node"}},
+		{"nested", nested, []string{"nodes"}},
+		{"invalid", invalid, []string{"replicas"}},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "gizmos"}, "g", errors.New(".status.node: modified")), nil},
+		{"other", errors.New(".status.node: field not declared in schema"), nil},
+	} {
+		if got := refusedStatusFields(c.err, fields); !slices.Equal(got, c.want) {
+			t.Errorf("%s: refused fields = %q, want %q", c.name, got, c.want)
+		}
 	}
 }

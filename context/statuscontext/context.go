@@ -10,8 +10,9 @@ import (
 // ErrInvalidField is matched by the permanent error of a reconciliation in
 // which a resource set a field that cannot be written: a name that is empty,
 // holds a dot, or is "conditions" or "observedGeneration" (the Framework's
-// own), or a value that does not encode to JSON. The error names the object
-// and the field. framework.ErrInvalidStatusField is the same value.
+// own), a value that does not encode to JSON, or a field or value the
+// API server refuses (one the CRD's status schema does not declare or
+// allow). The error names the object and the field. framework.ErrInvalidStatusField is the same value.
 var ErrInvalidField = statusfields.ErrInvalidField
 
 // NewContext returns a child of ctx holding a new, empty set of status

@@ -45,7 +45,11 @@
 //     fails or panics) are left out of the write and fail the
 //     reconciliation with a permanent error matching [ErrInvalidField] that
 //     names the object and the field (Ready False and Stalled True with
-//     reason "InvalidStatusField"); the valid fields are written.
+//     reason "InvalidStatusField"); the valid fields are written. So is a
+//     field, or a value, that the CRD's status schema refuses (a field it
+//     does not declare, a number below its minimum): the API server then
+//     refuses the whole apply, and the Framework applies again without it
+//     (one refused apply in each reconciliation that sets it).
 //   - The last Set of a field wins. All functions are safe for concurrent
 //     use from several goroutines.
 //   - Without a Framework with Config.Conditions (framework.ProcessUpdate

@@ -69,6 +69,19 @@ func (s *Store) Set(name string, value any) {
 	s.fields = append(s.fields, f)
 }
 
+// Invalidate records err, which must match ErrInvalidField, as the reason
+// the field name cannot be written; a field not set is left alone.
+func (s *Store) Invalidate(name string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.fields {
+		if s.fields[i].Name == name {
+			s.fields[i].Err = err
+			return
+		}
+	}
+}
+
 // Get returns the value of the field name as last set.
 func (s *Store) Get(name string) (any, bool) {
 	s.mu.Lock()
