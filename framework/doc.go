@@ -102,7 +102,11 @@
 //     a version other than the one that lost (result "stale" meanwhile),
 //     so that it does not send again a write that must fail. Config.Resource
 //     or the informer's GVR tells the Framework the object's resource;
-//     without either, conflicts are retried with backoff alone.
+//     without either, conflicts are retried with backoff alone. The 409
+//     does not name the namespace: a conflict on a child of the same
+//     resource and name in another namespace (a copy of the object) is
+//     taken for one on the object, and its retry waits as well, at most
+//     DefaultWriteExpectationTTL, unless the object changes before.
 //   - Superseded work stops: before each resource, the Framework checks
 //     whether the cache already holds a newer generation of the object (its
 //     spec changed, or its deletion started, during the reconciliation). If
