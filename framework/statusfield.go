@@ -75,7 +75,7 @@ func (s *statusRun) statusValue(name string) (any, bool) {
 		v, ok := s.statusStructMap()[name]
 		return v, ok
 	}
-	data, err := json.Marshal(fv.Interface())
+	data, err := json.Marshal(addressOf(fv))
 	if err != nil {
 		return nil, false
 	}
@@ -84,6 +84,16 @@ func (s *statusRun) statusValue(name string) (any, bool) {
 		return nil, false
 	}
 	return v, true
+}
+
+// addressOf returns a pointer to v when v has an address, v otherwise: as
+// encoding/json encodes a field of an object given by its pointer, with
+// the MarshalJSON of a pointer receiver too.
+func addressOf(v reflect.Value) any {
+	if v.CanAddr() {
+		return v.Addr().Interface()
+	}
+	return v.Interface()
 }
 
 // statusKeys returns the names of the fields the object's status holds (a
@@ -104,7 +114,7 @@ func (s *statusRun) statusKeys() []string {
 // statusStructMap returns a typed object's Status as decoded JSON (its
 // fields that are not empty, when they are omitempty).
 func (s *statusRun) statusStructMap() map[string]any {
-	data, err := json.Marshal(s.statusStruct.Interface())
+	data, err := json.Marshal(addressOf(s.statusStruct))
 	if err != nil {
 		return nil
 	}

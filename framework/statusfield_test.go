@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -532,5 +533,82 @@ func TestRefusedStatusFields(t *testing.T) {
 		if got := refusedStatusFields(c.err, fields); !slices.Equal(got, c.want) {
 			t.Errorf("%s: refused fields = %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// semver is a status field type whose MarshalJSON has a pointer receiver,
+// as encoding/json calls it for a field of an object encoded through its
+// pointer (the object as its client sends it and its cache holds it).
+type semver struct{ Major, Minor int }
+
+func (v *semver) MarshalJSON() ([]byte, error) {
+	return json.Marshal(fmt.Sprintf("%d.%d", v.Major, v.Minor))
+}
+
+func (v *semver) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	_, err := fmt.Sscanf(s, "%d.%d", &v.Major, &v.Minor)
+	return err
+}
+
+// typedWithVersion is a typed object whose status field has the type
+// semver.
+type typedWithVersion struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+		Conditions         []metav1.Condition `json:"conditions,omitempty"`
+		Version            semver             `json:"version"`
+	} `json:"status,omitempty"`
+}
+
+func (o *typedWithVersion) DeepCopyObject() runtime.Object {
+	out := *o
+	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Conditions = slices.Clone(o.Status.Conditions)
+	return &out
+}
+
+// TestStatusFieldsOfTypedObjectPointerMarshaler: a typed object's field
+// is encoded as the object encodes it, with its type's MarshalJSON also
+// when that has a pointer receiver: a steady object is not written.
+func TestStatusFieldsOfTypedObjectPointerMarshaler(t *testing.T) {
+	r := &funcResource{name: "version", create: func(ctx context.Context, obj any) error {
+		statuscontext.Set(ctx, "version", &semver{1, 2})
+		return nil
+	}}
+	steady := &typedWithVersion{}
+	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
+	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steady.Status.ObservedGeneration = 1
+	steady.Status.Version = semver{1, 2}
+	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+	if data, err := json.Marshal(steady); err != nil || !strings.Contains(string(data), `"version":"1.2"`) {
+		t.Fatalf("test setup: the object encodes as %s, %v", data, err)
+	}
+	server := newStatusServer(object("a", 1, nil))
+	inf := informertest.New(steady)
+	f, err := New(Config{
+		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
+		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
+		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	boot(t, f)
+	for n := int64(2); n <= 3; n++ {
+		pollUntil(t, "a reconciliation", func() bool { return r.calls.Load() >= n-1 })
+		f.Enqueue("ns/a")
+	}
+	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
+	if w := server.writeLog(); len(w) != 0 {
+		t.Errorf("writes of a steady object = %q, want none: version 1.2 is what its status holds", w)
 	}
 }
