@@ -1,10 +1,12 @@
 package framework
 
 import (
+	"encoding"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,7 +70,7 @@ func (s *statusRun) statusValue(name string) (any, bool) {
 		v, ok := s.statusMap[name]
 		return v, ok
 	}
-	fv, found := fieldByJSONName(s.statusStruct, name)
+	fv, sf, found := fieldByJSONName(s.statusStruct, name)
 	if !found || !fv.CanInterface() {
 		// Not a field the Go type has (or one it cannot hand out): as the
 		// whole status encodes it.
@@ -78,6 +80,13 @@ func (s *statusRun) statusValue(name string) (any, bool) {
 	data, err := json.Marshal(addressOf(fv))
 	if err != nil {
 		return nil, false
+	}
+	if quoted(sf) && string(data) != "null" {
+		// ",string": a scalar encoded in a JSON string, as the object
+		// encodes it.
+		if data, err = json.Marshal(string(data)); err != nil {
+			return nil, false
+		}
 	}
 	v, err := statusfields.Decode(data)
 	if err != nil {
@@ -132,11 +141,12 @@ func (s *statusRun) statusStructMap() map[string]any {
 // shallowest first; false when there is none, when two at the same depth
 // have the name (encoding/json leaves both out), or when the embedded
 // pointer that would hold it is nil.
-func fieldByJSONName(v reflect.Value, name string) (reflect.Value, bool) {
+func fieldByJSONName(v reflect.Value, name string) (reflect.Value, reflect.StructField, bool) {
 	level := []reflect.Value{v}
 	for depth := 0; len(level) > 0 && depth < 16; depth++ {
 		var next []reflect.Value
 		var found reflect.Value
+		var foundField reflect.StructField
 		n := 0
 		for _, sv := range level {
 			t := sv.Type()
@@ -160,20 +170,51 @@ func fieldByJSONName(v reflect.Value, name string) (reflect.Value, bool) {
 					}
 				}
 				if f.IsExported() && jsonName(f) == name {
-					found, n = sv.Field(i), n+1
+					found, foundField, n = sv.Field(i), f, n+1
 				}
 			}
 		}
 		switch {
 		case n == 1:
-			return found, true
+			return found, foundField, true
 		case n > 1:
-			return reflect.Value{}, false
+			return reflect.Value{}, reflect.StructField{}, false
 		}
 		level = next
 	}
-	return reflect.Value{}, false
+	return reflect.Value{}, reflect.StructField{}, false
 }
+
+// quoted reports whether encoding/json encodes field f, with the option
+// ",string" of its tag, as a JSON string holding its JSON: a bool, a
+// number or a string, not behind a MarshalJSON.
+func quoted(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if !slices.Contains(strings.Split(opts, ","), "string") {
+		return false
+	}
+	t := f.Type
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for _, m := range []reflect.Type{marshalerType, textMarshalerType} {
+		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
+			return false
+		}
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	}
+	return false
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
 
 // fieldsChanged reports whether writing fields changes the object: a value
 // that differs from the object's, or nil for a field the object has and

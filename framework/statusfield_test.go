@@ -612,3 +612,62 @@ func TestStatusFieldsOfTypedObjectPointerMarshaler(t *testing.T) {
 		t.Errorf("writes of a steady object = %q, want none: version 1.2 is what its status holds", w)
 	}
 }
+
+// typedWithQuoted is a typed object whose status field's tag has the
+// option ",string": encoding/json writes its number in a JSON string.
+type typedWithQuoted struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Status            struct {
+		ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+		Conditions         []metav1.Condition `json:"conditions,omitempty"`
+		Capacity           int64              `json:"capacity,string,omitempty"`
+	} `json:"status,omitempty"`
+}
+
+func (o *typedWithQuoted) DeepCopyObject() runtime.Object {
+	out := *o
+	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Conditions = slices.Clone(o.Status.Conditions)
+	return &out
+}
+
+// TestStatusFieldsOfTypedObjectQuoted: a typed object's field whose tag
+// has ",string" is compared as the object encodes it, a JSON string: the
+// same value set (as its string) writes nothing.
+func TestStatusFieldsOfTypedObjectQuoted(t *testing.T) {
+	r := &funcResource{name: "capacity", create: func(ctx context.Context, obj any) error {
+		statuscontext.Set(ctx, "capacity", "1024")
+		return nil
+	}}
+	steady := &typedWithQuoted{}
+	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
+	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steady.Status.ObservedGeneration = 1
+	steady.Status.Capacity = 1024
+	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+	if data, err := json.Marshal(steady); err != nil || !strings.Contains(string(data), `"capacity":"1024"`) {
+		t.Fatalf("test setup: the object encodes as %s, %v", data, err)
+	}
+	server := newStatusServer(object("a", 1, nil))
+	inf := informertest.New(steady)
+	f, err := New(Config{
+		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
+		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
+		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	boot(t, f)
+	for n := int64(2); n <= 3; n++ {
+		pollUntil(t, "a reconciliation", func() bool { return r.calls.Load() >= n-1 })
+		f.Enqueue("ns/a")
+	}
+	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
+	if w := server.writeLog(); len(w) != 0 {
+		t.Errorf("writes of a steady object = %q, want none: capacity \"1024\" is what its status holds", w)
+	}
+}

@@ -34,8 +34,9 @@
 //     JSON, differs from the object's. A typed object's Go field of that
 //     JSON name (the status's own, or one of a struct embedded in it, as
 //     encoding/json finds it) is read alone, encoded as the object encodes
-//     it (with a MarshalJSON of pointer receiver too; set such a value by
-//     its pointer), so a zero value that the Go type omits is still
+//     it (with a MarshalJSON of pointer receiver too, set such a value by
+//     its pointer; in a JSON string for a tag's ",string", set such a
+//     value as that string), so a zero value that the Go type omits is still
 //     compared, and an empty list or map compares equal to an
 //     absent field (a Go slice cannot tell them apart): setting one on an
 //     object without the field writes nothing. With a typed cache the Go
