@@ -12,11 +12,21 @@ import (
 // DebugPath is where DebugHandler serves: DebugPath lists recently reconciled
 // objects with their last result, DebugPath + "/<namespace>/<name>" (or
 // "/<name>" for cluster-scoped objects) shows an object's last traces and,
-// in dry-run mode, its last plan.
+// in dry-run mode, its last plan. A query ?controller=<name> names the
+// Framework (Config.Name) whose page is asked for: an operator with
+// several Frameworks may have an object of the same key in two of them.
 const DebugPath = "/debug/reconciliations"
+
+// DebugControllerParam is the query parameter of a debug page that names
+// the Framework (Config.Name, the controller label of its metrics) asked
+// for: a Framework of another name answers 404.
+const DebugControllerParam = "controller"
 
 // ObjectDebug is the JSON document served for one object.
 type ObjectDebug struct {
+	// Controller is the name of the Framework that reconciled the object
+	// (Config.Name, the controller label of its metrics).
+	Controller string `json:"controller"`
 	// Object is the object's key, "namespace/name" (or "name").
 	Object string `json:"object"`
 	// Traces are the object's kept traces, oldest first (Framework.Traces).
@@ -30,8 +40,9 @@ type ObjectDebug struct {
 // JSON, or readable text when the request accepts text/plain (curl -H
 // 'Accept: text/plain') or has ?format=text: a line per object, or per
 // trace and step, with control characters in names and errors (the lines
-// of a multi-line error) escaped as in a Go string ("\n"). Mount it next
-// to /metrics:
+// of a multi-line error) escaped as in a Go string ("\n"). A request whose
+// ?controller= (DebugControllerParam) names another Framework is a 404.
+// Mount it next to /metrics:
 //
 //	mux.Handle(framework.DebugPath, f.DebugHandler())
 //	mux.Handle(framework.DebugPath+"/", f.DebugHandler())
@@ -49,6 +60,10 @@ func (f *Framework) DebugHandler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		if c := r.URL.Query().Get(DebugControllerParam); c != "" && c != f.name {
+			http.Error(w, fmt.Sprintf("this is the debug page of the Framework %q, not of %q", f.name, c), http.StatusNotFound)
+			return
+		}
 		text := r.URL.Query().Get("format") == "text" || strings.Contains(r.Header.Get("Accept"), "text/plain")
 		key := strings.Trim(strings.TrimPrefix(r.URL.Path, DebugPath), "/")
 		if key == "" {
@@ -62,7 +77,7 @@ func (f *Framework) DebugHandler() http.Handler {
 			return
 		}
 		if !text {
-			writeJSON(w, ObjectDebug{Object: key, Traces: traces, Plans: plans})
+			writeJSON(w, ObjectDebug{Controller: f.name, Object: key, Traces: traces, Plans: plans})
 			return
 		}
 		var b strings.Builder
@@ -111,6 +126,9 @@ func debugChange(c any) any {
 
 func (f *Framework) serveList(w http.ResponseWriter, text bool) {
 	list := f.traces.summaries()
+	for i := range list {
+		list[i].Controller = f.name
+	}
 	if !text {
 		writeJSON(w, list)
 		return

@@ -284,6 +284,11 @@ func (s *traceStore) get(key string) ([]trace.Trace, []ResourcePlan) {
 
 // ObjectSummary is one line of the list of recently reconciled objects.
 type ObjectSummary struct {
+	// Controller is the name of the Framework that reconciled the object
+	// (Config.Name, the controller label of its metrics): an operator
+	// with several Frameworks lists the objects of all of them, and two
+	// may have an object of the same key.
+	Controller string `json:"controller"`
 	// Object is the object's key, "namespace/name" (or "name").
 	Object string `json:"object"`
 	// ResourceSet is the name of the resource set that ran the object's

@@ -1,11 +1,11 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -1060,11 +1060,15 @@ func (o *Operator) readyChecks(st *state, informers []*sharedInformer) []check {
 	return checks
 }
 
-// debugHandler serves the debug pages of every Framework: on the list page
-// the lists of all of them (JSON arrays merged into one, most recently
-// reconciled first as each Framework's list is; text one after the other),
-// on an object's page the first Framework that knows the object, and when
-// none does a 404 naming the object and the Frameworks asked.
+// debugHandler serves the debug pages of every Framework. The list page
+// merges their lists into one, most recently reconciled first as each
+// Framework's list is, each entry naming its Framework ("controller" in
+// JSON, a CONTROLLER column in text). An object's page with ?controller=
+// (framework.DebugControllerParam) is that Framework's; without it, the
+// page of the one Framework that knows the object, a 300 linking to the
+// page of each when several do (two kinds of the operator with an object
+// of the same namespace/name), and when none does a 404 naming the object
+// and the Frameworks asked.
 func debugHandler(frameworks []*framework.Framework) http.Handler {
 	if len(frameworks) == 1 {
 		return frameworks[0].DebugHandler()
@@ -1073,64 +1077,93 @@ func debugHandler(frameworks []*framework.Framework) http.Handler {
 	names := make([]string, len(frameworks))
 	for i, f := range frameworks {
 		handlers[i] = f.DebugHandler()
-		names[i] = strconv.Quote(frameworkName(f))
+		names[i] = frameworkName(f)
 	}
-	// listed is an item of a Framework's JSON list, with the start of its
-	// last reconciliation to sort by (framework.ObjectSummary.Start).
-	type listed struct {
-		item  json.RawMessage
-		start time.Time
+	quoted := func() string {
+		q := make([]string, len(names))
+		for i, n := range names {
+			q[i] = strconv.Quote(n)
+		}
+		return strings.Join(q, ", ")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			handlers[0].ServeHTTP(w, r) // its 405
+			return
+		}
 		key := strings.Trim(strings.TrimPrefix(r.URL.Path, framework.DebugPath), "/")
-		var merged []listed
-		var text bytes.Buffer
-		var last *httptest.ResponseRecorder
+		query := r.URL.Query()
+		if c := query.Get(framework.DebugControllerParam); c != "" {
+			i := slices.Index(names, c)
+			if i < 0 {
+				http.Error(w, fmt.Sprintf("no Framework named %q; the Frameworks are %s", c, quoted()), http.StatusNotFound)
+				return
+			}
+			handlers[i].ServeHTTP(w, r)
+			return
+		}
+		if key != "" {
+			var found *httptest.ResponseRecorder
+			var links []string
+			for i, h := range handlers {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, r)
+				if rec.Code == http.StatusNotFound {
+					continue
+				}
+				if found == nil {
+					found = rec
+				}
+				q := r.URL.Query()
+				q.Set(framework.DebugControllerParam, names[i])
+				links = append(links, r.URL.Path+"?"+q.Encode())
+			}
+			switch {
+			case found == nil:
+				http.Error(w, fmt.Sprintf("no traces kept for %q by any of the Frameworks %s (never reconciled, or dropped from their bounded stores)", key, quoted()), http.StatusNotFound)
+			case len(links) == 1:
+				copyResponse(w, found)
+			default:
+				http.Error(w, fmt.Sprintf("%q is an object of several Frameworks; the page of each:\n%s", key, strings.Join(links, "\n")), http.StatusMultipleChoices)
+			}
+			return
+		}
+		// The list: each Framework's as JSON, merged, then as asked for.
+		text := query.Get("format") == "text" || strings.Contains(r.Header.Get("Accept"), "text/plain")
+		asJSON := r.Clone(r.Context())
+		asJSON.Header.Del("Accept")
+		query.Del("format")
+		asJSON.URL.RawQuery = query.Encode()
+		var merged []framework.ObjectSummary
 		for _, h := range handlers {
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, r)
-			switch {
-			case rec.Code == http.StatusNotFound:
-				continue
-			case key != "" || rec.Code != http.StatusOK:
+			h.ServeHTTP(rec, asJSON)
+			var list []framework.ObjectSummary
+			if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &list) != nil {
 				copyResponse(w, rec)
 				return
 			}
-			last = rec
-			var items []json.RawMessage
-			if err := json.Unmarshal(rec.Body.Bytes(), &items); err != nil {
-				text.Write(rec.Body.Bytes())
-				continue
-			}
-			for _, item := range items {
-				var s struct {
-					Start time.Time `json:"start"`
-				}
-				_ = json.Unmarshal(item, &s)
-				merged = append(merged, listed{item: item, start: s.Start})
-			}
+			merged = append(merged, list...)
 		}
-		switch {
-		case last == nil && key != "":
-			http.Error(w, fmt.Sprintf("no traces kept for %q by any of the Frameworks %s (never reconciled, or dropped from their bounded stores)", key, strings.Join(names, ", ")), http.StatusNotFound)
-		case last == nil:
-			http.NotFound(w, r)
-		case text.Len() > 0:
-			w.Header().Set("Content-Type", last.Header().Get("Content-Type"))
-			_, _ = w.Write(text.Bytes())
-		default:
-			// Stable: objects reconciled at the same time stay in the
-			// order of the Frameworks.
-			slices.SortStableFunc(merged, func(a, b listed) int { return b.start.Compare(a.start) })
-			items := make([]json.RawMessage, len(merged))
-			for i, l := range merged {
-				items[i] = l.item
-			}
+		// Stable: objects reconciled at the same time stay in the order of
+		// the Frameworks.
+		slices.SortStableFunc(merged, func(a, b framework.ObjectSummary) int { return b.Start.Compare(a.Start) })
+		if !text {
 			w.Header().Set("Content-Type", "application/json")
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
-			_ = enc.Encode(items)
+			_ = enc.Encode(merged)
+			return
 		}
+		// The columns of a Framework's text list, after a CONTROLLER one.
+		var b strings.Builder
+		const row = "%-16s %-50s %-10s %-16s %12s  %s\n"
+		fmt.Fprintf(&b, row, "CONTROLLER", "OBJECT", "SET", "RESULT", "DURATION", "ERROR")
+		for _, s := range merged {
+			fmt.Fprintf(&b, row, printable.Escape(s.Controller), printable.Escape(s.Object), printable.Escape(s.ResourceSet), printable.Escape(s.Result), s.Duration, printable.Escape(s.Error))
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, b.String())
 	})
 }
 
