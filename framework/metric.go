@@ -269,7 +269,7 @@ func newWorkqueueMetricsProvider(reg prometheus.Registerer) (*workqueueMetricsPr
 	if p.longestRunning, err = gauge("longest_running_processor_seconds", "Seconds the longest running worker has been processing its item."); err != nil {
 		return nil, err
 	}
-	if p.retries, err = counter("retries_total", "Rate-limited requeues handled by the work queue."); err != nil {
+	if p.retries, err = counter("retries_total", "Delayed requeues handled by the work queue (every AddAfter: backoff retries, asked-for delays, stale deferrals)."); err != nil {
 		return nil, err
 	}
 	return &p, nil
