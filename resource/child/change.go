@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -60,8 +61,17 @@ type Change struct {
 	// listed).
 	More int `json:"more,omitempty"`
 
-	// body is the apply payload of a create or update.
-	body []byte
+	// body is the apply payload of a create or update, or, with
+	// relabel, the JSON merge patch of the child's owned labels and owner
+	// references (see relabelChange).
+	body    []byte
+	relabel bool
+	// readFirst, set on a create when Config.Matches and OwnerLabels are,
+	// is the desired child (with its labels and controller reference):
+	// the create step reads the child first, and relabels one that
+	// exists and that Matches accepts instead of applying it (see
+	// ops.readFirst).
+	readFirst metav1.Object
 	// wait collects the not-ready children of the patch; the last change
 	// applied signals the wait.
 	wait *waitState

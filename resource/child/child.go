@@ -65,8 +65,13 @@ type Object interface {
 type Client[C any] interface {
 	// Patch is called by the resource's create and update steps, once per
 	// child to write, with the server-side apply body (pt
-	// types.ApplyPatchType, the Config's FieldManager, force). Applying the
-	// same body again changes nothing. It returns the child as the API
+	// types.ApplyPatchType, the Config's FieldManager, force), or, for a
+	// child that Config.Matches accepts and whose labels or controller
+	// reference differ, with a JSON merge patch of those (pt
+	// types.MergePatchType, the FieldManager, no force). Applying the
+	// same body again changes nothing. A Client that also has client-go's
+	// Get method (a typed client, through Typed) is asked for a child
+	// before its create when Config.Matches and OwnerLabels are set. It returns the child as the API
 	// server answered; an error fails the step (the reconciliation is
 	// retried with backoff, or, for an answer that says the child is
 	// invalid or not served, not until the owner changes or a resync:
@@ -237,10 +242,17 @@ type Config[Owner, Child Object] struct {
 	// nil ReadyWhen) never waits. At most one of ReadyWhen and Readiness.
 	Readiness func(child Child) (ready bool, reason string)
 	// Matches, when set, replaces the comparison of the owned fields: it
-	// returns true when current needs no write to become desired.
-	// Optional. For a kind whose spec cannot change once created (a
-	// Job's pod template), func(_, _ C) bool { return true } creates each
-	// child once and never writes it again.
+	// returns true when current needs no write to become desired. desired
+	// carries the label LabelManagedBy, the owner labels (OwnerLabels) and
+	// the controller reference; a child it accepts whose such labels or
+	// controller reference differ still gets those, and those alone,
+	// written (a merge patch of its metadata), and with OwnerLabels set
+	// the create of a child the Cache does not hold reads it first (one
+	// GET), so that a child of an owner moved to another shard is
+	// relabelled, not applied: see "Matches and sharding" in the package
+	// documentation. Optional. For a kind whose spec cannot change once
+	// created (a Job's pod template), func(_, _ C) bool { return true }
+	// creates each child once and never writes its content again.
 	Matches func(current, desired Child) bool
 
 	// FieldManager is the field manager of the server-side applies.
@@ -257,7 +269,8 @@ type Config[Owner, Child Object] struct {
 	// OwnerLabels are label keys whose values the children take from
 	// their owner: each child written carries the owner's value of every
 	// key of OwnerLabels that the owner has (over a value Desired sets),
-	// and a child whose value differs from its owner's is written again.
+	// and a child whose value differs from its owner's is written again
+	// (with Matches set, only its labels and controller reference).
 	// A key the owner lacks is not set. With operator.Sharding, give
 	// operator.Operator.ShardLabels() here, so that children follow their
 	// owner's shard (Sharding.Children). Optional; each must be a valid

@@ -31,7 +31,9 @@
 //     child by "namespace/name", the owner's other children from an index
 //     by controller owner UID that an event handler on the cache's informer
 //     keeps, or a scan when the cache exposes no informer); a
-//     reconciliation makes no GET. A steady resync of N owners sends no
+//     reconciliation makes no GET, but the create of a child with
+//     Config.Matches and Config.OwnerLabels set, which reads the child
+//     first (see Matches and sharding, below). A steady resync of N owners sends no
 //     request at all. The index holds the answers of the resource's own
 //     writes at once, so that an owner deleted an instant after its child
 //     was created (before the informer showed the child) still has it
@@ -45,7 +47,9 @@
 //     instant after a write has that child deleted by the other release's
 //     resource when it does not desire it, and by its delete chain.
 //   - Writes: create and update are one server-side apply each (PATCH
-//     application/apply-patch+yaml, Config.FieldManager, force), of the
+//     application/apply-patch+yaml, Config.FieldManager, force; but the
+//     relabel of a child that Config.Matches accepts: see Matches and
+//     sharding), of the
 //     fields the desired object sets, with the label LabelManagedBy, the
 //     owner's labels that Config.OwnerLabels names (such as the shard label
 //     of a sharded operator) and a controller owner reference
@@ -69,6 +73,47 @@
 //     already (finalizers hold it: the previous owner's Namespace is
 //     Terminating), the resource waits for it instead, as for its own
 //     child being deleted (see Children being deleted), with no error.
+//
+// # Matches and sharding
+//
+// Config.Matches replaces the comparison of the content (a Job, whose pod
+// template cannot change: a Matches that returns true writes it once), not
+// what the resource owns of the metadata: when Matches accepts a child
+// whose label LabelManagedBy, owner labels (Config.OwnerLabels: the shard
+// label of a sharded operator, whose owner moved to another replica) or
+// controller reference differ from what the resource would write, those
+// alone are written, with a JSON merge patch (metadata.labels, and
+// metadata.ownerReferences when the controller reference differs: the
+// child's own, with the owner's in place of any it had) conditional on the
+// child's resourceVersion, under Config.FieldManager. Not an apply: one of
+// metadata alone under the same field manager would remove the content
+// fields the manager applied before (and an immutable field cannot be
+// removed); one under a second field manager would need a second name,
+// and would keep owning those labels after the resource stops setting
+// them. The merge patch (not a strategic one, which custom kinds do not
+// take) writes exactly the fields that differ, and one computed from an
+// older version
+// of the child fails with a conflict (retried with backoff, after the
+// Cache has shown the newer version) instead of undoing another's change;
+// its answer goes to the Cache and Writes as an apply's does, so the next
+// reconciliation finds the child in place and writes nothing. Plans show
+// it as an update of those fields.
+//
+// A sharded Cache selects the owner's shard label, so that it does not
+// hold a child of the owner that is still labelled for the owner's
+// previous replica: the new replica's resource finds no child and would
+// create it, by an apply of the whole desired child, which the API server
+// refuses when an immutable field differs (a new release's Job template:
+// 422, a permanent ErrInvalidChild, and the child never follows its
+// owner). So with Matches and OwnerLabels set, the create step first reads
+// the child (one GET, through a Get method that Config.Client has when
+// made with [Typed]; a Client without one is applied as before): one that
+// does not exist, that another controller has, or that Matches rejects is
+// applied; one that Matches accepts is relabelled as above, its content
+// never written, or, when nothing differs, or it is being deleted, taken
+// as it is. Plans, which read nothing, show such a create as a create
+// (TestMatchesRelabels, and TestShardingImmutableChildrenFollowTheirOwner
+// in the integration tests).
 //   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
 //     controller reference to the owner; with the UID seen as precondition
 //     (an object re-created since is not deleted: that counts as done), and

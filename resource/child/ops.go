@@ -650,7 +650,9 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 		o.own(d, ref, wl)
 	}
 	if exists && o.config.Matches != nil && o.config.Matches(c, d) {
-		return nil, nil
+		// Its content needs no write, but what the resource owns of its
+		// metadata may (an owner label whose value changed): that alone.
+		return o.relabelChange(c, ctrl, d, ref)
 	}
 	compared := d
 	if exists && o.secret {
@@ -674,10 +676,72 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 	change := &Change{Action: ActionUpdate, Kind: o.config.GVK.Kind, Namespace: d.GetNamespace(), Name: d.GetName(), Fields: fields, More: more, body: body}
 	if !exists {
 		change.Action = ActionCreate
+		if o.config.Matches != nil && len(o.config.OwnerLabels) > 0 {
+			// The Cache selects the owner labels' values: it does not
+			// hold a child of this owner's whose values changed (the
+			// owner moved to another shard).
+			change.readFirst = d
+		}
 	} else {
 		change.UID = c.GetUID()
 	}
 	return change, nil
+}
+
+// relabelChange returns the update of the cached child c (whose controller
+// reference is ctrl, nil or the owner's), that Matches found matching the
+// desired child d, of what the resource owns of its metadata and that
+// differs from d's: the label LabelManagedBy, the owner labels
+// (OwnerLabels) and the controller reference ref. It is nil when none
+// differs. Its body is a JSON merge patch of those labels and, when the
+// controller reference differs, of the owner references (c's, with ref in
+// place of any of the owner's), conditional on c's resourceVersion: an
+// apply of metadata alone under Config.FieldManager would remove the
+// fields of the content that the manager applied before (and that an
+// immutable field cannot lose), and a merge patch computed from a child
+// changed since fails with a conflict instead of undoing that change.
+func (o *ops[O, C]) relabelChange(c C, ctrl *metav1.OwnerReference, d C, ref metav1.OwnerReference) (*Change, error) {
+	if o.ownedBy(c, ctrl, ref, d.GetLabels()) {
+		return nil, nil
+	}
+	dl := d.GetLabels()
+	set := make(map[string]string, 1+len(o.config.OwnerLabels))
+	for _, k := range append([]string{LabelManagedBy}, o.config.OwnerLabels...) {
+		if v, ok := dl[k]; ok && c.GetLabels()[k] != v {
+			set[k] = v
+		}
+	}
+	var desired, current metav1.PartialObjectMetadata
+	current.ObjectMeta = metav1.ObjectMeta{Labels: c.GetLabels(), OwnerReferences: c.GetOwnerReferences()}
+	desired.Labels = set
+	type metadata struct {
+		ResourceVersion string                  `json:"resourceVersion"`
+		Labels          map[string]string       `json:"labels,omitempty"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences,omitempty"`
+	}
+	patch := metadata{ResourceVersion: c.GetResourceVersion(), Labels: set}
+	if ctrl == nil || !ownerReferenceEqual(*ctrl, ref) {
+		desired.OwnerReferences = []metav1.OwnerReference{ref}
+		patch.OwnerReferences = append(slices.DeleteFunc(slices.Clone(c.GetOwnerReferences()),
+			func(r metav1.OwnerReference) bool { return r.UID == ref.UID }), ref)
+	}
+	fields, more := diffObject(reflect.ValueOf(desired), reflect.ValueOf(current), false)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": patch})
+	if err != nil {
+		return nil, err
+	}
+	return &Change{Action: ActionUpdate, Kind: o.config.GVK.Kind, Namespace: c.GetNamespace(), Name: c.GetName(), UID: c.GetUID(),
+		Fields: fields, More: more, body: body, relabel: true}, nil
+}
+
+// ownerReferenceEqual reports whether the controller reference r is ref,
+// as ownedBy compares them.
+func ownerReferenceEqual(r, ref metav1.OwnerReference) bool {
+	return r.UID == ref.UID && r.APIVersion == ref.APIVersion && r.Kind == ref.Kind && r.Name == ref.Name &&
+		boolPtrMatches(ref.BlockOwnerDeletion, r.BlockOwnerDeletion)
 }
 
 // asStored returns the Secret d as the API server stores it, to compare
@@ -780,8 +844,7 @@ func (o *ops[O, C]) ownedBy(c C, r *metav1.OwnerReference, ref metav1.OwnerRefer
 	if !o.labelled(c.GetLabels(), wl) {
 		return false
 	}
-	return r != nil && r.UID == ref.UID && r.APIVersion == ref.APIVersion && r.Kind == ref.Kind && r.Name == ref.Name &&
-		boolPtrMatches(ref.BlockOwnerDeletion, r.BlockOwnerDeletion)
+	return r != nil && ownerReferenceEqual(*r, ref)
 }
 
 func (o *ops[O, C]) deleteChange(c C) *Change {
@@ -841,6 +904,17 @@ func (o *ops[O, C]) finish(ctx context.Context, c *Change) {
 }
 
 func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
+	if c.readFirst != nil {
+		current, rc, err := o.readFirst(ctx, c)
+		switch {
+		case err != nil:
+			return current, err
+		case rc != nil:
+			c = rc // a relabel
+		case !reflect.ValueOf(current).IsNil():
+			return current, nil // in place already: no write
+		}
+	}
 	answer, err := o.sendApply(ctx, c)
 	if err != nil {
 		return answer, err
@@ -858,6 +932,58 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 	return answer, nil
 }
 
+// getter is the Get of a typed client (Config.Client's, through Typed).
+type getter[C any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (C, error)
+}
+
+// readFirst reads the child of the create c, whose desired child (labels
+// and controller reference added) is c.readFirst, from the API server:
+// the Cache, which selects the owner labels' values, does not hold a child
+// of this owner whose values changed since it was written (its owner moved
+// to another shard). One that exists, that no other controller has, and
+// that Matches finds matching is not applied (its content may have
+// immutable fields that the desired one has otherwise): it returns the
+// relabel of its metadata (relabelChange), or, when none is needed or it
+// is being deleted, the child itself to take as the answer of a write. It
+// returns neither when the child is to be applied: it does not exist,
+// Matches finds it differing, another controller has it (the apply's
+// answer says so), or Config.Client has no Get method.
+func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabel *Change, err error) {
+	var zero C
+	g, ok := o.config.Client(c.Namespace).(getter[C])
+	d, isC := c.readFirst.(C)
+	if !ok || !isC {
+		return zero, nil, nil
+	}
+	cur, err := g.Get(ctx, c.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return zero, nil, nil
+	case err != nil:
+		return zero, nil, err
+	case reflect.ValueOf(cur).IsNil():
+		return zero, nil, nil
+	}
+	ref := metav1.GetControllerOfNoCopy(d)
+	ctrl := metav1.GetControllerOfNoCopy(cur)
+	if ref == nil || (ctrl != nil && ctrl.UID != ref.UID) {
+		return zero, nil, nil
+	}
+	if cur.GetDeletionTimestamp() != nil {
+		return cur, nil, nil // waited for, as a child being deleted
+	}
+	if !o.config.Matches(cur, d) {
+		return zero, nil, nil
+	}
+	rc, err := o.relabelChange(cur, ctrl, d, *ref)
+	if err != nil || rc == nil {
+		return cur, nil, err
+	}
+	level.Debug(o.logger).Log("msg", "child not in the cache matches: relabelled, not applied", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
+	return zero, rc, nil
+}
+
 // errPanicked is what Writes is told of a write whose client panicked.
 var errPanicked = errors.New("the write panicked")
 
@@ -866,10 +992,13 @@ var errPanicked = errors.New("the write panicked")
 // Begin without its func would hold the child's watch events for ever.
 func (o *ops[O, C]) sendApply(ctx context.Context, c *Change) (answer C, err error) {
 	force := true
-	opts := metav1.PatchOptions{FieldManager: o.config.FieldManager, Force: &force}
+	pt, opts := types.ApplyPatchType, metav1.PatchOptions{FieldManager: o.config.FieldManager, Force: &force}
+	if c.relabel {
+		pt, opts.Force = types.MergePatchType, nil // force is for applies only
+	}
 	client := o.config.Client(c.Namespace)
 	if o.config.Writes == nil {
-		return client.Patch(ctx, c.Name, types.ApplyPatchType, c.body, opts)
+		return client.Patch(ctx, c.Name, pt, c.body, opts)
 	}
 	done := o.config.Writes.Begin(o.config.Resource, c.Namespace, c.Name)
 	err = errPanicked // unless Patch returns
@@ -880,7 +1009,7 @@ func (o *ops[O, C]) sendApply(ctx context.Context, c *Change) (answer C, err err
 		}
 		done(m, err)
 	}()
-	return client.Patch(ctx, c.Name, types.ApplyPatchType, c.body, opts)
+	return client.Patch(ctx, c.Name, pt, c.body, opts)
 }
 
 // sendDelete sends the delete of c with opts, told to Writes when it is a

@@ -1,0 +1,250 @@
+package child_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/operatorkit/operatorkit/informer/informertest"
+	"github.com/operatorkit/operatorkit/resource/child"
+)
+
+// jobServer is an in-memory API server of Jobs for a Client with Get: an
+// apply of a Job that exists with another pod template is refused as the
+// API server refuses it (422: the template is immutable); a merge patch of
+// metadata takes labels and owner references, with its resourceVersion as
+// precondition.
+type jobServer struct {
+	mu     sync.Mutex
+	jobs   map[string]*batchv1.Job
+	writes []string // "apply name" or "merge name: body"
+	gets   int
+	rv     int
+}
+
+func (s *jobServer) Get(_ context.Context, name string, _ metav1.GetOptions) (*batchv1.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gets++
+	j, ok := s.jobs[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, name)
+	}
+	return j.DeepCopy(), nil
+}
+
+func (s *jobServer) Patch(_ context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, _ ...string) (*batchv1.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, exists := s.jobs[name]
+	var j *batchv1.Job
+	switch pt {
+	case types.ApplyPatchType:
+		if opts.Force == nil || !*opts.Force {
+			return nil, fmt.Errorf("apply without force")
+		}
+		j = &batchv1.Job{}
+		if err := json.Unmarshal(data, j); err != nil {
+			return nil, err
+		}
+		if exists {
+			if j.Spec.Template.Spec.Containers[0].Image != old.Spec.Template.Spec.Containers[0].Image {
+				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, name, nil)
+			}
+			j.UID = old.UID
+		} else {
+			j.UID = types.UID("uid-" + name)
+		}
+		s.writes = append(s.writes, "apply "+name)
+	case types.MergePatchType:
+		if opts.Force != nil || opts.FieldManager == "" {
+			return nil, fmt.Errorf("merge patch with force or without a field manager: %+v", opts)
+		}
+		if !exists {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, name)
+		}
+		var p struct {
+			Metadata struct {
+				ResourceVersion string                  `json:"resourceVersion"`
+				Labels          map[string]string       `json:"labels"`
+				OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
+			} `json:"metadata"`
+			Spec *json.RawMessage `json:"spec"`
+		}
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, err
+		}
+		if p.Spec != nil {
+			return nil, fmt.Errorf("merge patch writes the spec: %s", data)
+		}
+		if p.Metadata.ResourceVersion != old.ResourceVersion {
+			return nil, apierrors.NewConflict(schema.GroupResource{Group: "batch", Resource: "jobs"}, name, fmt.Errorf("resourceVersion %q, want %q", p.Metadata.ResourceVersion, old.ResourceVersion))
+		}
+		j = old.DeepCopy()
+		j.Labels = maps.Clone(j.Labels)
+		if j.Labels == nil {
+			j.Labels = map[string]string{}
+		}
+		maps.Copy(j.Labels, p.Metadata.Labels)
+		if p.Metadata.OwnerReferences != nil {
+			j.OwnerReferences = p.Metadata.OwnerReferences
+		}
+		s.writes = append(s.writes, "merge "+name+": "+string(data))
+	default:
+		return nil, fmt.Errorf("patch type %s", pt)
+	}
+	s.rv++
+	j.ResourceVersion = fmt.Sprint(s.rv)
+	s.jobs[name] = j
+	return j.DeepCopy(), nil
+}
+
+func (s *jobServer) Delete(context.Context, string, metav1.DeleteOptions) error {
+	return fmt.Errorf("no delete expected")
+}
+
+// TestMatchesRelabels: a Job whose resource's Matches says it never needs
+// a write still follows its owner's labels (OwnerLabels: the shard label
+// of a sharded operator) and takes its controller reference, written with a
+// merge patch of that metadata alone, conditional on the Job's
+// resourceVersion, never an apply of its pod template, which the owner's
+// new desired state has otherwise: cached (the Cache selects the Job
+// whatever its label), and not cached (the Cache selects the owner's
+// shard: the Job is read from the API server first). Once relabelled, no
+// write follows.
+func TestMatchesRelabels(t *testing.T) {
+	const shard = "shard.operatorkit.io/ring"
+	for _, cached := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cached=%v", cached), func(t *testing.T) {
+			srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+			cache := informertest.New()
+			image := "step:v1"
+			r, err := child.New(child.Config[*corev1.Secret, *batchv1.Job]{
+				Name:   "job",
+				Client: func(string) child.Client[*batchv1.Job] { return srv },
+				Cache:  cache,
+				Desired: func(context.Context, *corev1.Secret) (*batchv1.Job, error) {
+					return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+						Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "step", Image: image}}},
+					}}}, nil
+				},
+				Matches:      func(_, _ *batchv1.Job) bool { return true },
+				OwnerLabels:  []string{shard},
+				FieldManager: "test-operator",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			w := owner()
+			w.Labels = map[string]string{shard: "replica-a"}
+			// sync shows the server's Job in the cache, as a watch would:
+			// one labelled for another shard only when cached.
+			sync := func() {
+				for _, j := range srv.jobs {
+					_ = cache.Delete(j)
+					if cached || j.Labels[shard] == w.Labels[shard] {
+						_ = cache.Add(j.DeepCopy())
+					}
+				}
+			}
+			if err := r.EnsureCreated(ctx, w); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			sync()
+			if len(srv.writes) != 1 || srv.writes[0] != "apply migrate" {
+				t.Fatalf("writes = %q, want one apply", srv.writes)
+			}
+
+			// The owner moves to replica-b, whose release runs another
+			// image: the Job is relabelled, not applied.
+			w.Labels[shard], image = "replica-b", "step:v2"
+			sync()
+			if n := len(cache.List()); (n != 0 && !cached) || (n != 1 && cached) {
+				t.Fatalf("cache holds %d Jobs after the move", n)
+			}
+			for i := range 3 {
+				if err := r.EnsureCreated(ctx, w); err != nil {
+					t.Fatalf("after the move (reconciliation %d): %v", i+1, err)
+				}
+				sync()
+			}
+			j := srv.jobs["migrate"]
+			if len(srv.writes) != 2 || srv.writes[1] != `merge migrate: {"metadata":{"resourceVersion":"1","labels":{"shard.operatorkit.io/ring":"replica-b"}}}` {
+				t.Errorf("writes after the move = %q, want the apply and one merge patch of the shard label, conditional on resourceVersion 1", srv.writes)
+			}
+			if j.Labels[shard] != "replica-b" || j.Spec.Template.Spec.Containers[0].Image != "step:v1" {
+				t.Errorf("Job after the move: labels %v, image %s; want %s=replica-b, step:v1", j.Labels, j.Spec.Template.Spec.Containers[0].Image, shard)
+			}
+			if ref := metav1.GetControllerOf(j); ref == nil || ref.UID != w.UID {
+				t.Errorf("Job's controller = %+v, want the owner", ref)
+			}
+			// One GET before each create: the first, and the one after the
+			// move when the Cache does not hold the Job.
+			if wantGets := map[bool]int{true: 1, false: 2}[cached]; srv.gets != wantGets {
+				t.Errorf("GETs = %d, want %d", srv.gets, wantGets)
+			}
+		})
+	}
+}
+
+// TestMatchesRestoresControllerReference: a cached Job that Matches
+// accepts, whose controller reference to its owner lost blockOwnerDeletion
+// (another writer's update), gets the reference back with a merge patch of
+// its owner references, conditional on its resourceVersion, once.
+func TestMatchesRestoresControllerReference(t *testing.T) {
+	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+	cache := informertest.New()
+	r, err := child.New(child.Config[*corev1.Secret, *batchv1.Job]{
+		Name:   "job",
+		Client: func(string) child.Client[*batchv1.Job] { return srv },
+		Cache:  cache,
+		Desired: func(context.Context, *corev1.Secret) (*batchv1.Job, error) {
+			return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "step", Image: "step:v1"}}},
+			}}}, nil
+		},
+		Matches:      func(_, _ *batchv1.Job) bool { return true },
+		FieldManager: "test-operator",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sync := func() {
+		for _, j := range srv.jobs {
+			_ = cache.Delete(j)
+			_ = cache.Add(j.DeepCopy())
+		}
+	}
+	if err := r.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatal(err)
+	}
+	j := srv.jobs["migrate"]
+	no := false
+	j.OwnerReferences[0].BlockOwnerDeletion = &no
+	j.OwnerReferences = append([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"}}, j.OwnerReferences...)
+	srv.rv++
+	j.ResourceVersion = fmt.Sprint(srv.rv)
+	sync()
+	for i := range 3 {
+		if err := r.EnsureCreated(ctx, owner()); err != nil {
+			t.Fatalf("reconciliation %d: %v", i+1, err)
+		}
+		sync()
+	}
+	want := `merge migrate: {"metadata":{"resourceVersion":"2","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"other","uid":"other-uid"},{"apiVersion":"v1","kind":"Secret","name":"web","uid":"owner-uid","controller":true,"blockOwnerDeletion":true}]}}`
+	if len(srv.writes) != 2 || srv.writes[1] != want {
+		t.Errorf("writes = %q, want the apply and %q", srv.writes, want)
+	}
+}
