@@ -293,11 +293,9 @@ func TestStatusFieldsOfTypedObject(t *testing.T) {
 		return nil
 	}}
 	steady := &typedWithNodes{}
-	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
-	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steadyMeta(&steady.TypeMeta, &steady.ObjectMeta)
 	steady.Status.ObservedGeneration = 1
-	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
-		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+	steady.Status.Conditions = steadyReady()
 	server := newStatusServer(object("a", 1, nil))
 	server.mapList = true
 	inf := informertest.New(steady)
@@ -351,6 +349,44 @@ func TestStatusFieldsOfTypedObject(t *testing.T) {
 	if gets != 1 {
 		t.Errorf("the Framework read the object %d times, want once (its managedFields) before the failure's write", gets)
 	}
+}
+
+// steadyMeta makes a typed test object ns/a of kind Thing at generation and
+// resourceVersion 1, as the steady objects of these tests are.
+func steadyMeta(tm *metav1.TypeMeta, om *metav1.ObjectMeta) {
+	tm.APIVersion, tm.Kind = "test.operatorkit.io/v1", "Thing"
+	om.Namespace, om.Name, om.Generation, om.ResourceVersion = "ns", "a", 1, "1"
+}
+
+// steadyReady is the Ready condition of an object whose generation 1 was
+// reconciled with success.
+func steadyReady() []metav1.Condition {
+	return []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
+		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+}
+
+// writesOfSteady reconciles steady, cached as it is, three times with r
+// (the last once the one before ended: one at a time per object) under a
+// Framework with Conditions, and returns the status writes it made.
+func writesOfSteady(t *testing.T, steady runtime.Object, r *funcResource) []string {
+	t.Helper()
+	server := newStatusServer(object("a", 1, nil))
+	f, err := New(Config{
+		Name: "op", Informer: informertest.New(steady), ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
+		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
+		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	boot(t, f)
+	for n := int64(2); n <= 3; n++ {
+		pollUntil(t, "a reconciliation", func() bool { return r.calls.Load() >= n-1 })
+		f.Enqueue("ns/a")
+	}
+	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
+	return server.writeLog()
 }
 
 // equalJSON reports whether a and b are equal as decoded JSON.
@@ -475,32 +511,11 @@ func TestStatusFieldsOfTypedObjectEmbedded(t *testing.T) {
 		return nil
 	}}
 	steady := &typedWithEmbedded{}
-	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
-	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steadyMeta(&steady.TypeMeta, &steady.ObjectMeta)
 	steady.Status.ObservedGeneration = 1
 	steady.Status.Phase = "Running"
-	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
-		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
-	server := newStatusServer(object("a", 1, nil))
-	inf := informertest.New(steady)
-	f, err := New(Config{
-		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
-		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
-		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	boot(t, f)
-	// The third reconciliation starts once the second ended (one at a
-	// time per object).
-	for n := int64(2); n <= 3; n++ {
-		pollUntil(t, "a reconciliation", func() bool { return r.calls.Load() >= n-1 })
-		f.Enqueue("ns/a")
-	}
-	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
-	if w := server.writeLog(); len(w) != 0 {
+	steady.Status.Conditions = steadyReady()
+	if w := writesOfSteady(t, steady, r); len(w) != 0 {
 		t.Errorf("writes of a steady object = %q, want none: readyReplicas 0 and phase Running are what its status holds", w)
 	}
 }
@@ -582,33 +597,14 @@ func TestStatusFieldsOfTypedObjectPointerMarshaler(t *testing.T) {
 		return nil
 	}}
 	steady := &typedWithVersion{}
-	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
-	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steadyMeta(&steady.TypeMeta, &steady.ObjectMeta)
 	steady.Status.ObservedGeneration = 1
 	steady.Status.Version = semver{1, 2}
-	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
-		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+	steady.Status.Conditions = steadyReady()
 	if data, err := json.Marshal(steady); err != nil || !strings.Contains(string(data), `"version":"1.2"`) {
 		t.Fatalf("test setup: the object encodes as %s, %v", data, err)
 	}
-	server := newStatusServer(object("a", 1, nil))
-	inf := informertest.New(steady)
-	f, err := New(Config{
-		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
-		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
-		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	boot(t, f)
-	for n := int64(2); n <= 3; n++ {
-		pollUntil(t, "a reconciliation", func() bool { return r.calls.Load() >= n-1 })
-		f.Enqueue("ns/a")
-	}
-	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
-	if w := server.writeLog(); len(w) != 0 {
+	if w := writesOfSteady(t, steady, r); len(w) != 0 {
 		t.Errorf("writes of a steady object = %q, want none: version 1.2 is what its status holds", w)
 	}
 }
@@ -641,33 +637,14 @@ func TestStatusFieldsOfTypedObjectQuoted(t *testing.T) {
 		return nil
 	}}
 	steady := &typedWithQuoted{}
-	steady.APIVersion, steady.Kind = "test.operatorkit.io/v1", "Thing"
-	steady.Namespace, steady.Name, steady.Generation, steady.ResourceVersion = "ns", "a", 1, "1"
+	steadyMeta(&steady.TypeMeta, &steady.ObjectMeta)
 	steady.Status.ObservedGeneration = 1
 	steady.Status.Capacity = 1024
-	steady.Status.Conditions = []metav1.Condition{{Type: conditioncontext.Ready, Status: metav1.ConditionTrue, Reason: ReasonSucceeded,
-		Message: readyMessageOf("v1"), ObservedGeneration: 1, LastTransitionTime: metav1.Unix(100, 0)}}
+	steady.Status.Conditions = steadyReady()
 	if data, err := json.Marshal(steady); err != nil || !strings.Contains(string(data), `"capacity":"1024"`) {
 		t.Fatalf("test setup: the object encodes as %s, %v", data, err)
 	}
-	server := newStatusServer(object("a", 1, nil))
-	inf := informertest.New(steady)
-	f, err := New(Config{
-		Name: "op", Informer: inf, ResourceRouter: testRouter(t, nil, r), Client: server.client(), Resource: thingsGVR,
-		DisableFinalizers: true, Conditions: true, TracesPerObject: 16,
-		BackOffFactory: func() backoff.BackOff { return backoff.NewConstantBackOff(time.Hour) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	boot(t, f)
-	for n := int64(2); n <= 3; n++ {
-		pollUntil(t, "a reconciliation", func() bool { return r.calls.Load() >= n-1 })
-		f.Enqueue("ns/a")
-	}
-	pollUntil(t, "a third reconciliation", func() bool { return r.calls.Load() >= 3 })
-	if w := server.writeLog(); len(w) != 0 {
+	if w := writesOfSteady(t, steady, r); len(w) != 0 {
 		t.Errorf("writes of a steady object = %q, want none: capacity \"1024\" is what its status holds", w)
 	}
 }
