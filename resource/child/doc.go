@@ -107,7 +107,8 @@
 // 422, a permanent ErrInvalidChild, and the child never follows its
 // owner). So with Matches and OwnerLabels set, the create step first reads
 // the child (one GET, through a Get method that Config.Client has when
-// made with [Typed]; a Client without one is applied as before): one that
+// made with [Typed]; a Client without one, or whose GET is forbidden (a
+// role without get on the kind: give it get), is applied as before): one that
 // does not exist, that another controller has, or that Matches rejects is
 // applied; one that Matches accepts is relabelled as above, its content
 // never written, or, when nothing differs, or it is being deleted, taken

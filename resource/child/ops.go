@@ -948,7 +948,8 @@ type getter[C any] interface {
 // is being deleted, the child itself to take as the answer of a write. It
 // returns neither when the child is to be applied: it does not exist,
 // Matches finds it differing, another controller has it (the apply's
-// answer says so), or Config.Client has no Get method.
+// answer says so), Config.Client has no Get method, or the GET is
+// forbidden (a role without get).
 func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabel *Change, err error) {
 	var zero C
 	g, ok := o.config.Client(c.Namespace).(getter[C])
@@ -959,6 +960,12 @@ func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabe
 	cur, err := g.Get(ctx, c.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		return zero, nil, nil
+	case apierrors.IsForbidden(err):
+		// A role that grants what the resource needed before it read a
+		// child first (list, watch, patch, delete), not get: applied as
+		// then, rather than failing every create.
+		level.Debug(o.logger).Log("msg", "child not in the cache not read (get forbidden): applied", "kind", c.Kind, "child", c.Namespace+"/"+c.Name, "err", err)
 		return zero, nil, nil
 	case err != nil:
 		return zero, nil, err
