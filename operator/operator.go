@@ -1134,7 +1134,7 @@ func debugHandler(frameworks []*framework.Framework) http.Handler {
 		asJSON.Header.Del("Accept")
 		query.Del("format")
 		asJSON.URL.RawQuery = query.Encode()
-		var merged []framework.ObjectSummary
+		merged := []framework.ObjectSummary{} // [], not null, when empty
 		for _, h := range handlers {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, asJSON)
