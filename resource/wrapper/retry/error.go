@@ -50,7 +50,8 @@ func IsPermanent(err error) bool {
 //
 // An error marked with [Permanent] too is permanent: it is not retried at
 // all, so d does not matter. When err holds several After marks, the
-// outermost one's d counts (see [DelayOf]).
+// outermost one's d counts, and of errors joined side by side the longest
+// (see [DelayOf]).
 //
 // After(nil, d) is nil, so that After(call(), d) is nil when the call
 // succeeded. A d of 0 or less asks for no wait (a Retry-After of 0, or of
@@ -81,17 +82,30 @@ func (e *afterError) Unwrap() error { return e.err }
 // an answer itself, up to 10 times, each after the server's Retry-After,
 // before it returned the error: another try at once would only add to the
 // load the server is shedding. An answer that suggests a delay of 0 asks
-// for none. DelayOf(nil) is 0, false.
+// for none. An error that joins several (errors.Join, fmt.Errorf with
+// several %w: calls made side by side) asks for the longest wait that any
+// of them asks for, so that no API is called sooner than it asked.
+// DelayOf(nil) is 0, false.
 func DelayOf(err error) (time.Duration, bool) {
-	if err == nil {
-		return 0, false
-	}
-	var a *afterError
-	if errors.As(err, &a) {
-		return a.d, true
-	}
-	if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
-		return time.Duration(s) * time.Second, true
+	for err != nil {
+		switch e := err.(type) {
+		case *afterError:
+			return e.d, true
+		case interface{ Unwrap() []error }:
+			var longest time.Duration
+			wait := false
+			for _, one := range e.Unwrap() {
+				if d, ok := DelayOf(one); ok {
+					longest, wait = max(longest, d), true
+				}
+			}
+			return longest, wait
+		case apierrors.APIStatus:
+			if s, ok := apierrors.SuggestsClientDelay(err); ok && s > 0 {
+				return time.Duration(s) * time.Second, true
+			}
+		}
+		err = errors.Unwrap(err)
 	}
 	return 0, false
 }
