@@ -112,9 +112,11 @@
 // does not exist, that another controller has, or that Matches rejects is
 // applied; one that Matches accepts is relabelled as above, its content
 // never written, or, when nothing differs, or it is being deleted, taken
-// as it is. Plans, which read nothing, show such a create as a create
-// (TestMatchesRelabels, and TestShardingImmutableChildrenFollowTheirOwner
-// in the integration tests).
+// as it is (one in place goes to the owner index as a write's answer does,
+// so that the owner's delete chain an instant later deletes it). Plans,
+// which read nothing, show such a create as a create (TestMatchesRelabels,
+// and TestShardingImmutableChildrenFollowTheirOwner in the integration
+// tests).
 //   - Deletes: only children carrying LabelManagedBy=ManagedBy and a
 //     controller reference to the owner; with the UID seen as precondition
 //     (an object re-created since is not deleted: that counts as done), and

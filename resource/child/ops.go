@@ -912,7 +912,15 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 		case rc != nil:
 			c = rc // a relabel
 		case !reflect.ValueOf(current).IsNil():
-			return current, nil // in place already: no write
+			// In place already, or being deleted: no write. One in place
+			// is known as a write's answer is, so that a delete chain
+			// that runs before the Cache shows it finds it (one being
+			// deleted, perhaps labelled for another shard, is not: the
+			// Cache may never show its delete).
+			if current.GetDeletionTimestamp() == nil {
+				o.known(current)
+			}
+			return current, nil
 		}
 	}
 	answer, err := o.sendApply(ctx, c)
@@ -920,16 +928,22 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 		return answer, err
 	}
 	if !reflect.ValueOf(answer).IsNil() {
-		o.record(answer)
-		if o.owners != nil {
-			// At once, not when the informer's handler sees it: a
-			// delete chain that runs an instant after this create
-			// must find the child.
-			o.owners.answer(answer)
-		}
+		o.known(answer)
 		level.Debug(o.logger).Log("msg", "applied child", "action", c.Action, "kind", c.Kind, "child", c.Namespace+"/"+c.Name, "resourceVersion", answer.GetResourceVersion())
 	}
 	return answer, nil
+}
+
+// known records the child answer, as the API server answered a write of it
+// or a read, in the Cache's mutation cache and the owner index.
+func (o *ops[O, C]) known(answer C) {
+	o.record(answer)
+	if o.owners != nil {
+		// At once, not when the informer's handler sees it: a delete
+		// chain that runs an instant after this create must find the
+		// child.
+		o.owners.answer(answer)
+	}
 }
 
 // getter is the Get of a typed client (Config.Client's, through Typed).
