@@ -286,10 +286,13 @@
 //     chain failed (or stopped) is written with the failure's conditions;
 //     one the Framework wrote before and no resource sets this time is kept
 //     (the apply carries it over, read from the object: managedFields tell
-//     which fields are the Framework's, read from the API server before a
-//     write when the cache dropped them and the object holds a field not
-//     set this time); nil removes it. A field named "conditions" or
-//     "observedGeneration", or with a dot, or a value that does not encode
+//     which fields are the Framework's; when the cache dropped them and
+//     the object holds a field not set this time, they are read from the
+//     API server before the write, unless the answer to the Framework's
+//     last apply of the object in this process, or its last read, showed
+//     its field manager owning none: see below); nil removes it. A field
+//     named "conditions" or "observedGeneration", or with a dot, or a
+//     value that does not encode
 //     to JSON, or a field or value the CRD's status schema refuses (the
 //     API server refuses the whole apply; the Framework applies again
 //     without it), is left out and fails the reconciliation with a permanent
@@ -298,14 +301,24 @@
 //     read from its Go field of that JSON name (one of an embedded struct
 //     too), encoded alone, and only in
 //     a reconciliation that sets a field or writes: one that sets none
-//     costs nothing more (BenchmarkNoOpReconciliation), but for the read of
-//     managedFields above: with a cache that drops them (the Operator's
-//     informers do), each status write of an object whose status holds a
-//     field no resource set this time (another writer's too) reads the
-//     object first, also in a Framework whose resources set no field,
-//     where the write needed no read before; one that sets a
+//     costs nothing more (BenchmarkNoOpReconciliation); one that sets a
 //     field to the value the object holds costs about 3 µs and 21
-//     allocations more (its case field=set). A status field another writer
+//     allocations more (its case field=set). With a cache that drops
+//     managedFields (the Operator's informers do), the first status write
+//     in a process of an object whose status holds a field no resource set
+//     this time (another writer's too) reads the object first: an earlier
+//     process, or release, may have applied that field under
+//     Config.FieldManager, and only managedFields tell. The answer to the
+//     apply tells which fields the Framework's manager owns then, and the
+//     Framework remembers per object (a bit of the state it keeps anyway)
+//     when it owns none: its later writes of the object need no read, so
+//     a Framework whose resources set no field reads each such object at
+//     most once per process. A write after one that applied a field reads
+//     managedFields again, as does the first write after Release (the next
+//     owner may apply fields under the same manager). This holds while
+//     one process at a time writes the object under Config.FieldManager
+//     (leader election, or a shard's Lease; resources apply with field
+//     managers of their own, as below). A status field another writer
 //     applies under a field manager of its own stays its own: the
 //     Framework's apply neither carries it over nor removes it. Write a
 //     field so (a server-side apply of the status subresource under a field

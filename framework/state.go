@@ -73,6 +73,16 @@ type objectEntry struct {
 	// Framework: no reconciliation of it starts until its object leaves
 	// the informer (DeleteFunc) or Reclaim gives it back.
 	released bool
+	// noFields is set when the Framework knows that its field manager
+	// owns no status field of the object but the conditions and
+	// observedGeneration: the managedFields of the API server's last
+	// answer about the object to this process (its status apply, or a
+	// read) said so, and no apply of a field was sent since. Its status
+	// write then needs no read of managedFields to tell which fields to
+	// carry over (statusRun.finishLocked). Unset, it is not known: in a
+	// new process, or once the object was released to another owner.
+	// Alone it keeps no entry (empty): dropped, it is read again.
+	noFields bool
 }
 
 // objectRare is the part of an objectEntry that few objects need.
@@ -195,7 +205,9 @@ func (s *objectState) release(key string) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key)
-	e.released = true
+	// Its next owner may apply status fields under the same field
+	// manager.
+	e.released, e.noFields = true, false
 	if !e.running {
 		return nil
 	}
@@ -213,6 +225,28 @@ func wakeIdle(e *objectEntry) {
 		close(e.rare.idle)
 		e.rare.idle = nil
 		e.tidyRare()
+	}
+}
+
+// ownsNoFields reports whether the Framework knows that its field manager
+// owns no status field of key's object but the conditions and
+// observedGeneration (objectEntry.noFields).
+func (s *objectState) ownsNoFields(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[key]
+	return e != nil && e.noFields
+}
+
+// setOwnsNoFields records whether the Framework knows that its field
+// manager owns no status field of key's object but the conditions and
+// observedGeneration. Nothing is recorded for a key without an entry (its
+// object is gone), nor for one released.
+func (s *objectState) setOwnsNoFields(key string, none bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.objects[key]; e != nil && !e.released {
+		e.noFields = none
 	}
 }
 

@@ -234,3 +234,37 @@ func TestObjectEntrySize(t *testing.T) {
 		t.Errorf("objectEntry is %d bytes, want at most 80", n)
 	}
 }
+
+// TestOwnsNoFieldsEndsWithRelease: what the Framework knows of the status
+// fields its manager owns on an object ends when it releases the object:
+// its next owner may apply some under the same manager.
+func TestOwnsNoFieldsEndsWithRelease(t *testing.T) {
+	s := newObjectState()
+	if !s.begin("ns/a") {
+		t.Fatal("begin refused")
+	}
+	s.setFailed("ns/a") // keeps the entry, after reclaim too
+	s.setOwnsNoFields("ns/a", true)
+	s.end("ns/a", "u", "1", 1, false)
+	if !s.ownsNoFields("ns/a") {
+		t.Fatal("ownsNoFields = false after setOwnsNoFields(true)")
+	}
+	if idle := s.release("ns/a"); idle != nil {
+		t.Fatal("release waits for a reconciliation that ended")
+	}
+	if s.ownsNoFields("ns/a") {
+		t.Error("ownsNoFields = true after release, want not known")
+	}
+	s.setOwnsNoFields("ns/a", true) // an answer that came after it
+	if !s.reclaim("ns/a") || s.objects["ns/a"] == nil {
+		t.Fatal("reclaim dropped the entry or found no release")
+	}
+	if s.ownsNoFields("ns/a") {
+		t.Error("ownsNoFields = true after a release and reclaim, want not known")
+	}
+	s.forget("ns/a")
+	s.setOwnsNoFields("ns/a", true)
+	if s.ownsNoFields("ns/a") {
+		t.Error("ownsNoFields = true for a forgotten key, want not known")
+	}
+}

@@ -669,8 +669,12 @@ func (s *statusRun) finishLocked(ctx context.Context, o outcome, tr *trace.Trace
 		assumeOwned := false
 		// Which status fields the Framework owns matters only for those
 		// the object holds and this reconciliation does not set: they are
-		// carried over. Without managedFields, read them.
-		fieldOwners := len(s.managed) == 0 && !s.refreshed && s.holdsUnsetFields(validFields)
+		// carried over. Without managedFields, read them, unless the
+		// Framework knows it owns none (the answer to its last apply of
+		// the object in this process told it): once per object and
+		// process in a Framework that sets no field, whose writes carry
+		// nothing over.
+		fieldOwners := len(s.managed) == 0 && !s.refreshed && !s.f.state.ownsNoFields(s.key) && s.holdsUnsetFields(validFields)
 		if mode == listUnknown && len(s.current) > 0 || fieldOwners {
 			// The cache dropped managedFields (informer.Config.DropManagedFields).
 			// The list mode is the CRD's: once learnt, it holds. Which
@@ -705,6 +709,12 @@ func (s *statusRun) finishLocked(ctx context.Context, o outcome, tr *trace.Trace
 			}
 		}
 		status, carried := s.applyFields(validFields, owned)
+		if len(status) > 0 {
+			// The apply makes the Framework's manager own fields, also
+			// when its answer is lost (a timeout): not known until an
+			// answer tells.
+			s.f.state.setOwnsNoFields(s.key, false)
+		}
 		status["conditions"] = conditionsToUnstructured(applied)
 		if observed != nil {
 			status["observedGeneration"] = *observed
@@ -762,6 +772,7 @@ func (s *statusRun) finishLocked(ctx context.Context, o outcome, tr *trace.Trace
 		s.current, s.observed = result, observed
 		s.managed = res.GetManagedFields()
 		s.f.rememberListMode(listModeOf(s.managed))
+		s.noteFieldOwners()
 		resourceversioncontext.SetResourceVersion(ctx, s.rv)
 		s.events(ctx, ours, decided)
 		return o
@@ -963,6 +974,7 @@ func (s *statusRun) refresh(ctx context.Context) error {
 	}
 	s.current, s.observed, s.managed = conds, observed, u.GetManagedFields()
 	s.rv, s.refreshed = u.GetResourceVersion(), true
+	s.noteFieldOwners()
 	s.setStatusMap(u.Object)
 	if kind := u.GetKind(); kind != "" && s.f.kind.Load() == nil {
 		s.f.kind.Store(&kind) // spares learnKind its read

@@ -333,6 +333,15 @@ func ownedStatusFields(managed []metav1.ManagedFieldsEntry, manager string) map[
 	return owned
 }
 
+// noteFieldOwners records in the Framework's state whether s.managed, the
+// object's managedFields as the API server just answered them, tell that
+// the Framework's field manager owns no status field but the conditions
+// and observedGeneration (objectEntry.noFields); an answer without
+// managedFields tells nothing.
+func (s *statusRun) noteFieldOwners() {
+	s.f.state.setOwnsNoFields(s.key, len(s.managed) > 0 && len(ownedStatusFields(s.managed, s.f.fieldManager)) == 0)
+}
+
 // refusedStatusFields returns the names of fields (those set to a value)
 // that err, the API server's answer to the status apply, refuses: a value
 // the CRD's schema rejects (422 Invalid, whose causes name the field), or a

@@ -648,3 +648,150 @@ func TestStatusFieldsOfTypedObjectQuoted(t *testing.T) {
 		t.Errorf("writes of a steady object = %q, want none: capacity \"1024\" is what its status holds", w)
 	}
 }
+
+// foreignManaged returns managedFields by which manager applied the
+// top-level status fields names.
+func foreignManaged(manager string, names ...string) []metav1.ManagedFieldsEntry {
+	var fields []string
+	for _, n := range names {
+		fields = append(fields, `"f:`+n+`":{}`)
+	}
+	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{` + strings.Join(fields, ",") + `}}`)}}}
+}
+
+// flipping returns a resource that fails in every other reconciliation,
+// the first one included: each reconciliation changes the conditions, and
+// writes the status.
+func flipping() *funcResource {
+	var n atomic.Int32
+	return &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+		if n.Add(1)%2 == 1 {
+			return errors.New("boom")
+		}
+		return nil
+	}}
+}
+
+// reconcileStripped runs reconciliations from..to of st's object, each
+// from the server's latest object without its managedFields (as the
+// Operator's informers cache it).
+func (st *statusTest) reconcileStripped(t *testing.T, from, to int) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if i > 1 {
+			stripped := st.server.get()
+			stripped.SetManagedFields(nil)
+			if err := st.inf.Update(stripped); err != nil {
+				t.Fatal(err)
+			}
+			st.f.Enqueue("ns/a")
+		}
+		st.traces(t, i)
+	}
+}
+
+// TestStatusWritesReadOnceForAnotherWritersField: with a cache that drops
+// managedFields, an object whose status holds another writer's field, and
+// resources that set no field, the Framework reads the object once, before
+// its first write (it cannot tell whether the field is its own, applied by
+// an earlier process), and not before the writes after it: the answer to
+// its own apply told it owns no field.
+func TestStatusWritesReadOnceForAnotherWritersField(t *testing.T) {
+	obj := object("a", 1, nil)
+	obj.Object["status"] = map[string]any{"foreign": "theirs"}
+	obj.SetManagedFields(foreignManaged("other", "foreign"))
+	server := newStatusServer(obj)
+	server.mapList = true
+	cached := obj.DeepCopy()
+	cached.SetManagedFields(nil)
+	st := newStatusTest(t, cached, server, testRouter(t, nil, flipping()))
+	st.reconcileStripped(t, 1, 7)
+	if w := server.writeLog(); len(w) != 7 {
+		t.Fatalf("writes = %q, want 7 status applies", w)
+	}
+	server.mu.Lock()
+	gets := server.gets
+	server.mu.Unlock()
+	if gets != 1 {
+		t.Errorf("the Framework read the object %d times for 7 status writes; want 1, before the first", gets)
+	}
+	if a := server.appliedFields(); slices.ContainsFunc(a, func(f []string) bool { return len(f) > 0 }) {
+		t.Errorf("fields of the Framework's applies = %q, want none: foreign is another manager's", a)
+	}
+	if f := fieldsOf(server.get()); f["foreign"] != "theirs" {
+		t.Errorf("status fields = %v, want the other manager's foreign kept", f)
+	}
+}
+
+// TestStatusFieldsOfAnEarlierProcessKept: a field the Framework's field
+// manager applied before this process started (an earlier process, or
+// release, that set it), on an object cached without managedFields, is
+// carried over by a Framework whose resources never set it, in each of its
+// writes.
+func TestStatusFieldsOfAnEarlierProcessKept(t *testing.T) {
+	obj := object("a", 1, nil)
+	obj.Object["status"] = map[string]any{"phase": "Running", "foreign": "theirs"}
+	obj.SetManagedFields(append(foreignManaged("operatorkit-op", "phase"), foreignManaged("other", "foreign")...))
+	server := newStatusServer(obj)
+	server.mapList = true
+	cached := obj.DeepCopy()
+	cached.SetManagedFields(nil)
+	st := newStatusTest(t, cached, server, testRouter(t, nil, flipping()))
+	st.reconcileStripped(t, 1, 4)
+	if w := server.writeLog(); len(w) != 4 {
+		t.Fatalf("writes = %q, want 4 status applies", w)
+	}
+	for i, f := range server.appliedFields() {
+		if !slices.Equal(f, []string{"phase"}) {
+			t.Errorf("fields of apply %d = %q, want phase carried over", i+1, f)
+		}
+	}
+	got := server.get()
+	if f := fieldsOf(got); !equalJSON(f, map[string]any{"phase": "Running", "foreign": "theirs"}) {
+		t.Errorf("status fields = %v, want phase (the Framework's, from an earlier process) and foreign kept", f)
+	}
+	if owned := ownedStatusFields(got.GetManagedFields(), "operatorkit-op"); !owned["phase"] {
+		t.Errorf("fields owned by the Framework's manager = %v, want phase", owned)
+	}
+}
+
+// TestStatusFieldsKeptOnceSetWithoutManagedFields: with a cache that drops
+// managedFields, a Framework that knows it owns no field (its earlier
+// applies said so) and then sets one carries it over in the writes that
+// do not set it: its apply of the field ends what it knew, and each write
+// after it reads managedFields again.
+func TestStatusFieldsKeptOnceSetWithoutManagedFields(t *testing.T) {
+	var n atomic.Int32
+	r := &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+		i := n.Add(1)
+		if i == 3 {
+			statuscontext.Set(ctx, "phase", "Running")
+		}
+		if i%2 == 1 {
+			return errors.New("boom")
+		}
+		return nil
+	}}
+	obj := object("a", 1, nil)
+	obj.Object["status"] = map[string]any{"foreign": "theirs"}
+	obj.SetManagedFields(foreignManaged("other", "foreign"))
+	server := newStatusServer(obj)
+	server.mapList = true
+	cached := obj.DeepCopy()
+	cached.SetManagedFields(nil)
+	st := newStatusTest(t, cached, server, testRouter(t, nil, r))
+	st.reconcileStripped(t, 1, 5)
+	want := [][]string{nil, nil, {"phase"}, {"phase"}, {"phase"}}
+	if a := server.appliedFields(); !slices.EqualFunc(a, want, slices.Equal) {
+		t.Errorf("fields of the Framework's applies = %q, want %q", a, want)
+	}
+	if f := fieldsOf(server.get()); !equalJSON(f, map[string]any{"phase": "Running", "foreign": "theirs"}) {
+		t.Errorf("status fields = %v, want phase carried over and foreign kept", f)
+	}
+	server.mu.Lock()
+	defer server.mu.Unlock()
+	if server.gets != 3 {
+		t.Errorf("the Framework read the object %d times; want 3: before its first write, and before each write once it owns phase", server.gets)
+	}
+}
