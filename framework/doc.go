@@ -397,13 +397,20 @@
 //     cache that does not show it.
 //   - The Guard (conditioncontext.Guard) is the one status write that keeps
 //     a resourceVersion precondition, on purpose: a JSON merge patch of
-//     status.conditions carrying the resourceVersion of the object the
-//     reconciliation read (or of its own last lock). A stale cache or a
-//     second writer (another replica) fails it with 409 before the task
-//     runs, and the reconciliation ends as a conflict, retried with the
-//     latest object. A condition locked by another reconciliation (status
-//     Unknown, message conditioncontext.LockMessage) for less than
-//     Config.ReconcileTimeout plus 10 s stops the Guard the same way; an
+//     status.conditions carrying the latest resourceVersion the
+//     reconciliation knows of the object: the one it read, its own last
+//     lock's, or the one a resource's own write of the object left and
+//     reported with resourceversioncontext (as the finalizer patch does),
+//     never an older one, which that write superseded. After such a write
+//     the lock reads the object first (its answer is not at hand): another
+//     version than the one reported, another generation or other conditions
+//     (someone else's write before or after the own one) fail the lock as
+//     a conflict, without writing. A stale cache or a second writer
+//     (another replica) fails it with 409 before the task runs, and the
+//     reconciliation ends as a conflict, retried with the latest object. A
+//     condition locked by another reconciliation (status Unknown, message
+//     conditioncontext.LockMessage) for less than Config.ReconcileTimeout
+//     plus 10 s stops the Guard the same way; an
 //     older lock belongs to a reconciliation that died, and is taken over.
 //     lastTransitionTime holds whole seconds, so a lock is taken over once
 //     it is Config.ReconcileTimeout plus 11 s ago, never early by the

@@ -407,15 +407,22 @@ func (s *statusRun) LockCondition(ctx context.Context, c metav1.Condition) error
 }
 
 // lock is the conditioncontext.LockFunc of the reconciliation: a JSON merge
-// patch of status.conditions on the status subresource, with the
-// resourceVersion of the object the reconciliation read (or of its own
-// last lock) as precondition. Under that precondition the Framework knows
-// the whole list, so replacing it loses nobody's condition.
+// patch of status.conditions on the status subresource, with the latest
+// resourceVersion the reconciliation knows of the object as precondition:
+// the one it read, its own last lock's, or its chain's own last write's
+// (see catchUp). Under that precondition the Framework knows the whole
+// list, so replacing it loses nobody's condition.
 func (s *statusRun) lock(ctx context.Context, c metav1.Condition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.parseErr != nil {
 		return s.parseErr
+	}
+	if err := s.catchUp(ctx); err != nil {
+		err = fmt.Errorf("lock condition %s of %s: %w", c.Type, s.describe(), err)
+		t := trace.FromContext(ctx)
+		t.Record("framework", StepLockCondition, t.Now(), trace.OutcomeError, err)
+		return err
 	}
 	clock := s.f.state.now()
 	now := metav1.NewTime(clock.Truncate(time.Second))
@@ -479,6 +486,63 @@ func (s *statusRun) lock(ctx context.Context, c metav1.Condition) error {
 	}
 	resourceversioncontext.SetResourceVersion(ctx, s.rv)
 	return nil
+}
+
+// catchUp brings the object as s knows it (rv, current) to the version the
+// chain's own last write of it left, when a resource wrote the object
+// itself since the read or the last lock and reported the answer's
+// resourceVersion (resourceversioncontext), as a status patch of an
+// external ID does: the lock's precondition is then that version, not the
+// older one the own write superseded (which would fail the lock with a
+// conflict). Only the version of that write is known, not its answer: the
+// object is read, and the lock fails with a conflict before it writes, as
+// under the older precondition, when the object is at another version
+// (someone else wrote since the own write), another generation or with
+// other conditions (someone else changed them before the own write, which
+// need not have carried a precondition): the lock replaces the whole list,
+// and the task was decided on the conditions as read. A reported version
+// older than s.rv (compared as shows does) is not the latest, and is
+// ignored.
+func (s *statusRun) catchUp(ctx context.Context) error {
+	own, ok := resourceversioncontext.ResourceVersion(ctx)
+	if !ok || shows(s.rv, own) {
+		return nil
+	}
+	u, err := s.f.client.Resource(s.f.resource).Namespace(s.namespace()).Get(ctx, s.objName(), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read the object after the chain's own write: %w", err)
+	}
+	conds, observed, err := readStatus(u)
+	if err != nil {
+		return retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidCondition, s.describe(), err))
+	}
+	var changed string
+	switch {
+	case s.uid != "" && u.GetUID() != s.uid:
+		changed = "it was deleted and created again"
+	case u.GetResourceVersion() != own:
+		changed = "another write followed the chain's own write (version " + own + ")"
+	case u.GetGeneration() != s.generation:
+		changed = "its generation changed"
+	case !sameConditionsSince(conds, s.current):
+		changed = "its conditions changed"
+	}
+	if changed != "" {
+		s.stale = true
+		return apierrors.NewConflict(s.f.resource.GroupResource(), s.objName(),
+			fmt.Errorf("the object has been modified since version %s, the latest the reconciliation knew: %s", s.rv, changed))
+	}
+	s.rv, s.current, s.observed, s.managed = own, conds, observed, u.GetManagedFields()
+	return nil
+}
+
+// sameConditionsSince reports whether a and b are the same conditions,
+// lastTransitionTime included: another reconciliation's lock of a
+// condition that was locked already differs in that alone.
+func sameConditionsSince(a, b []metav1.Condition) bool {
+	return sameConditions(a, b) && slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		return x.LastTransitionTime.Equal(&y.LastTransitionTime)
+	})
 }
 
 // isLock reports whether c is a Guard's lock.

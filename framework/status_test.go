@@ -32,6 +32,7 @@ import (
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
 	"github.com/operatorkit/operatorkit/context/reconciliationcanceledcontext"
 	"github.com/operatorkit/operatorkit/context/requeuecontext"
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/internal/statusfields"
@@ -924,6 +925,112 @@ func TestGuardLockAtItsLifetimeEdge(t *testing.T) {
 					recorded.Format(time.RFC3339), tt.now.Format(time.RFC3339Nano), tr.Result, tr.Error, creates.Load(), tt.result, tt.creates)
 			}
 		})
+	}
+}
+
+// TestGuardAfterOwnWrite: a resource that writes the reconciled object
+// itself (status.recordID, with a JSON merge patch without precondition)
+// and reports the answer's resourceVersion with resourceversioncontext does
+// not make a later Guard's lock fail: the lock's precondition is that
+// version, not the one read, which the own write superseded. Another
+// writer's change after the own write, or before it (a lock of another
+// replica, which the own write did not check), still fails the lock with a
+// conflict before the task runs.
+func TestGuardAfterOwnWrite(t *testing.T) {
+	otherLock := func(u *unstructured.Unstructured) {
+		u.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+			"type": "DatabaseReady", "status": "Unknown", "reason": "Creating", "message": conditioncontext.LockMessage,
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		}}}
+	}
+	label := func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"x": "y"}) }
+	for _, tt := range []struct {
+		name          string
+		before, after func(u *unstructured.Unstructured)
+		result        string
+		creates       int64
+		writes        []string
+	}{
+		{name: "own write", result: ResultSuccess, creates: 1, writes: []string{"merge status", "merge status", "apply status"}},
+		{name: "another write after it", after: label, result: ResultConflict, writes: []string{"merge status"}},
+		{name: "another lock before it", before: otherLock, result: ResultConflict, writes: []string{"merge status"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var creates atomic.Int64
+			var server *statusServer
+			write := &funcResource{name: "id", create: func(ctx context.Context, _ any) error {
+				if tt.before != nil {
+					server.bump(tt.before)
+				}
+				res, err := server.client().Resource(thingsGVR).Namespace("ns").Patch(ctx, "a", types.MergePatchType,
+					[]byte(`{"status":{"recordID":"r-1"}}`), metav1.PatchOptions{}, "status")
+				if err != nil {
+					return err
+				}
+				resourceversioncontext.SetResourceVersion(ctx, res.GetResourceVersion())
+				if tt.after != nil {
+					server.bump(tt.after)
+				}
+				return nil
+			}}
+			server = newStatusServer(object("a", 1, nil))
+			st := newStatusTest(t, object("a", 1, nil), server, testRouter(t, nil, write, guarded(&creates, nil)))
+			tr := st.traces(t, 1)[0]
+			if tr.Result != tt.result || creates.Load() != tt.creates {
+				t.Fatalf("result = %s %q, creates = %d; want %s, %d", tr.Result, tr.Error, creates.Load(), tt.result, tt.creates)
+			}
+			if tt.result == ResultConflict && !apierrorsIsConflictText(tr.Error) {
+				t.Errorf("error = %q, want a conflict", tr.Error)
+			}
+			if w := server.writeLog(); !slices.Equal(w, tt.writes) {
+				t.Errorf("writes = %q, want %q", w, tt.writes)
+			}
+			if id, _, _ := unstructured.NestedString(server.get().Object, "status", "recordID"); id != "r-1" {
+				t.Errorf("status.recordID = %q on the server, want the own write's r-1 kept", id)
+			}
+			if tt.result != ResultSuccess {
+				return
+			}
+			c := meta.FindStatusCondition(conditionsOf(t, server.get()), "DatabaseReady")
+			if c == nil || c.Status != metav1.ConditionTrue || c.Message != "database 1" {
+				t.Errorf("DatabaseReady = %+v, want the task's outcome", c)
+			}
+		})
+	}
+}
+
+// TestGuardAfterOwnWriteOlderVersion: a version reported late, older than
+// the one a lock since returned (a goroutine's own write that ended before
+// the lock), is not the latest: the next lock keeps the lock's.
+func TestGuardAfterOwnWriteOlderVersion(t *testing.T) {
+	var server *statusServer
+	var runs atomic.Int64
+	guard := func(ctx context.Context, conditionType string) error {
+		return conditioncontext.Guard(ctx, conditionType, "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			runs.Add(1)
+			return metav1.ConditionTrue, "Created", "", nil
+		})
+	}
+	r := &funcResource{name: "r", create: func(ctx context.Context, _ any) error {
+		res, err := server.client().Resource(thingsGVR).Namespace("ns").Patch(ctx, "a", types.MergePatchType,
+			[]byte(`{"status":{"recordID":"r-1"}}`), metav1.PatchOptions{}, "status")
+		if err != nil {
+			return err
+		}
+		resourceversioncontext.SetResourceVersion(ctx, res.GetResourceVersion())
+		if err := guard(ctx, "DatabaseReady"); err != nil {
+			return err
+		}
+		resourceversioncontext.SetResourceVersion(ctx, res.GetResourceVersion()) // late, older than the lock's
+		return guard(ctx, "BucketReady")
+	}}
+	server = newStatusServer(object("a", 1, nil))
+	st := newStatusTest(t, object("a", 1, nil), server, testRouter(t, nil, r))
+	if tr := st.traces(t, 1)[0]; tr.Result != ResultSuccess || runs.Load() != 2 {
+		t.Fatalf("result = %s %q, runs = %d; want success, 2", tr.Result, tr.Error, runs.Load())
+	}
+	if w := server.writeLog(); !slices.Equal(w, []string{"merge status", "merge status", "merge status", "apply status"}) {
+		t.Errorf("writes = %q, want the own write, two locks and the end-of-chain apply", w)
 	}
 }
 

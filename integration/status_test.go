@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/crdclient"
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
@@ -865,6 +866,61 @@ func TestGuardStaleReadConflicts(t *testing.T) {
 	}
 	if d := counter.Snapshot().Sub(start); d.ByCode[409] < 1 {
 		t.Errorf("409 answers = %d, want the lock's: %s", d.ByCode[409], d)
+	}
+}
+
+// TestGuardAfterOwnStatusWrite: a resource writes the object's status itself
+// (an external ID, with a JSON merge patch of the status subresource) and
+// reports the answer's resourceVersion; a Guard later in the same
+// reconciliation locks under that version, not the one read: the first
+// reconciliation succeeds, the task runs once, and the API server answers
+// no 409.
+func TestGuardAfterOwnStatusWrite(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	counter := requestcount.New()
+	rc := widgetClient(t, ns)
+	var creates atomic.Int64
+	id := &statusResource{name: "id", create: func(ctx context.Context, obj *unstructured.Unstructured) error {
+		if note, _, _ := unstructured.NestedString(obj.Object, "status", "note"); note == "r-1" {
+			return nil
+		}
+		u, err := rc.Patch(ctx, obj.GetName(), types.MergePatchType, []byte(`{"status":{"note":"r-1"}}`), metav1.PatchOptions{}, "status")
+		if err != nil {
+			return err
+		}
+		resourceversioncontext.SetResourceVersion(ctx, u.GetResourceVersion())
+		return nil
+	}}
+	db := &statusResource{name: "database", create: func(ctx context.Context, _ *unstructured.Unstructured) error {
+		if c, ok := conditioncontext.Get(ctx, "DatabaseReady"); ok && c.Status == metav1.ConditionTrue {
+			return nil
+		}
+		return conditioncontext.Guard(ctx, "DatabaseReady", "Creating", func(context.Context) (metav1.ConditionStatus, string, string, error) {
+			return metav1.ConditionTrue, "Created", fmt.Sprintf("database db-%d", creates.Add(1)), nil
+		})
+	}}
+	f := startStatusFramework(t, ns, statusOptions{config: counter.Wrap(env.Config()), backOff: constantBackOff(20 * time.Millisecond)}, resourceSet(t, "", id, db))
+	start := counter.Snapshot()
+	createWidget(t, newWidget(ns, "w1", "", nil))
+	waitStatus(t, rc, "w1", "DatabaseReady True and Ready", func(s widgetStatus) bool { return readyAt(s) && isTrue(s, "DatabaseReady") })
+	if n := creates.Load(); n != 1 {
+		t.Fatalf("creates = %d, want 1", n)
+	}
+	// The trace is kept after the status write: wait for it.
+	poll(t, "the first reconciliation's trace", func(context.Context) (bool, error) { return len(f.Traces(ns+"/w1")) > 0, nil })
+	if first := f.Traces(ns + "/w1")[0]; first.Result != framework.ResultSuccess {
+		t.Errorf("first reconciliation = %s %q %v, want success", first.Result, first.Error, stepNames(first))
+	}
+	if d := counter.Snapshot().Sub(start); d.ByCode[409] != 0 {
+		t.Errorf("409 answers = %d, want none: %s", d.ByCode[409], d)
+	}
+	u, err := rc.Get(t.Context(), "w1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note, _, _ := unstructured.NestedString(u.Object, "status", "note"); note != "r-1" {
+		t.Errorf("status.note = %q, want the resource's r-1 kept", note)
 	}
 }
 

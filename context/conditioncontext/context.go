@@ -55,8 +55,9 @@ var ErrOutcomeUnknown = errors.New("outcome of the guarded change unknown")
 var ErrInvalidCondition = errors.New("invalid condition")
 
 // LockFunc writes condition c of the reconciled object under a
-// resourceVersion precondition: the version of the object the
-// reconciliation read, or of its own last lock. It returns an error
+// resourceVersion precondition: the latest version of the object the
+// reconciliation knows (the one it read, its own last lock's, or its own
+// last write's, reported with resourceversioncontext). It returns an error
 // matching apierrors.IsConflict when the object changed since, or when the
 // condition is locked by another reconciliation (see [ErrLocked]). The
 // Framework provides it through [NewGuardedContext]; c carries Type,

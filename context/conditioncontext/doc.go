@@ -24,7 +24,9 @@
 // [Guard] protects a change outside Kubernetes that must not happen twice,
 // such as creating a database in a cloud API: it first writes the condition
 // with status Unknown and the given reason ("Creating") under a
-// resourceVersion precondition (the object as the reconciliation read it),
+// resourceVersion precondition (the object as the reconciliation read it, or
+// as its own last write of it left it: a resource that writes the object
+// itself reports the answer's resourceVersion with resourceversioncontext),
 // then runs the task, then records the task's outcome as the condition, for
 // the end-of-chain write. When the object changed since it was read (a stale
 // cache, a second writer), the precondition fails before the task runs, and

@@ -30,8 +30,10 @@ type Task func(ctx context.Context) (status metav1.ConditionStatus, reason, mess
 //
 //  1. it writes the condition with status Unknown, the given reason (such as
 //     "Creating") and [LockMessage], under a resourceVersion precondition
-//     (see [LockFunc]). When the object changed since the reconciliation read
-//     it, the write fails with a conflict, task does not run, and Guard
+//     (see [LockFunc]). When another writer changed the object since the
+//     reconciliation read it (or since its own last write of it; before
+//     that write, a change of the conditions or the generation counts),
+//     the lock fails with a conflict, task does not run, and Guard
 //     returns an error matching apierrors.IsConflict, which the Framework
 //     retries with the latest object;
 //  2. it runs task;
