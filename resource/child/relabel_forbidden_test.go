@@ -5,13 +5,11 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
-	"github.com/operatorkit/operatorkit/resource/child"
 )
 
 // forbiddenGets is a jobServer whose identity may not get Jobs (a role
@@ -33,22 +31,7 @@ func (s forbiddenGets) Get(_ context.Context, name string, _ metav1.GetOptions) 
 func TestMatchesCreateWithoutGet(t *testing.T) {
 	const shard = "shard.operatorkit.io/ring"
 	srv := forbiddenGets{&jobServer{jobs: map[string]*batchv1.Job{}}}
-	r, err := child.New(child.Config[*corev1.Secret, *batchv1.Job]{
-		Name:   "job",
-		Client: func(string) child.Client[*batchv1.Job] { return srv },
-		Cache:  informertest.New(),
-		Desired: func(context.Context, *corev1.Secret) (*batchv1.Job, error) {
-			return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "step", Image: "step:v1"}}},
-			}}}, nil
-		},
-		Matches:      func(_, _ *batchv1.Job) bool { return true },
-		OwnerLabels:  []string{shard},
-		FieldManager: "test-operator",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := matchingJob(t, srv, informertest.New(), stepV1, shard)
 	w := owner()
 	w.Labels = map[string]string{shard: "replica-a"}
 	if err := r.EnsureCreated(context.Background(), w); err != nil {

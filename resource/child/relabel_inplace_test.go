@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource/child"
+	"github.com/operatorkit/operatorkit/resource/crud"
 )
 
 // jobHandCache is a Cache of Jobs with an informer that only takes an
@@ -45,28 +45,7 @@ func (s *deletingJobs) Delete(_ context.Context, name string, _ metav1.DeleteOpt
 func TestMatchesChildReadInPlaceIsDeletedWithItsOwner(t *testing.T) {
 	const shard = "shard.operatorkit.io/ring"
 	srv := &deletingJobs{jobServer: &jobServer{jobs: map[string]*batchv1.Job{}}}
-	resource := func(c child.Cache) interface {
-		EnsureCreated(context.Context, any) error
-		EnsureDeleted(context.Context, any) error
-	} {
-		r, err := child.New(child.Config[*corev1.Secret, *batchv1.Job]{
-			Name:   "job",
-			Client: func(string) child.Client[*batchv1.Job] { return srv },
-			Cache:  c,
-			Desired: func(context.Context, *corev1.Secret) (*batchv1.Job, error) {
-				return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "step", Image: "step:v1"}}},
-				}}}, nil
-			},
-			Matches:      func(_, _ *batchv1.Job) bool { return true },
-			OwnerLabels:  []string{shard},
-			FieldManager: "test-operator",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	resource := func(c child.Cache) *crud.Resource { return matchingJob(t, srv, c, stepV1, shard) }
 	w := owner()
 	w.Labels = map[string]string{shard: "replica-b"}
 	// The Job, as the hand-over left it: labelled for replica-b, the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource/child"
+	"github.com/operatorkit/operatorkit/resource/crud"
 )
 
 // jobServer is an in-memory API server of Jobs for a Client with Get: an
@@ -113,6 +114,34 @@ func (s *jobServer) Delete(context.Context, string, metav1.DeleteOptions) error 
 	return fmt.Errorf("no delete expected")
 }
 
+// matchingJob returns a child resource, of a Secret owner, of the Job
+// "migrate" whose pod runs image() (read at each reconciliation), through
+// client and c, with a Matches that accepts any Job it finds (an immutable
+// child: its pod template is never applied again) and ownerLabels.
+func matchingJob(t *testing.T, client child.Client[*batchv1.Job], c child.Cache, image func() string, ownerLabels ...string) *crud.Resource {
+	t.Helper()
+	r, err := child.New(child.Config[*corev1.Secret, *batchv1.Job]{
+		Name:   "job",
+		Client: func(string) child.Client[*batchv1.Job] { return client },
+		Cache:  c,
+		Desired: func(context.Context, *corev1.Secret) (*batchv1.Job, error) {
+			return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "step", Image: image()}}},
+			}}}, nil
+		},
+		Matches:      func(_, _ *batchv1.Job) bool { return true },
+		OwnerLabels:  ownerLabels,
+		FieldManager: "test-operator",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stepV1 is the image of matchingJob's pod in tests that never change it.
+func stepV1() string { return "step:v1" }
+
 // TestMatchesRelabels: a Job whose resource's Matches says it never needs
 // a write still follows its owner's labels (OwnerLabels: the shard label
 // of a sharded operator) and takes its controller reference, written with a
@@ -129,22 +158,7 @@ func TestMatchesRelabels(t *testing.T) {
 			srv := &jobServer{jobs: map[string]*batchv1.Job{}}
 			cache := informertest.New()
 			image := "step:v1"
-			r, err := child.New(child.Config[*corev1.Secret, *batchv1.Job]{
-				Name:   "job",
-				Client: func(string) child.Client[*batchv1.Job] { return srv },
-				Cache:  cache,
-				Desired: func(context.Context, *corev1.Secret) (*batchv1.Job, error) {
-					return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-						Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "step", Image: image}}},
-					}}}, nil
-				},
-				Matches:      func(_, _ *batchv1.Job) bool { return true },
-				OwnerLabels:  []string{shard},
-				FieldManager: "test-operator",
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := matchingJob(t, srv, cache, func() string { return image }, shard)
 			ctx := context.Background()
 			w := owner()
 			w.Labels = map[string]string{shard: "replica-a"}
@@ -205,21 +219,7 @@ func TestMatchesRelabels(t *testing.T) {
 func TestMatchesRestoresControllerReference(t *testing.T) {
 	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
 	cache := informertest.New()
-	r, err := child.New(child.Config[*corev1.Secret, *batchv1.Job]{
-		Name:   "job",
-		Client: func(string) child.Client[*batchv1.Job] { return srv },
-		Cache:  cache,
-		Desired: func(context.Context, *corev1.Secret) (*batchv1.Job, error) {
-			return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "migrate"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "step", Image: "step:v1"}}},
-			}}}, nil
-		},
-		Matches:      func(_, _ *batchv1.Job) bool { return true },
-		FieldManager: "test-operator",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := matchingJob(t, srv, cache, stepV1)
 	ctx := context.Background()
 	sync := func() {
 		for _, j := range srv.jobs {
