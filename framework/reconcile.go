@@ -104,9 +104,6 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 	o := f.reconcile(rctx, rctx, key)
 	rctx.stop()
 
-	if o.result == ResultConflict && !f.cacheMovedOn(key, o.resourceVersion) {
-		f.awaitWinner(key, o)
-	}
 	f.requeue(key, o)
 	return true
 }
@@ -127,7 +124,12 @@ func (f *Framework) requeue(key string, o outcome) {
 		// before the object's backoff, which grows as for any failure
 		// (When is what AddRateLimited asks the limiter).
 		f.queue.AddAfter(key, max(f.limiter.When(key), o.requeueAfter))
-	case o.result == ResultPanic || o.result == ResultError || o.result == ResultConflict:
+	case o.result == ResultConflict:
+		// The cache does not show the winner yet: the retry waits for it
+		// when the conflict is on the object itself (awaitWinner).
+		f.awaitWinner(key, o)
+		f.queue.AddRateLimited(key)
+	case o.result == ResultPanic || o.result == ResultError:
 		f.queue.AddRateLimited(key)
 	case o.rateLimited:
 		f.queue.AddRateLimited(key)
@@ -546,8 +548,8 @@ func (f *Framework) cacheMovedOn(key, rv string) bool {
 	return rv != "" && acc != nil && acc.GetResourceVersion() != rv
 }
 
-// awaitWinner is called after a reconciliation of key ended with o, a
-// conflict whose winner the cache does not show yet. When the conflict is
+// awaitWinner is called by requeue after a reconciliation of key ended
+// with o, a conflict whose winner the cache did not show. When the conflict is
 // on the reconciled object itself (conflictOnObject: a finalizer patch, a
 // status apply or a Guard lock that carried the resourceVersion read), a
 // retry from the same cache would send the same write to fail the same
@@ -646,11 +648,11 @@ func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.T
 	case ResultError, ResultPermanent:
 		res := resourceOf(o.err)
 		f.metrics.countError(res, o.failedStep(tr, res))
+		kv := []any{"msg", "reconciliation failed", "result", o.result}
 		if o.requeueAfter > 0 {
-			level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "retryAfter", o.requeueAfter, "err", o.err)
-		} else {
-			level.Error(logger).Log("msg", "reconciliation failed", "result", o.result, "err", o.err)
+			kv = append(kv, "retryAfter", o.requeueAfter)
 		}
+		level.Error(logger).Log(append(kv, "err", o.err)...)
 		f.event(ctx, obj, corev1.EventTypeWarning, "ReconcileFailed", o.err.Error())
 	case ResultConflict:
 		level.Info(logger).Log("msg", "conflict: retrying with the latest object", "err", o.err)
