@@ -912,15 +912,7 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 		case rc != nil:
 			c = rc // a relabel
 		case !reflect.ValueOf(current).IsNil():
-			// In place already, or being deleted: no write. One in place
-			// is known as a write's answer is, so that a delete chain
-			// that runs before the Cache shows it finds it (one being
-			// deleted, perhaps labelled for another shard, is not: the
-			// Cache may never show its delete).
-			if current.GetDeletionTimestamp() == nil {
-				o.known(current)
-			}
-			return current, nil
+			return current, nil // in place already, or being deleted: no write
 		}
 	}
 	answer, err := o.sendApply(ctx, c)
@@ -959,7 +951,8 @@ type getter[C any] interface {
 // that Matches finds matching is not applied (its content may have
 // immutable fields that the desired one has otherwise): it returns the
 // relabel of its metadata (relabelChange), or, when none is needed or it
-// is being deleted, the child itself to take as the answer of a write. It
+// is being deleted, the child itself to take as the answer of a write
+// (known as one when none is needed, not when it is being deleted). It
 // returns neither when the child is to be applied: it does not exist,
 // Matches finds it differing, another controller has it (the apply's
 // answer says so), Config.Client has no Get method, or the GET is
@@ -992,14 +985,23 @@ func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabe
 		return zero, nil, nil
 	}
 	if cur.GetDeletionTimestamp() != nil {
-		return cur, nil, nil // waited for, as a child being deleted
+		// Waited for, as a child being deleted; not known (perhaps
+		// labelled for another shard, the Cache may never show its
+		// delete).
+		return cur, nil, nil
 	}
 	if !o.config.Matches(cur, d) {
 		return zero, nil, nil
 	}
 	rc, err := o.relabelChange(cur, ctrl, d, *ref)
-	if err != nil || rc == nil {
+	if err != nil {
 		return cur, nil, err
+	}
+	if rc == nil {
+		// In place already: known as a write's answer is, so that a
+		// delete chain that runs before the Cache shows it finds it.
+		o.known(cur)
+		return cur, nil, nil
 	}
 	level.Debug(o.logger).Log("msg", "child not in the cache matches: relabelled, not applied", "kind", c.Kind, "child", c.Namespace+"/"+c.Name)
 	return zero, rc, nil
