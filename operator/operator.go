@@ -1075,17 +1075,13 @@ func debugHandler(frameworks []*framework.Framework) http.Handler {
 	}
 	handlers := make([]http.Handler, len(frameworks))
 	names := make([]string, len(frameworks))
+	q := make([]string, len(frameworks))
 	for i, f := range frameworks {
 		handlers[i] = f.DebugHandler()
 		names[i] = frameworkName(f)
+		q[i] = strconv.Quote(names[i])
 	}
-	quoted := func() string {
-		q := make([]string, len(names))
-		for i, n := range names {
-			q[i] = strconv.Quote(n)
-		}
-		return strings.Join(q, ", ")
-	}
+	quoted := strings.Join(q, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			handlers[0].ServeHTTP(w, r) // its 405
@@ -1096,7 +1092,7 @@ func debugHandler(frameworks []*framework.Framework) http.Handler {
 		if c := query.Get(framework.DebugControllerParam); c != "" {
 			i := slices.Index(names, c)
 			if i < 0 {
-				http.Error(w, fmt.Sprintf("no Framework named %q; the Frameworks are %s", c, quoted()), http.StatusNotFound)
+				http.Error(w, fmt.Sprintf("no Framework named %q; the Frameworks are %s", c, quoted), http.StatusNotFound)
 				return
 			}
 			handlers[i].ServeHTTP(w, r)
@@ -1114,13 +1110,12 @@ func debugHandler(frameworks []*framework.Framework) http.Handler {
 				if found == nil {
 					found = rec
 				}
-				q := r.URL.Query()
-				q.Set(framework.DebugControllerParam, names[i])
-				links = append(links, r.URL.Path+"?"+q.Encode())
+				query.Set(framework.DebugControllerParam, names[i])
+				links = append(links, r.URL.Path+"?"+query.Encode())
 			}
 			switch {
 			case found == nil:
-				http.Error(w, fmt.Sprintf("no traces kept for %q by any of the Frameworks %s (never reconciled, or dropped from their bounded stores)", key, quoted()), http.StatusNotFound)
+				http.Error(w, fmt.Sprintf("no traces kept for %q by any of the Frameworks %s (never reconciled, or dropped from their bounded stores)", key, quoted), http.StatusNotFound)
 			case len(links) == 1:
 				copyResponse(w, found)
 			default:
