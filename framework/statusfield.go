@@ -41,9 +41,8 @@ func (s *statusRun) readStatusView() {
 	if s.statusRead {
 		return
 	}
-	switch o := s.obj.(type) {
-	case *unstructured.Unstructured:
-		s.setStatusMap(o.Object)
+	if u, ok := s.obj.(*unstructured.Unstructured); ok {
+		s.setStatusMap(u.Object)
 		return
 	}
 	v := reflect.ValueOf(s.obj)
@@ -105,19 +104,14 @@ func addressOf(v reflect.Value) any {
 	return v.Interface()
 }
 
-// statusKeys returns the names of the fields the object's status holds (a
-// typed object's non-empty ones).
-func (s *statusRun) statusKeys() []string {
+// statusFieldsHeld returns the fields the object's status holds, as decoded
+// JSON (a typed object's non-empty ones).
+func (s *statusRun) statusFieldsHeld() map[string]any {
 	s.readStatusView()
-	m := s.statusMap
 	if s.statusStruct.IsValid() {
-		m = s.statusStructMap()
+		return s.statusStructMap()
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return keys
+	return s.statusMap
 }
 
 // statusStructMap returns a typed object's Status as decoded JSON (its
@@ -254,7 +248,7 @@ func emptyJSON(v any) bool {
 // other than the conditions and observedGeneration, that fields do not
 // set to a value: one the apply carries over if the Framework owns it.
 func (s *statusRun) holdsUnsetFields(fields []statusfields.Field) bool {
-	for _, k := range s.statusKeys() {
+	for k := range s.statusFieldsHeld() {
 		if statusfields.Reserved(k) {
 			continue
 		}
