@@ -146,11 +146,11 @@ func fieldByJSONName(v reflect.Value, name string) (reflect.Value, reflect.Struc
 			t := sv.Type()
 			for i := 0; i < t.NumField(); i++ {
 				f := t.Field(i)
-				tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-				if tag == "-" && f.Tag.Get("json") == "-" {
+				tag := f.Tag.Get("json")
+				if tag == "-" {
 					continue
 				}
-				if f.Anonymous && tag == "" {
+				if tagName, _, _ := strings.Cut(tag, ","); f.Anonymous && tagName == "" {
 					fv, ft := sv.Field(i), f.Type
 					if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct {
 						if fv.IsNil() {
