@@ -140,7 +140,7 @@ func check(name string, value any) (decoded any, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: status.%s: encode %T to JSON: %w", ErrInvalidField, name, value, err)
 	}
-	if err := utiljson.Unmarshal(data, &decoded); err != nil {
+	if decoded, err = Decode(data); err != nil {
 		return nil, fmt.Errorf("%w: status.%s: decode the JSON of %T: %w", ErrInvalidField, name, value, err)
 	}
 	return decoded, nil
