@@ -299,7 +299,7 @@ func (s *statusRun) applyFields(fields []statusfields.Field, owned map[string]bo
 // conditions and observedGeneration, that manager applied (server-side
 // apply).
 func ownedStatusFields(managed []metav1.ManagedFieldsEntry, manager string) map[string]bool {
-	var owned map[string]bool
+	owned := map[string]bool{} // not nil: fieldsChanged takes nil for "not known"
 	for _, e := range managed {
 		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.FieldsV1 == nil {
 			continue
@@ -315,14 +315,8 @@ func ownedStatusFields(managed []metav1.ManagedFieldsEntry, manager string) map[
 			if !ok || statusfields.Reserved(name) {
 				continue
 			}
-			if owned == nil {
-				owned = map[string]bool{}
-			}
 			owned[name] = true
 		}
-	}
-	if owned == nil {
-		return map[string]bool{}
 	}
 	return owned
 }
