@@ -372,8 +372,8 @@ func readTypedStatus(obj any) ([]metav1.Condition, *int64, bool) {
 }
 
 func statusFieldsOf(t reflect.Type) statusFields {
-	f, ok := t.FieldByName("Status")
-	if !ok || len(f.Index) != 1 || f.Type.Kind() != reflect.Struct || jsonName(f) != "status" {
+	f, ok := statusStructField(t)
+	if !ok {
 		return statusFields{}
 	}
 	sf := statusFields{ok: true, status: f.Index[0], conditions: -1, observed: -1}
@@ -389,6 +389,14 @@ func statusFieldsOf(t reflect.Type) statusFields {
 		}
 	}
 	return sf
+}
+
+// statusStructField returns the field of t, a struct type, that holds the
+// status as kubebuilder generates it: Status, a struct, of JSON name
+// "status", not promoted from an embedded struct.
+func statusStructField(t reflect.Type) (reflect.StructField, bool) {
+	f, ok := t.FieldByName("Status")
+	return f, ok && len(f.Index) == 1 && f.Type.Kind() == reflect.Struct && jsonName(f) == "status"
 }
 
 // jsonName returns the JSON name of struct field f.

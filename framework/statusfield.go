@@ -47,7 +47,7 @@ func (s *statusRun) readStatusView() {
 	}
 	v := reflect.ValueOf(s.obj)
 	if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
-		if f, ok := v.Elem().Type().FieldByName("Status"); ok && len(f.Index) == 1 && f.Type.Kind() == reflect.Struct && jsonName(f) == "status" {
+		if f, ok := statusStructField(v.Elem().Type()); ok {
 			s.statusStruct, s.statusRead = v.Elem().Field(f.Index[0]), true
 			return
 		}
