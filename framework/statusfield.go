@@ -82,10 +82,8 @@ func (s *statusRun) statusValue(name string) (any, bool) {
 	}
 	if quoted(sf) && string(data) != "null" {
 		// ",string": a scalar encoded in a JSON string, as the object
-		// encodes it.
-		if data, err = json.Marshal(string(data)); err != nil {
-			return nil, false
-		}
+		// encodes it; decoded, that string is the scalar's JSON itself.
+		return string(data), true
 	}
 	v, err := statusfields.Decode(data)
 	if err != nil {
