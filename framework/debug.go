@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/operatorkit/operatorkit/trace"
@@ -53,43 +55,91 @@ type ObjectDebug struct {
 // (ChangeDescriber: resource/child's name the fields and values that
 // differ, with a Secret's values hidden), a change that does not describe
 // itself by its type only (the plan command shows it whole). Still, serve
-// it on a loopback or otherwise protected address.
-func (f *Framework) DebugHandler() http.Handler {
+// it on a loopback or otherwise protected address. An operator of several
+// Frameworks serves one NewDebugHandler of them all.
+func (f *Framework) DebugHandler() http.Handler { return NewDebugHandler(f) }
+
+// NewDebugHandler returns the DebugHandler of several Frameworks (the
+// Frameworks of one operator, one per kind), for DebugPath and below, in
+// the formats DebugHandler serves. The list page merges their lists into
+// one, most recently reconciled first as each Framework's list is, each
+// entry naming its Framework (ObjectSummary.Controller; a CONTROLLER
+// column in text when there are several). An object's page with
+// ?controller= (DebugControllerParam) is that Framework's (a 404 when no
+// Framework has that name, or it has no traces of the object); without
+// it, the page of the one Framework that knows the object, a 300 linking
+// to the page of each when several do (two kinds with an object of the
+// same namespace/name), and when none does a 404 naming the object and
+// the Frameworks asked. Frameworks are told apart by Config.Name: give
+// them distinct names. The operator package serves it for every
+// Framework of an Operator (operator.Config.MetricsAddress).
+func NewDebugHandler(frameworks ...*Framework) http.Handler {
+	names := make([]string, len(frameworks))
+	q := make([]string, len(frameworks))
+	for i, f := range frameworks {
+		names[i] = f.name
+		q[i] = strconv.Quote(f.name)
+	}
+	quoted := strings.Join(q, ", ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		if c := r.URL.Query().Get(DebugControllerParam); c != "" && c != f.name {
-			http.Error(w, fmt.Sprintf("this is the debug page of the Framework %q, not of %q", f.name, c), http.StatusNotFound)
-			return
+		query := r.URL.Query()
+		text := query.Get("format") == "text" || strings.Contains(r.Header.Get("Accept"), "text/plain")
+		asked := frameworks
+		if c := query.Get(DebugControllerParam); c != "" {
+			i := slices.Index(names, c)
+			switch {
+			case i < 0 && len(frameworks) == 1:
+				http.Error(w, fmt.Sprintf("this is the debug page of the Framework %q, not of %q", names[0], c), http.StatusNotFound)
+				return
+			case i < 0:
+				http.Error(w, fmt.Sprintf("no Framework named %q; the Frameworks are %s", c, quoted), http.StatusNotFound)
+				return
+			}
+			asked = frameworks[i : i+1]
 		}
-		text := r.URL.Query().Get("format") == "text" || strings.Contains(r.Header.Get("Accept"), "text/plain")
 		key := strings.Trim(strings.TrimPrefix(r.URL.Path, DebugPath), "/")
 		if key == "" {
-			f.serveList(w, text)
+			serveList(w, asked, text)
 			return
 		}
-		traces, plans := f.traces.get(key)
-		plans = debugPlans(plans)
-		if traces == nil && plans == nil {
+		var page *ObjectDebug
+		var links []string
+		for _, f := range asked {
+			traces, plans := f.traces.get(key)
+			if traces == nil && plans == nil {
+				continue
+			}
+			if page == nil {
+				page = &ObjectDebug{Controller: f.name, Object: key, Traces: traces, Plans: debugPlans(plans)}
+			}
+			query.Set(DebugControllerParam, f.name)
+			links = append(links, r.URL.Path+"?"+query.Encode())
+		}
+		switch {
+		case page == nil && len(asked) == 1:
 			http.Error(w, fmt.Sprintf("no traces kept for %q (never reconciled, or dropped from the bounded store)", key), http.StatusNotFound)
-			return
+		case page == nil:
+			http.Error(w, fmt.Sprintf("no traces kept for %q by any of the Frameworks %s (never reconciled, or dropped from their bounded stores)", key, quoted), http.StatusNotFound)
+		case len(links) > 1:
+			http.Error(w, fmt.Sprintf("%q is an object of several Frameworks; the page of each:\n%s", key, strings.Join(links, "\n")), http.StatusMultipleChoices)
+		case !text:
+			writeJSON(w, page)
+		default:
+			var b strings.Builder
+			for i := len(page.Traces) - 1; i >= 0; i-- {
+				formatTrace(&b, page.Traces[i])
+				b.WriteByte('\n')
+			}
+			if page.Plans != nil {
+				b.WriteString("last dry-run plan:\n")
+				FormatPlans(&b, page.Plans)
+			}
+			writeText(w, b.String())
 		}
-		if !text {
-			writeJSON(w, ObjectDebug{Controller: f.name, Object: key, Traces: traces, Plans: plans})
-			return
-		}
-		var b strings.Builder
-		for i := len(traces) - 1; i >= 0; i-- {
-			formatTrace(&b, traces[i])
-			b.WriteByte('\n')
-		}
-		if plans != nil {
-			b.WriteString("last dry-run plan:\n")
-			FormatPlans(&b, plans)
-		}
-		writeText(w, b.String())
 	})
 }
 
@@ -124,17 +174,27 @@ func debugChange(c any) any {
 	return describedChange{fmt.Sprintf("a %T (its contents are not shown here; the plan command shows them)", c)}
 }
 
-func (f *Framework) serveList(w http.ResponseWriter, text bool) {
-	list := f.traces.summaries()
-	for i := range list {
-		list[i].Controller = f.name
+// serveList serves the list of the objects the Frameworks reconciled,
+// most recently reconciled first; objects reconciled at the same time stay
+// in the order of the Frameworks.
+func serveList(w http.ResponseWriter, frameworks []*Framework, text bool) {
+	list := []ObjectSummary{} // [], not null, when empty
+	for _, f := range frameworks {
+		own := f.traces.summaries()
+		for i := range own {
+			own[i].Controller = f.name
+		}
+		list = append(list, own...)
+	}
+	if len(frameworks) > 1 {
+		slices.SortStableFunc(list, func(a, b ObjectSummary) int { return b.Start.Compare(a.Start) })
 	}
 	if !text {
 		writeJSON(w, list)
 		return
 	}
 	var b strings.Builder
-	formatSummaries(&b, list)
+	formatSummaries(&b, list, len(frameworks) > 1)
 	writeText(w, b.String())
 }
 

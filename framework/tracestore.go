@@ -401,10 +401,17 @@ func formatTrace(b *strings.Builder, t trace.Trace) {
 }
 
 // formatSummaries writes the debug endpoint's text index: a header line
-// and one line per object, with names and errors as textField writes them.
-func formatSummaries(b *strings.Builder, list []ObjectSummary) {
+// and one line per object, with names and errors as textField writes them;
+// with controller, a first column names each object's Framework.
+func formatSummaries(b *strings.Builder, list []ObjectSummary, controller bool) {
+	if controller {
+		fmt.Fprintf(b, "%-16s ", "CONTROLLER")
+	}
 	fmt.Fprintf(b, "%-50s %-10s %-16s %12s  %s\n", "OBJECT", "SET", "RESULT", "DURATION", "ERROR")
 	for _, s := range list {
+		if controller {
+			fmt.Fprintf(b, "%-16s ", textField(s.Controller))
+		}
 		fmt.Fprintf(b, "%-50s %-10s %-16s %12s  %s\n", textField(s.Object), textField(s.ResourceSet), textField(s.Result), s.Duration, textField(s.Error))
 	}
 }

@@ -44,7 +44,7 @@ func TestTraceTextOneLinePerField(t *testing.T) {
 	}
 
 	b.Reset()
-	formatSummaries(&b, []ObjectSummary{{Object: "ns/a", ResourceSet: "v1", Result: "error", Error: "first\nsecond"}, {Object: "ns/b", Result: "success"}})
+	formatSummaries(&b, []ObjectSummary{{Object: "ns/a", ResourceSet: "v1", Result: "error", Error: "first\nsecond"}, {Object: "ns/b", Result: "success"}}, false)
 	if rows := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"); len(rows) != 3 || !strings.HasPrefix(rows[1], "ns/a") || !strings.HasSuffix(rows[1], `first\nsecond`) {
 		t.Errorf("index = %q, want a header and one row per object", rows)
 	}

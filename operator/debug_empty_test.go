@@ -15,7 +15,7 @@ import (
 // jq '.[]', refuses).
 func TestDebugHandlerOfSeveralFrameworksWithNoTraces(t *testing.T) {
 	a, b := bootForDebug(t, "alpha"), bootForDebug(t, "beta")
-	for _, h := range []http.Handler{a.f.DebugHandler(), debugHandler([]*framework.Framework{a.f, b.f})} {
+	for _, h := range []http.Handler{a.f.DebugHandler(), framework.NewDebugHandler(a.f, b.f)} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, framework.DebugPath, nil))
 		if got := strings.TrimSpace(rec.Body.String()); rec.Code != http.StatusOK || got != "[]" {

@@ -34,7 +34,7 @@ func TestDebugHandlerOfSeveralFrameworks(t *testing.T) {
 	}{{a, "first"}, {b, "second"}, {a, "third"}} {
 		step.by.reconcile(t, step.name)
 	}
-	h := debugHandler([]*framework.Framework{a.f, b.f})
+	h := framework.NewDebugHandler(a.f, b.f)
 	get := func(path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -133,7 +133,7 @@ func TestDebugHandlerOfAKeyInSeveralFrameworks(t *testing.T) {
 	a.reconcile(t, "web")
 	b.reconcile(t, "web")
 	a.reconcile(t, "only")
-	h := debugHandler([]*framework.Framework{a.f, b.f})
+	h := framework.NewDebugHandler(a.f, b.f)
 	get := func(path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
@@ -197,7 +197,7 @@ func TestDebugHandlerOfAKeyInSeveralFrameworks(t *testing.T) {
 	// takes the same query.
 	for name, code := range map[string]int{"webapp": http.StatusOK, "database": http.StatusNotFound} {
 		rec = httptest.NewRecorder()
-		debugHandler([]*framework.Framework{a.f}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, framework.DebugPath+"/ns/web?controller="+name, nil))
+		framework.NewDebugHandler(a.f).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, framework.DebugPath+"/ns/web?controller="+name, nil))
 		if rec.Code != code {
 			t.Errorf("ns/web?controller=%s of the Framework webapp alone = %d %s, want %d", name, rec.Code, rec.Body, code)
 		}

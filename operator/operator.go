@@ -2,16 +2,12 @@ package operator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -567,7 +563,7 @@ func (o *Operator) Run(ctx context.Context) (err error) {
 		gatherer:       o.registry,
 		healthz:        o.healthChecks(watchdog),
 		readyz:         o.readyChecks(&st, informers),
-		debug:          debugHandler(frameworks),
+		debug:          framework.NewDebugHandler(frameworks...),
 		pprof:          o.config.Pprof,
 	})
 	if err != nil {
@@ -1058,116 +1054,6 @@ func (o *Operator) readyChecks(st *state, informers []*sharedInformer) []check {
 		}})
 	}
 	return checks
-}
-
-// debugHandler serves the debug pages of every Framework. The list page
-// merges their lists into one, most recently reconciled first as each
-// Framework's list is, each entry naming its Framework ("controller" in
-// JSON, a CONTROLLER column in text). An object's page with ?controller=
-// (framework.DebugControllerParam) is that Framework's; without it, the
-// page of the one Framework that knows the object, a 300 linking to the
-// page of each when several do (two kinds of the operator with an object
-// of the same namespace/name), and when none does a 404 naming the object
-// and the Frameworks asked.
-func debugHandler(frameworks []*framework.Framework) http.Handler {
-	if len(frameworks) == 1 {
-		return frameworks[0].DebugHandler()
-	}
-	handlers := make([]http.Handler, len(frameworks))
-	names := make([]string, len(frameworks))
-	q := make([]string, len(frameworks))
-	for i, f := range frameworks {
-		handlers[i] = f.DebugHandler()
-		names[i] = frameworkName(f)
-		q[i] = strconv.Quote(names[i])
-	}
-	quoted := strings.Join(q, ", ")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			handlers[0].ServeHTTP(w, r) // its 405
-			return
-		}
-		key := strings.Trim(strings.TrimPrefix(r.URL.Path, framework.DebugPath), "/")
-		query := r.URL.Query()
-		if c := query.Get(framework.DebugControllerParam); c != "" {
-			i := slices.Index(names, c)
-			if i < 0 {
-				http.Error(w, fmt.Sprintf("no Framework named %q; the Frameworks are %s", c, quoted), http.StatusNotFound)
-				return
-			}
-			handlers[i].ServeHTTP(w, r)
-			return
-		}
-		if key != "" {
-			var found *httptest.ResponseRecorder
-			var links []string
-			for i, h := range handlers {
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, r)
-				if rec.Code == http.StatusNotFound {
-					continue
-				}
-				if found == nil {
-					found = rec
-				}
-				query.Set(framework.DebugControllerParam, names[i])
-				links = append(links, r.URL.Path+"?"+query.Encode())
-			}
-			switch {
-			case found == nil:
-				http.Error(w, fmt.Sprintf("no traces kept for %q by any of the Frameworks %s (never reconciled, or dropped from their bounded stores)", key, quoted), http.StatusNotFound)
-			case len(links) == 1:
-				copyResponse(w, found)
-			default:
-				http.Error(w, fmt.Sprintf("%q is an object of several Frameworks; the page of each:\n%s", key, strings.Join(links, "\n")), http.StatusMultipleChoices)
-			}
-			return
-		}
-		// The list: each Framework's as JSON, merged, then as asked for.
-		text := query.Get("format") == "text" || strings.Contains(r.Header.Get("Accept"), "text/plain")
-		asJSON := r.Clone(r.Context())
-		asJSON.Header.Del("Accept")
-		query.Del("format")
-		asJSON.URL.RawQuery = query.Encode()
-		merged := []framework.ObjectSummary{} // [], not null, when empty
-		for _, h := range handlers {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, asJSON)
-			var list []framework.ObjectSummary
-			if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &list) != nil {
-				copyResponse(w, rec)
-				return
-			}
-			merged = append(merged, list...)
-		}
-		// Stable: objects reconciled at the same time stay in the order of
-		// the Frameworks.
-		slices.SortStableFunc(merged, func(a, b framework.ObjectSummary) int { return b.Start.Compare(a.Start) })
-		if !text {
-			w.Header().Set("Content-Type", "application/json")
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(merged)
-			return
-		}
-		// The columns of a Framework's text list, after a CONTROLLER one.
-		var b strings.Builder
-		const row = "%-16s %-50s %-10s %-16s %12s  %s\n"
-		fmt.Fprintf(&b, row, "CONTROLLER", "OBJECT", "SET", "RESULT", "DURATION", "ERROR")
-		for _, s := range merged {
-			fmt.Fprintf(&b, row, printable.Escape(s.Controller), printable.Escape(s.Object), printable.Escape(s.ResourceSet), printable.Escape(s.Result), s.Duration, printable.Escape(s.Error))
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, b.String())
-	})
-}
-
-func copyResponse(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(rec.Code)
-	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // Config returns the Config of an operator named name from the options: the
