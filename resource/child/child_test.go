@@ -438,6 +438,41 @@ func TestControlledByAnother(t *testing.T) {
 	}
 }
 
+// TestChildControlledByAnotherBeingDeletedWaits: the object of the desired
+// child's name is another controller's and is being deleted (finalizers
+// hold it): its name will be free when they let it go, so the resource
+// waits for it, naming its controller, and writes nothing; it creates the
+// child once the Cache shows it gone. It failed with a permanent
+// ErrInvalidChild, and the owner stayed failed until something else woke
+// it.
+func TestChildControlledByAnotherBeingDeletedWaits(t *testing.T) {
+	f := newFixture(t, nil)
+	taken := desiredDeployment(1, "x")
+	taken.Namespace, taken.UID = "demo", "taken"
+	taken.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid", Controller: new(true)}}
+	taken.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	taken.Finalizers = []string{"example.com/hold"}
+	_ = f.cache.Add(taken)
+	ctx := reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatalf("error = %v, want a wait for the other controller's object to go", err)
+	}
+	assertMessage(t, ctx, "deployment demo/web not ready: being deleted (finalizers: example.com/hold), controlled by ConfigMap other (uid other-uid)")
+	if after, ok := requeuecontext.RequeueAfter(ctx); !ok || after != child.DefaultWaitDelay {
+		t.Errorf("requeue after %v %v, want %v: its delete event wakes its controller, not this owner", after, ok, child.DefaultWaitDelay)
+	}
+	if len(f.client.applies) != 0 {
+		t.Fatalf("applies = %v, want none", f.client.applies)
+	}
+	_ = f.cache.Delete(taken)
+	if err := f.resource.EnsureCreated(reconcileCtx(), owner()); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.client.applies) != 1 {
+		t.Fatalf("applies = %v, want the child's create", f.client.applies)
+	}
+}
+
 // TestChildOfAPreviousOwner: a child whose controller is an owner of the
 // same kind and name with another UID (deleted and created again; the
 // cache has not shown the old child's delete yet) is no bad input: the

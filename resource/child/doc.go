@@ -63,8 +63,14 @@
 //     controller-runtime's CreateOrUpdate adopts an object without a
 //     controller; one controlled by another owner is refused
 //     (ErrInvalidChild when the Cache holds it, else the API server's
-//     answer: an object has one controller). Name children so that they
-//     cannot collide. A child the Cache holds under a previous owner of
+//     answer: an object has one controller), but for one the Cache shows
+//     being deleted (finalizers hold it), whose name is free once they let
+//     it go: the resource waits for it, as for its own child being deleted
+//     (see Children being deleted), with the reason naming its controller
+//     ("being deleted (finalizers: example.com/hold), controlled by
+//     ConfigMap other (uid ...)"); its delete event wakes its controller,
+//     not the owner, whom the requeue after Config.WaitDelay runs again.
+//     Name children so that they cannot collide. A child the Cache holds under a previous owner of
 //     the owner's kind and name (deleted, and created again with another
 //     UID) is not adopted: the step fails with an error that is retried
 //     (not ErrInvalidChild) until the Cache shows that child deleted (by
@@ -244,7 +250,8 @@
 // A desired child without a name, in another namespace than its namespaced
 // owner's, named twice in a set, of another kind than Config.GVK, naming
 // another controller, existing under another controller (not a previous
-// owner of the owner's kind and name: see Writes), cluster-scoped while the
+// owner of the owner's kind and name, nor being deleted: see Writes),
+// cluster-scoped while the
 // owner is namespaced (Kubernetes' garbage collector never resolves such an
 // owner reference; the answer of the first apply tells, so that one child
 // is written, and deleted by the owner's delete chain), or rejected by the

@@ -16,7 +16,8 @@ var ErrInvalidConfig = okerr.ErrInvalidConfig
 // namespaced owner's, two children of one name, a kind the client does not write, a
 // child another controller owns (not a previous owner of the owner's kind
 // and name, deleted since: that error is retried, and a child of it being
-// deleted is waited for), a cluster-scoped child
+// deleted is waited for; nor one being deleted, whoever its controller:
+// it is waited for), a cluster-scoped child
 // of a namespaced owner, or an object the API server rejects as invalid.
 // Such errors are marked retry.Permanent (not retried with backoff: run
 // again when the owner changes, or at the informer's resync) and name the

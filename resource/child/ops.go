@@ -479,6 +479,15 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 					// shown yet: not bad input, and gone soon.
 					return nil, fmt.Errorf("resource %s: %s %s of %s %s is still the child of the previous %s of that name (uid %s), deleted since: waiting for it to go", o.config.Name, strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), ctrl.Kind, ctrl.UID)
 				}
+				if c.GetDeletionTimestamp() != nil {
+					// Another controller's, but deleted: its name is free
+					// once finalizers let it go. A wait naming its
+					// controller, not bad input; its delete event wakes
+					// that controller, not this owner: the requeue after
+					// WaitDelay does.
+					waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, fmt.Sprintf("%s, controlled by %s %s (uid %s)", beingDeleted(c), ctrl.Kind, ctrl.Name, ctrl.UID)))
+					continue
+				}
 				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ctrl.Kind, ctrl.Name, ctrl.UID))
 			}
 			if c.GetDeletionTimestamp() != nil {
