@@ -271,7 +271,12 @@ type Config[Owner, Child Object] struct {
 	// key of OwnerLabels that the owner has (over a value Desired sets),
 	// and a child whose value differs from its owner's is written again
 	// (with Matches set, only its labels and controller reference).
-	// A key the owner lacks is not set. With operator.Sharding, give
+	// A key the owner lacks is not set; a child that carries it keeps it
+	// until its next apply, which removes it (what counts as drift), or,
+	// with Matches set, loses it at once (the merge patch of its labels
+	// removes it), unless Desired sets it. A key removed from OwnerLabels
+	// is not removed from children with Matches (see "Matches and
+	// sharding" in the package documentation). With operator.Sharding, give
 	// operator.Operator.ShardLabels() here, so that children follow their
 	// owner's shard (Sharding.Children). Optional; each must be a valid
 	// label key other than LabelManagedBy.

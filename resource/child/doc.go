@@ -91,7 +91,18 @@
 // alone are written, with a JSON merge patch (metadata.labels, and
 // metadata.ownerReferences when the controller reference differs: the
 // child's own, with the owner's in place of any it had) conditional on the
-// child's resourceVersion, under Config.FieldManager. Not an apply: one of
+// child's resourceVersion, under Config.FieldManager. A label of
+// OwnerLabels that the child carries and the owner lost (and Desired does
+// not set) differs too: the merge patch removes it (null), as an apply
+// removes a label its manager stops applying (TestMatchesRemovesStaleOwnerLabel),
+// but for a key that the Cache's selector requires, whose removal would
+// move the child out of the Cache: that is a permanent ErrInvalidChild, as
+// for a desired child the Cache would not hold (see Config.Cache).
+// A key that OwnerLabels no longer names (a new release's other shard
+// label, or none: the operator stopped sharding) is not removed: the
+// resource reads no managedFields, and does not know that it set it once;
+// an apply removes such a key from a child without Matches when it
+// applies it next (see What counts as drift). Not an apply: one of
 // metadata alone under the same field manager would remove the content
 // fields the manager applied before (and an immutable field cannot be
 // removed); one under a second field manager would need a second name,

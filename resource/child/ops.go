@@ -701,42 +701,73 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 // reference is ctrl, nil or the owner's), that Matches found matching the
 // desired child d, of what the resource owns of its metadata and that
 // differs from d's: the label LabelManagedBy, the owner labels
-// (OwnerLabels) and the controller reference ref. It is nil when none
-// differs. Its body is a JSON merge patch of those labels and, when the
-// controller reference differs, of the owner references (c's, with ref in
-// place of any of the owner's), conditional on c's resourceVersion: an
-// apply of metadata alone under Config.FieldManager would remove the
-// fields of the content that the manager applied before (and that an
-// immutable field cannot lose), and a merge patch computed from a child
-// changed since fails with a conflict instead of undoing that change.
+// (OwnerLabels: set to d's values, and removed, with null, where d has none
+// and c has one: staleOwnerLabels) and the controller reference ref. It is
+// nil when none differs. Its body is a JSON merge patch of those labels
+// and, when the controller reference differs, of the owner references
+// (c's, with ref in place of any of the owner's), conditional on c's
+// resourceVersion: an apply of metadata alone under Config.FieldManager
+// would remove the fields of the content that the manager applied before
+// (and that an immutable field cannot lose), and a merge patch computed
+// from a child changed since fails with a conflict instead of undoing that
+// change.
 func (o *ops[O, C]) relabelChange(c C, ctrl *metav1.OwnerReference, d C, ref metav1.OwnerReference) (*Change, error) {
-	if o.ownedBy(c, ctrl, ref, d.GetLabels()) {
+	dl, cl := d.GetLabels(), c.GetLabels()
+	stale := o.staleOwnerLabels(cl, dl)
+	if len(stale) == 0 && o.ownedBy(c, ctrl, ref, dl) {
 		return nil, nil
 	}
-	dl := d.GetLabels()
 	set := make(map[string]string, 1+len(o.config.OwnerLabels))
 	for _, k := range append([]string{LabelManagedBy}, o.config.OwnerLabels...) {
-		if v, ok := dl[k]; ok && c.GetLabels()[k] != v {
+		if v, ok := dl[k]; ok && cl[k] != v {
 			set[k] = v
 		}
 	}
 	var desired, current metav1.PartialObjectMetadata
-	current.ObjectMeta = metav1.ObjectMeta{Labels: c.GetLabels(), OwnerReferences: c.GetOwnerReferences()}
+	current.ObjectMeta = metav1.ObjectMeta{Labels: cl, OwnerReferences: c.GetOwnerReferences()}
 	desired.Labels = set
 	type metadata struct {
 		ResourceVersion string                  `json:"resourceVersion"`
-		Labels          map[string]string       `json:"labels,omitempty"`
+		Labels          map[string]*string      `json:"labels,omitempty"`
 		OwnerReferences []metav1.OwnerReference `json:"ownerReferences,omitempty"`
 	}
-	patch := metadata{ResourceVersion: c.GetResourceVersion(), Labels: set}
+	patch := metadata{ResourceVersion: c.GetResourceVersion()}
+	if len(set)+len(stale) > 0 {
+		// null removes a key (RFC 7386).
+		patch.Labels = make(map[string]*string, len(set)+len(stale))
+		for k, v := range set {
+			patch.Labels[k] = &v
+		}
+		for _, k := range stale {
+			patch.Labels[k] = nil
+		}
+	}
 	if ctrl == nil || !ownerReferenceEqual(*ctrl, ref) {
 		desired.OwnerReferences = []metav1.OwnerReference{ref}
 		patch.OwnerReferences = append(slices.DeleteFunc(slices.Clone(c.GetOwnerReferences()),
 			func(r metav1.OwnerReference) bool { return r.UID == ref.UID }), ref)
 	}
 	fields, more := diffObject(reflect.ValueOf(desired), reflect.ValueOf(current), false)
+	for _, k := range stale {
+		fields = append(fields, Field{Path: "metadata.labels[" + k + "]", From: show(reflect.ValueOf(cl[k])), To: "(none)"})
+	}
 	if len(fields) == 0 {
 		return nil, nil
+	}
+	if len(stale) > 0 {
+		sortFields(fields)
+		if o.selector != nil {
+			// Removed, a key the Cache selects would move the child
+			// out of it: refused as a desired child it would not hold.
+			after := maps.Clone(cl)
+			maps.Copy(after, set)
+			for _, k := range stale {
+				delete(after, k)
+			}
+			if !o.selector.Matches(labels.Set(after)) {
+				return nil, errNotSelected
+			}
+		}
 	}
 	body, err := json.Marshal(map[string]any{"metadata": patch})
 	if err != nil {
@@ -744,6 +775,23 @@ func (o *ops[O, C]) relabelChange(c C, ctrl *metav1.OwnerReference, d C, ref met
 	}
 	return &Change{Action: ActionUpdate, Kind: o.config.GVK.Kind, Namespace: c.GetNamespace(), Name: c.GetName(), UID: c.GetUID(),
 		Fields: fields, More: more, body: body, relabel: true}, nil
+}
+
+// staleOwnerLabels returns the keys of OwnerLabels that the current
+// child's labels cl carry and the desired child's labels dl (with what own
+// gives) do not: the owner lost the label, and Desired sets none. A
+// relabel removes them, as an apply removes a label its manager stops
+// applying.
+func (o *ops[O, C]) staleOwnerLabels(cl, dl map[string]string) []string {
+	var stale []string
+	for _, k := range o.config.OwnerLabels {
+		if _, has := cl[k]; has {
+			if _, want := dl[k]; !want {
+				stale = append(stale, k)
+			}
+		}
+	}
+	return stale
 }
 
 // ownerReferenceEqual reports whether the controller reference r is ref,

@@ -3,8 +3,10 @@ package child_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,12 +14,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 )
 
 // jobServer is an in-memory API server of Jobs for a Client with Get: an
@@ -77,7 +81,7 @@ func (s *jobServer) Patch(_ context.Context, name string, pt types.PatchType, da
 		var p struct {
 			Metadata struct {
 				ResourceVersion string                  `json:"resourceVersion"`
-				Labels          map[string]string       `json:"labels"`
+				Labels          map[string]*string      `json:"labels"`
 				OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 			} `json:"metadata"`
 			Spec *json.RawMessage `json:"spec"`
@@ -96,7 +100,13 @@ func (s *jobServer) Patch(_ context.Context, name string, pt types.PatchType, da
 		if j.Labels == nil {
 			j.Labels = map[string]string{}
 		}
-		maps.Copy(j.Labels, p.Metadata.Labels)
+		for k, v := range p.Metadata.Labels {
+			if v == nil {
+				delete(j.Labels, k) // null removes the key
+			} else {
+				j.Labels[k] = *v
+			}
+		}
 		if p.Metadata.OwnerReferences != nil {
 			j.OwnerReferences = p.Metadata.OwnerReferences
 		}
@@ -246,5 +256,90 @@ func TestMatchesRestoresControllerReference(t *testing.T) {
 	want := `merge migrate: {"metadata":{"resourceVersion":"2","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"other","uid":"other-uid"},{"apiVersion":"v1","kind":"Secret","name":"web","uid":"owner-uid","controller":true,"blockOwnerDeletion":true}]}}`
 	if len(srv.writes) != 2 || srv.writes[1] != want {
 		t.Errorf("writes = %q, want the apply and %q", srv.writes, want)
+	}
+}
+
+// TestMatchesRemovesStaleOwnerLabel: a Job that Matches accepts, whose
+// owner lost a label of OwnerLabels (and Desired sets none), loses it too,
+// with a merge patch that removes that key alone, once, as an apply
+// removes a label its manager stops applying; other labels stay. The
+// relabel wrote only the keys the owner has, and the old value stayed on
+// the Job for ever (a stale shard label: selected by another shard's
+// cache).
+func TestMatchesRemovesStaleOwnerLabel(t *testing.T) {
+	const shard, team = "shard.operatorkit.io/ring", "example.com/team"
+	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+	cache := informertest.New()
+	r := matchingJob(t, srv, cache, stepV1, shard, team)
+	sync := func() {
+		for _, j := range srv.jobs {
+			_ = cache.Delete(j)
+			_ = cache.Add(j.DeepCopy())
+		}
+	}
+	ctx := context.Background()
+	w := owner()
+	w.Labels = map[string]string{shard: "replica-a", team: "blue"}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	if j := srv.jobs["migrate"]; j.Labels[team] != "blue" {
+		t.Fatalf("Job's labels after the create = %v, want %s=blue", j.Labels, team)
+	}
+	delete(w.Labels, team)
+	p, err := r.Plan(ctx, w, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update, _ := p.UpdateChange()
+	if cs, _ := update.(child.Changes); len(cs) != 1 || cs[0].String() != `job demo/migrate: metadata.labels[example.com/team] "blue" → (none)` {
+		t.Errorf("plan = %v, want the removal of %s", update, team)
+	}
+	for i := range 3 {
+		if err := r.EnsureCreated(ctx, w); err != nil {
+			t.Fatalf("reconciliation %d: %v", i+1, err)
+		}
+		sync()
+	}
+	want := `merge migrate: {"metadata":{"resourceVersion":"1","labels":{"example.com/team":null}}}`
+	if len(srv.writes) != 2 || srv.writes[1] != want {
+		t.Errorf("writes = %q, want the apply and %q", srv.writes, want)
+	}
+	j := srv.jobs["migrate"]
+	if _, has := j.Labels[team]; has || j.Labels[shard] != "replica-a" || j.Labels[child.LabelManagedBy] != "test-operator" {
+		t.Errorf("Job's labels = %v, want %s gone, the others kept", j.Labels, team)
+	}
+}
+
+// TestMatchesStaleOwnerLabelTheCacheSelects: an owner label that the
+// owner lost, but that the Cache's selector requires, is not removed from
+// a Job that Matches accepts (the Job would leave the Cache, and be read
+// and found again at every create): the step fails as for a desired child
+// the Cache would not hold, a permanent ErrInvalidChild naming the
+// selector, and nothing is written.
+func TestMatchesStaleOwnerLabelTheCacheSelects(t *testing.T) {
+	const team = "example.com/team"
+	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+	sel, err := labels.Parse(team)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := selectingCache{Informer: informertest.New(), selector: sel}
+	r := matchingJob(t, srv, cache, stepV1, team)
+	ctx := context.Background()
+	w := owner()
+	w.Labels = map[string]string{team: "blue"}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	_ = cache.Add(srv.jobs["migrate"].DeepCopy())
+	delete(w.Labels, team)
+	err = r.EnsureCreated(ctx, w)
+	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), `selector "example.com/team"`) {
+		t.Errorf("error = %v, want a permanent ErrInvalidChild naming the selector", err)
+	}
+	if len(srv.writes) != 1 {
+		t.Errorf("writes = %q, want the create alone", srv.writes)
 	}
 }
