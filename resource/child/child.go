@@ -323,7 +323,9 @@ func New[Owner, Child Object](config Config[Owner, Child]) (*crud.Resource, erro
 }
 
 // NewOps is [New] without the crud.Resource around: the crud.Ops, for a
-// resource that adds steps of its own.
+// resource that adds steps of its own. Its errors name the child and the
+// owner, not the resource: its caller does (crud.Resource wraps each with
+// the resource's name and the step).
 func NewOps[Owner, Child Object](config Config[Owner, Child]) (crud.Ops, error) {
 	o, err := newOps(config)
 	if err != nil {

@@ -509,6 +509,43 @@ func TestChildOfAPreviousOwner(t *testing.T) {
 	}
 }
 
+// TestErrorsNameEachThingOnce: the errors of a child resource name the
+// resource (crud's wrap, with the step), the child and its owner once each.
+// The child resource named itself again ("deployment: new update patch:
+// invalid child: resource deployment: deployment demo/web of ...").
+func TestErrorsNameEachThingOnce(t *testing.T) {
+	ctx := context.Background()
+	controlled := newFixture(t, nil)
+	taken := desiredDeployment(1, "x")
+	taken.Namespace, taken.UID = "demo", "taken"
+	taken.OwnerReferences = []metav1.OwnerReference{{Kind: "ConfigMap", Name: "other", UID: "other-uid", Controller: new(true)}}
+	_ = controlled.cache.Add(taken)
+	previous := newFixture(t, nil)
+	old := taken.DeepCopy()
+	old.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: "web", UID: "previous-uid", Controller: new(true)}}
+	_ = previous.cache.Add(old)
+	invalid := newFixture(t, nil)
+	invalid.client.err = apierrors.NewBadRequest("spec.replicas: must be positive")
+	unavailable := newFixture(t, nil)
+	unavailable.client.err = apierrors.NewServiceUnavailable("later")
+	for _, tc := range []struct {
+		name string
+		f    *fixture
+		obj  any
+		want string
+	}{
+		{"controlled by another", controlled, owner(), "deployment: new update patch: invalid child: deployment demo/web of secret demo/web exists and is controlled by ConfigMap other (uid other-uid)"},
+		{"child of a previous owner", previous, owner(), "deployment: new update patch: deployment demo/web of secret demo/web is still the child of the previous Secret of that name (uid previous-uid), deleted since: waiting for it to go"},
+		{"invalid", invalid, owner(), "deployment: apply create change: invalid child: create deployment demo/web of secret demo/web: spec.replicas: must be positive"},
+		{"unavailable", unavailable, owner(), "deployment: apply create change: create deployment demo/web of secret demo/web: later"},
+		{"wrong type", controlled, &corev1.ConfigMap{}, "deployment: get current state: wrong object type: the resource reconciles *v1.Secret, got *v1.ConfigMap"},
+	} {
+		if err := tc.f.resource.EnsureCreated(ctx, tc.obj); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: error = %v\nwant %s", tc.name, err, tc.want)
+		}
+	}
+}
+
 func TestWriteErrors(t *testing.T) {
 	f := newFixture(t, nil)
 	f.client.err = apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", nil)

@@ -262,15 +262,17 @@
 // owner's, named twice in a set, of another kind than Config.GVK, naming
 // another controller, existing under another controller (not a previous
 // owner of the owner's kind and name, nor being deleted: see Writes),
-// cluster-scoped while the
-// owner is namespaced (Kubernetes' garbage collector never resolves such an
-// owner reference; the answer of the first apply tells, so that one child
-// is written, and deleted by the owner's delete chain), or rejected by the
-// API server as invalid (400, 422) or not served (404, 405) is a permanent
-// error (retry.Permanent) matching [ErrInvalidChild] that names the
-// resource, the owner and the child; it is not retried with backoff, only
-// when the owner changes (or at the informer's periodic resync, which runs
-// every owner again).
+// cluster-scoped while the owner is namespaced (Kubernetes' garbage
+// collector never resolves such an owner reference; the answer of the first
+// apply tells, so that one child is written, and deleted by the owner's
+// delete chain), or rejected by the API server as invalid (400, 422) or not
+// served (404, 405) is a permanent error (retry.Permanent) matching
+// [ErrInvalidChild] that names the child and the owner, once each, after
+// the resource and the step that crud's wrap names ("deployment: new
+// update patch: invalid child: deployment demo/web of webapp demo/web
+// exists and is controlled by ReplicaSet other (uid ...)"); it is not
+// retried with backoff, only when the owner changes (or at the informer's
+// periodic resync, which runs every owner again).
 //
 // # Cost
 //

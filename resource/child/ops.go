@@ -128,11 +128,11 @@ func (o *ops[O, C]) owner(obj any) (O, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
 		w := reflect.New(reflect.TypeFor[O]().Elem()).Interface().(O)
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, w); err != nil {
-			return zero, retry.Permanent(fmt.Errorf("%w: resource %s: convert owner %s %s/%s to %T: %w", ErrWrongType, o.config.Name, u.GetKind(), u.GetNamespace(), u.GetName(), zero, err))
+			return zero, retry.Permanent(fmt.Errorf("%w: convert owner %s %s/%s to %T: %w", ErrWrongType, u.GetKind(), u.GetNamespace(), u.GetName(), zero, err))
 		}
 		return w, nil
 	}
-	return zero, retry.Permanent(fmt.Errorf("%w: resource %s reconciles %T, got %T", ErrWrongType, o.config.Name, zero, obj))
+	return zero, retry.Permanent(fmt.Errorf("%w: the resource reconciles %T, got %T", ErrWrongType, zero, obj))
 }
 
 // GetCurrentState returns the owner's children that the cache holds: label
@@ -220,7 +220,7 @@ func (o *ops[O, C]) typed(x any) (C, error) {
 	var zero C
 	u, ok := x.(*unstructured.Unstructured)
 	if !ok {
-		return zero, fmt.Errorf("cache of %s holds a %T, want %T or *unstructured.Unstructured", o.config.Name, x, zero)
+		return zero, fmt.Errorf("the cache holds a %T, want %T or *unstructured.Unstructured", x, zero)
 	}
 	o.unstructuredCache.Store(true)
 	c := reflect.New(o.childType).Interface().(C)
@@ -412,10 +412,10 @@ func (o *ops[O, C]) ownerKind(w O) (apiVersion, kind string) {
 func (o *ops[O, C]) ownerReference(w O) (metav1.OwnerReference, error) {
 	apiVersion, kind := o.ownerKind(w)
 	if kind == "" || apiVersion == "" {
-		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: resource %s: owner %s has no apiVersion and kind: set Config.OwnerGVK", ErrInvalidChild, o.config.Name, ownerName(w)))
+		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: owner %s has no apiVersion and kind: set Config.OwnerGVK", ErrInvalidChild, ownerName(w)))
 	}
 	if w.GetUID() == "" {
-		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: resource %s: owner %s has no uid", ErrInvalidChild, o.config.Name, ownerName(w)))
+		return metav1.OwnerReference{}, retry.Permanent(fmt.Errorf("%w: owner %s has no uid", ErrInvalidChild, ownerName(w)))
 	}
 	return metav1.OwnerReference{
 		APIVersion: apiVersion, Kind: kind, Name: w.GetName(), UID: w.GetUID(),
@@ -426,7 +426,7 @@ func (o *ops[O, C]) ownerReference(w O) (metav1.OwnerReference, error) {
 // invalid returns the permanent error about the desired child named child
 // of owner w.
 func (o *ops[O, C]) invalid(w O, child, problem string) error {
-	return retry.Permanent(fmt.Errorf("%w: resource %s: %s %s of %s %s", ErrInvalidChild, o.config.Name, strings.ToLower(o.config.GVK.Kind), child, kindOf(w), ownerName(w)+" "+problem))
+	return retry.Permanent(fmt.Errorf("%w: %s %s of %s %s", ErrInvalidChild, strings.ToLower(o.config.GVK.Kind), child, kindOf(w), ownerName(w)+" "+problem))
 }
 
 // NewUpdatePatch applies (create part) desired children the cache does not
@@ -477,7 +477,7 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 					// delete (by its delete chain, which wakes no owner,
 					// or by the garbage collector) the cache has not
 					// shown yet: not bad input, and gone soon.
-					return nil, fmt.Errorf("resource %s: %s %s of %s %s is still the child of the previous %s of that name (uid %s), deleted since: waiting for it to go", o.config.Name, strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), ctrl.Kind, ctrl.UID)
+					return nil, fmt.Errorf("%s %s of %s %s is still the child of the previous %s of that name (uid %s), deleted since: waiting for it to go", strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), ctrl.Kind, ctrl.UID)
 				}
 				if c.GetDeletionTimestamp() != nil {
 					// Another controller's, but deleted: its name is free
@@ -610,7 +610,7 @@ func (o *ops[O, C]) states(currentState, desiredState any, one *[2]C) (owned, ch
 	} else if cur, isCur := currentState.(*current[C]); isCur && cur != nil {
 		owned = cur.owned
 	} else {
-		return nil, nil, false, fmt.Errorf("resource %s: current state is %T, want %T or %T", o.config.Name, currentState, cur, c)
+		return nil, nil, false, fmt.Errorf("current state is %T, want %T or %T", currentState, cur, c)
 	}
 	if desiredState == nil {
 		return owned, nil, false, nil
@@ -621,7 +621,7 @@ func (o *ops[O, C]) states(currentState, desiredState any, one *[2]C) (owned, ch
 	}
 	des, isDes := desiredState.(*desired[C])
 	if !isDes {
-		return nil, nil, false, fmt.Errorf("resource %s: desired state is %T, want %T or %T", o.config.Name, desiredState, des, one[1])
+		return nil, nil, false, fmt.Errorf("desired state is %T, want %T or %T", desiredState, des, one[1])
 	}
 	if des == nil {
 		return owned, nil, false, nil
@@ -909,7 +909,7 @@ func (o *ops[O, C]) deleteChange(c C) *Change {
 }
 
 func (o *ops[O, C]) encodeError(w O, d C, err error) error {
-	return retry.Permanent(fmt.Errorf("%w: resource %s: encode %s %s of %s %s: %w", ErrInvalidChild, o.config.Name, strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), err))
+	return retry.Permanent(fmt.Errorf("%w: encode %s %s of %s %s: %w", ErrInvalidChild, strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), err))
 }
 
 // ApplyCreateChange applies each child of the create part.
@@ -925,7 +925,7 @@ func (o *ops[O, C]) ApplyUpdateChange(ctx context.Context, obj, change any) erro
 func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
 	cs, ok := change.(Changes)
 	if !ok {
-		return fmt.Errorf("resource %s: change is %T, want child.Changes", o.config.Name, change)
+		return fmt.Errorf("change is %T, want child.Changes", change)
 	}
 	for _, c := range cs {
 		answer, err := o.apply(ctx, c)
@@ -1131,7 +1131,7 @@ func (o *ops[O, C]) record(answer C) {
 func (o *ops[O, C]) ApplyDeleteChange(ctx context.Context, obj, change any) error {
 	cs, ok := change.(Changes)
 	if !ok {
-		return fmt.Errorf("resource %s: change is %T, want child.Changes", o.config.Name, change)
+		return fmt.Errorf("change is %T, want child.Changes", change)
 	}
 	for _, c := range cs {
 		opts := metav1.DeleteOptions{PropagationPolicy: &o.config.DeletePropagation}
@@ -1183,9 +1183,9 @@ func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 				// not served there.
 				hint = " (when it is namespaced, Desired must set the namespace: a cluster-scoped owner gives its children none)"
 			}
-			return retry.Permanent(fmt.Errorf("%w: resource %s: %s: the API server does not write %s here%s: %w", ErrInvalidChild, o.config.Name, what, o.config.GVK, hint, err))
+			return retry.Permanent(fmt.Errorf("%w: %s: the API server does not write %s here%s: %w", ErrInvalidChild, what, o.config.GVK, hint, err))
 		case s.Code == http.StatusUnprocessableEntity, s.Code == http.StatusBadRequest:
-			return retry.Permanent(fmt.Errorf("%w: resource %s: %s: %w", ErrInvalidChild, o.config.Name, what, err))
+			return retry.Permanent(fmt.Errorf("%w: %s: %w", ErrInvalidChild, what, err))
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)
