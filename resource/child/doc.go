@@ -127,7 +127,10 @@
 // made with [Typed]; a Client without one, or whose GET is forbidden (a
 // role without get on the kind: give it get), is applied as before): one that
 // does not exist, that another controller has, or that Matches rejects is
-// applied; one that Matches accepts is relabelled as above, its content
+// applied (but another controller's that is being deleted is waited for,
+// and a previous owner's of the owner's kind and name is an error that is
+// retried, as for one the Cache holds: see Writes); one that Matches
+// accepts is relabelled as above, its content
 // never written, or, when nothing differs, or it is being deleted, taken
 // as it is (one in place goes to the owner index as a write's answer does,
 // so that the owner's delete chain an instant later deletes it). Plans,

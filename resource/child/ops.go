@@ -1012,8 +1012,10 @@ type getter[C any] interface {
 // (known as one when none is needed, not when it is being deleted). It
 // returns neither when the child is to be applied: it does not exist,
 // Matches finds it differing, another controller has it (the apply's
-// answer says so), Config.Client has no Get method, or the GET is
-// forbidden (a role without get).
+// answer says so; but one being deleted is returned, to wait for, and
+// the child of a previous owner of the owner's kind and name is an error
+// retried, as for a child the Cache holds), Config.Client has no Get
+// method, or the GET is forbidden (a role without get).
 func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabel *Change, err error) {
 	var zero C
 	g, ok := o.config.Client(c.Namespace).(getter[C])
@@ -1038,7 +1040,20 @@ func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabe
 	}
 	ref := metav1.GetControllerOfNoCopy(d)
 	ctrl := metav1.GetControllerOfNoCopy(cur)
-	if ref == nil || (ctrl != nil && ctrl.UID != ref.UID) {
+	if ref == nil {
+		return zero, nil, nil
+	}
+	if ctrl != nil && ctrl.UID != ref.UID {
+		// Another controller's: as NewUpdatePatch does for one the
+		// Cache holds. Applied, it would be refused as invalid (an
+		// object has one controller): a permanent error, where the name
+		// is free soon.
+		switch {
+		case cur.GetDeletionTimestamp() != nil:
+			return cur, nil, nil // waited for, as a child being deleted
+		case previousOwner(ctrl, *ref):
+			return zero, nil, fmt.Errorf("still the child of the previous %s of that name (uid %s), deleted since: waiting for it to go", ctrl.Kind, ctrl.UID)
+		}
 		return zero, nil, nil
 	}
 	if cur.GetDeletionTimestamp() != nil {

@@ -2,7 +2,9 @@ package child_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +13,7 @@ import (
 	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/resource/child"
 	"github.com/operatorkit/operatorkit/resource/crud"
+	"github.com/operatorkit/operatorkit/resource/wrapper/retry"
 )
 
 // jobHandCache is a Cache of Jobs with an informer that only takes an
@@ -70,5 +73,50 @@ func TestMatchesChildReadInPlaceIsDeletedWithItsOwner(t *testing.T) {
 	}
 	if len(srv.deletes) != 1 {
 		t.Errorf("deletes = %q, want the Job read in place an instant before: it stays, and nothing reconciles its owner again", srv.deletes)
+	}
+}
+
+// TestMatchesChildReadOfAnotherController: the create of a child with
+// Matches and OwnerLabels that the Cache does not hold reads it first, and
+// finds it as a child the Cache holds would be found: another controller's
+// being deleted is waited for, a previous owner's (of the owner's kind and
+// name) fails with an error that is retried; neither is applied, which the
+// API server refuses (an object has one controller) with a permanent
+// ErrInvalidChild until the owner's resync.
+func TestMatchesChildReadOfAnotherController(t *testing.T) {
+	const shard = "shard.operatorkit.io/ring"
+	for _, tc := range []struct {
+		name     string
+		ctrl     metav1.OwnerReference
+		deleting bool
+	}{
+		{"another controller's, being deleted", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid", Controller: new(true)}, true},
+		{"a previous owner's", metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: "web", UID: "previous-uid", Controller: new(true)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "migrate", UID: "old-job", ResourceVersion: "1",
+				Labels:          map[string]string{child.LabelManagedBy: "test-operator", shard: "replica-a"},
+				OwnerReferences: []metav1.OwnerReference{tc.ctrl}}}
+			if tc.deleting {
+				j.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+				j.Finalizers = []string{"example.com/hold"}
+			}
+			srv := &jobServer{jobs: map[string]*batchv1.Job{"migrate": j}}
+			r := matchingJob(t, srv, informertest.New(), stepV1, shard)
+			w := owner()
+			w.Labels = map[string]string{shard: "replica-b"}
+			ctx := reconcileCtx()
+			err := r.EnsureCreated(ctx, w)
+			switch {
+			case len(srv.writes) != 0:
+				t.Fatalf("writes = %q, want none", srv.writes)
+			case tc.deleting && err != nil:
+				t.Fatalf("error = %v, want a wait", err)
+			case tc.deleting:
+				assertMessage(t, ctx, "job demo/migrate not ready: being deleted (finalizers: example.com/hold)")
+			case err == nil || retry.IsPermanent(err) || !strings.Contains(err.Error(), "still the child of the previous Secret of that name (uid previous-uid)"):
+				t.Fatalf("error = %v, want a retried error naming the previous owner", err)
+			}
+		})
 	}
 }

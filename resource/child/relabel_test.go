@@ -25,10 +25,10 @@ import (
 )
 
 // jobServer is an in-memory API server of Jobs for a Client with Get: an
-// apply of a Job that exists with another pod template is refused as the
-// API server refuses it (422: the template is immutable); a merge patch of
-// metadata takes labels and owner references, with its resourceVersion as
-// precondition.
+// apply of a Job that exists with another controller or another pod
+// template is refused as the API server refuses it (422: an object has one
+// controller, the template is immutable); a merge patch of metadata takes
+// labels and owner references, with its resourceVersion as precondition.
 type jobServer struct {
 	mu     sync.Mutex
 	jobs   map[string]*batchv1.Job
@@ -63,6 +63,11 @@ func (s *jobServer) Patch(_ context.Context, name string, pt types.PatchType, da
 			return nil, err
 		}
 		if exists {
+			// The owner references merge by uid: another controller's
+			// stays, and an object has one controller.
+			if oc, nc := metav1.GetControllerOf(old), metav1.GetControllerOf(j); oc != nil && nc != nil && oc.UID != nc.UID {
+				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, name, nil)
+			}
 			if j.Spec.Template.Spec.Containers[0].Image != old.Spec.Template.Spec.Containers[0].Image {
 				return nil, apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, name, nil)
 			}
