@@ -109,10 +109,12 @@
 // and would keep owning those labels after the resource stops setting
 // them. The merge patch (not a strategic one, which custom kinds do not
 // take) writes exactly the fields that differ, and one computed from an
-// older version
-// of the child fails with a conflict (retried with backoff, after the
-// Cache has shown the newer version) instead of undoing another's change;
-// its answer goes to the Cache and Writes as an apply's does, so the next
+// older version of the child fails with a conflict (retried with backoff,
+// after the Cache has shown the newer version) instead of undoing
+// another's change, and one of a child deleted since it was read with a
+// NotFound, also retried ("gone before its relabel": not the permanent
+// ErrInvalidChild of a kind not served; the child's delete event wakes
+// the owner, which creates it again); its answer goes to the Cache and Writes as an apply's does, so the next
 // reconciliation finds the child in place and writes nothing. Plans show
 // it as an update of those fields.
 //

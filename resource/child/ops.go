@@ -973,6 +973,12 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 		}
 	}
 	answer, err := o.sendApply(ctx, c)
+	if c.relabel && apierrors.IsNotFound(err) {
+		// A merge patch needs the child: deleted since it was read (its
+		// delete event wakes the owner, which creates it again), not a
+		// kind the API server does not serve (writeError).
+		return answer, goneError{err}
+	}
 	if err != nil {
 		return answer, err
 	}
@@ -1079,6 +1085,13 @@ func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabe
 	return zero, rc, nil
 }
 
+// goneError is the NotFound of a relabel: the child was deleted since it
+// was read; an error that is retried.
+type goneError struct{ err error }
+
+func (e goneError) Error() string { return "gone before its relabel: " + e.err.Error() }
+func (e goneError) Unwrap() error { return e.err }
+
 // errPanicked is what Writes is told of a write whose client panicked.
 var errPanicked = errors.New("the write panicked")
 
@@ -1179,13 +1192,17 @@ func (o *ops[O, C]) ApplyDeleteChange(ctx context.Context, obj, change any) erro
 
 // writeError wraps the error of a write of c; errors that retrying cannot
 // fix (the API server does not serve the kind, or rejects the object as
-// invalid) are permanent.
+// invalid) are permanent, but the NotFound of a relabel (goneError): the
+// child was deleted since it was read.
 func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 	owner, clusterScopedOwner := "owner", false
 	if m, ok := obj.(metav1.Object); ok {
 		owner, clusterScopedOwner = ownerName(m), m.GetNamespace() == ""
 	}
 	what := fmt.Sprintf("%s %s %s/%s of %s %s", c.Action, strings.ToLower(c.Kind), c.Namespace, c.Name, kindOf(obj), owner)
+	if errors.As(err, new(goneError)) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		s := status.Status()

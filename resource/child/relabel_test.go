@@ -348,3 +348,30 @@ func TestMatchesStaleOwnerLabelTheCacheSelects(t *testing.T) {
 		t.Errorf("writes = %q, want the create alone", srv.writes)
 	}
 }
+
+// TestMatchesRelabelOfAChildGone: the relabel of a cached Job that was
+// deleted an instant before (the Cache still shows it) is answered 404: an
+// error that is retried, naming the Job, not a permanent ErrInvalidChild
+// saying that the API server does not write Jobs (a merge patch needs the
+// object; the kind is served). The Job's delete event wakes the owner,
+// which creates it again.
+func TestMatchesRelabelOfAChildGone(t *testing.T) {
+	const shard = "shard.operatorkit.io/ring"
+	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+	cache := informertest.New()
+	r := matchingJob(t, srv, cache, stepV1, shard)
+	ctx := context.Background()
+	w := owner()
+	w.Labels = map[string]string{shard: "replica-a"}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	_ = cache.Add(srv.jobs["migrate"].DeepCopy())
+	delete(srv.jobs, "migrate") // deleted; the Cache has not shown it yet
+	w.Labels[shard] = "replica-b"
+	err := r.EnsureCreated(ctx, w)
+	const want = `job: apply update change: update job demo/migrate of secret demo/web: gone before its relabel: jobs.batch "migrate" not found`
+	if err == nil || retry.IsPermanent(err) || errors.Is(err, child.ErrInvalidChild) || err.Error() != want {
+		t.Fatalf("error = %v, want a retried error %q", err, want)
+	}
+}
