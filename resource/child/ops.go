@@ -719,8 +719,10 @@ func (o *ops[O, C]) relabelChange(c C, ctrl *metav1.OwnerReference, d C, ref met
 	}
 	set := make(map[string]string, 1+len(o.config.OwnerLabels))
 	for _, k := range append([]string{LabelManagedBy}, o.config.OwnerLabels...) {
-		if v, ok := dl[k]; ok && cl[k] != v {
-			set[k] = v
+		if v, ok := dl[k]; ok {
+			if cv, has := cl[k]; !has || cv != v { // "" is a value
+				set[k] = v
+			}
 		}
 	}
 	var desired, current metav1.PartialObjectMetadata

@@ -375,3 +375,41 @@ func TestMatchesRelabelOfAChildGone(t *testing.T) {
 		t.Fatalf("error = %v, want a retried error %q", err, want)
 	}
 }
+
+// TestMatchesRelabelsAnEmptyOwnerLabel: an owner label whose value is
+// empty (a valid label value) reaches a Job that Matches accepts, as any
+// other value does, with one merge patch. The relabel compared the Job's
+// value with the owner's by indexing the Job's labels, which reads "" for
+// a missing key: it wrote nothing, and the Job never got the label.
+func TestMatchesRelabelsAnEmptyOwnerLabel(t *testing.T) {
+	const team = "example.com/team"
+	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+	cache := informertest.New()
+	r := matchingJob(t, srv, cache, stepV1, team)
+	sync := func() {
+		for _, j := range srv.jobs {
+			_ = cache.Delete(j)
+			_ = cache.Add(j.DeepCopy())
+		}
+	}
+	ctx := context.Background()
+	w := owner()
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	sync()
+	w.Labels = map[string]string{team: ""}
+	for i := range 3 {
+		if err := r.EnsureCreated(ctx, w); err != nil {
+			t.Fatalf("reconciliation %d: %v", i+1, err)
+		}
+		sync()
+	}
+	want := `merge migrate: {"metadata":{"resourceVersion":"1","labels":{"example.com/team":""}}}`
+	if len(srv.writes) != 2 || srv.writes[1] != want {
+		t.Errorf("writes = %q, want the apply and %q", srv.writes, want)
+	}
+	if v, ok := srv.jobs["migrate"].Labels[team]; !ok || v != "" {
+		t.Errorf("Job's labels = %v, want %s=\"\"", srv.jobs["migrate"].Labels, team)
+	}
+}
