@@ -463,30 +463,24 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		var ctrl *metav1.OwnerReference // c's controller, when c exists
 		if !reflect.ValueOf(c).IsNil() {
 			if ctrl = metav1.GetControllerOfNoCopy(c); ctrl != nil && ctrl.UID != w.GetUID() {
+				if c.GetDeletionTimestamp() != nil {
+					// Deleted, and finalizers hold it (a Namespace
+					// Terminating) for as long as they like: a wait as
+					// for one's own child being deleted, not an error
+					// retried with backoff, nor bad input (its name is
+					// free once they let it go). The delete event of a
+					// previous owner's child wakes the owner of its
+					// name; that of another controller's wakes that
+					// controller: the requeue after WaitDelay does.
+					waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, deletedReason(c, ctrl, ref)))
+					continue
+				}
 				if previousOwner(ctrl, ref) {
-					if c.GetDeletionTimestamp() != nil {
-						// Deleted, and finalizers hold it (a Namespace
-						// Terminating) for as long as they like: a wait
-						// as for one's own child being deleted, not an
-						// error retried with backoff. Its delete event
-						// wakes the owner of its name.
-						waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, beingDeleted(c)))
-						continue
-					}
 					// The child of a deleted owner of this name, whose
 					// delete (by its delete chain, which wakes no owner,
 					// or by the garbage collector) the cache has not
 					// shown yet: not bad input, and gone soon.
 					return nil, fmt.Errorf("%s %s of %s %s is still the child of the previous %s of that name (uid %s), deleted since: waiting for it to go", strings.ToLower(o.config.GVK.Kind), childName(d), kindOf(w), ownerName(w), ctrl.Kind, ctrl.UID)
-				}
-				if c.GetDeletionTimestamp() != nil {
-					// Another controller's, but deleted: its name is free
-					// once finalizers let it go. A wait naming its
-					// controller, not bad input; its delete event wakes
-					// that controller, not this owner: the requeue after
-					// WaitDelay does.
-					waits = append(waits, notReadyMessage(o.config.GVK.Kind, c, fmt.Sprintf("%s, controlled by %s %s (uid %s)", beingDeleted(c), ctrl.Kind, ctrl.Name, ctrl.UID)))
-					continue
 				}
 				return nil, o.invalid(w, childName(d), fmt.Sprintf("exists and is controlled by %s %s (uid %s)", ctrl.Kind, ctrl.Name, ctrl.UID))
 			}
@@ -946,7 +940,7 @@ func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
 			return o.invalid(w, c.Name, clusterScopedProblem)
 		}
 		if c.wait != nil {
-			if r := o.notReadyAnswer(answer); r != "" {
+			if r := o.notReadyAnswer(answer, c); r != "" {
 				c.wait.reasons = append(c.wait.reasons, r)
 			}
 		}
@@ -1051,24 +1045,21 @@ func (o *ops[O, C]) readFirst(ctx context.Context, c *Change) (current C, relabe
 	if ref == nil {
 		return zero, nil, nil
 	}
+	if cur.GetDeletionTimestamp() != nil {
+		// Waited for, as a child being deleted (also another
+		// controller's: as NewUpdatePatch does for one the Cache
+		// holds); not known (perhaps labelled for another shard, the
+		// Cache may never show its delete).
+		return cur, nil, nil
+	}
 	if ctrl != nil && ctrl.UID != ref.UID {
-		// Another controller's: as NewUpdatePatch does for one the
-		// Cache holds. Applied, it would be refused as invalid (an
-		// object has one controller): a permanent error, where the name
-		// is free soon.
-		switch {
-		case cur.GetDeletionTimestamp() != nil:
-			return cur, nil, nil // waited for, as a child being deleted
-		case previousOwner(ctrl, *ref):
+		// Another controller's: applied, as NewUpdatePatch does for one
+		// the Cache holds, it is refused as invalid (an object has one
+		// controller); but a previous owner's goes soon.
+		if previousOwner(ctrl, *ref) {
 			return zero, nil, fmt.Errorf("still the child of the previous %s of that name (uid %s), deleted since: waiting for it to go", ctrl.Kind, ctrl.UID)
 		}
 		return zero, nil, nil
-	}
-	if cur.GetDeletionTimestamp() != nil {
-		// Waited for, as a child being deleted; not known (perhaps
-		// labelled for another shard, the Cache may never show its
-		// delete).
-		return cur, nil, nil
 	}
 	if !o.config.Matches(cur, d) {
 		return zero, nil, nil
@@ -1225,14 +1216,34 @@ func (o *ops[O, C]) writeError(obj any, c *Change, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// notReadyAnswer returns why the child answer, just applied, is not in
-// place: being deleted (an apply does not undo a delete), whatever
-// Readiness says, or not ready (notReady); "" when it is.
-func (o *ops[O, C]) notReadyAnswer(answer C) string {
+// notReadyAnswer returns why the child answer of the change c, just
+// applied or read before its create (readFirst), is not in place: being
+// deleted (an apply does not undo a delete), whatever Readiness says, or
+// not ready (notReady); "" when it is.
+func (o *ops[O, C]) notReadyAnswer(answer C, c *Change) string {
 	if !reflect.ValueOf(answer).IsNil() && answer.GetDeletionTimestamp() != nil {
-		return notReadyMessage(o.config.GVK.Kind, answer, beingDeleted(answer))
+		reason := beingDeleted(answer)
+		if c.readFirst != nil {
+			// Read, not applied: perhaps another controller's.
+			if ref := metav1.GetControllerOfNoCopy(c.readFirst); ref != nil {
+				reason = deletedReason(answer, metav1.GetControllerOfNoCopy(answer), *ref)
+			}
+		}
+		return notReadyMessage(o.config.GVK.Kind, answer, reason)
 	}
 	return o.notReady(answer)
+}
+
+// deletedReason returns why the child c, being deleted, whose controller
+// reference is ctrl (nil when it has none), is waited for by the owner whose
+// controller reference is ref: beingDeleted, and, when another controller
+// than the owner or a previous owner of its kind and name has it, that
+// controller, whose object holds the child's name until it goes.
+func deletedReason(c metav1.Object, ctrl *metav1.OwnerReference, ref metav1.OwnerReference) string {
+	if ctrl == nil || ctrl.UID == ref.UID || previousOwner(ctrl, ref) {
+		return beingDeleted(c)
+	}
+	return fmt.Sprintf("%s, controlled by %s %s (uid %s)", beingDeleted(c), ctrl.Kind, ctrl.Name, ctrl.UID)
 }
 
 // waitState collects what the resource waits for across the parts of one

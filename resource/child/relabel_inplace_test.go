@@ -79,10 +79,12 @@ func TestMatchesChildReadInPlaceIsDeletedWithItsOwner(t *testing.T) {
 // TestMatchesChildReadOfAnotherController: the create of a child with
 // Matches and OwnerLabels that the Cache does not hold reads it first, and
 // finds it as a child the Cache holds would be found: another controller's
-// being deleted is waited for, a previous owner's (of the owner's kind and
-// name) fails with an error that is retried; neither is applied, which the
-// API server refuses (an object has one controller) with a permanent
-// ErrInvalidChild until the owner's resync.
+// being deleted is waited for, with the reason naming that controller (it
+// said "being deleted" alone, where a cached one's names it), a previous
+// owner's (of the owner's kind and name) fails with an error that is
+// retried; neither is applied, which the API server refuses (an object has
+// one controller) with a permanent ErrInvalidChild until the owner's
+// resync.
 func TestMatchesChildReadOfAnotherController(t *testing.T) {
 	const shard = "shard.operatorkit.io/ring"
 	for _, tc := range []struct {
@@ -113,7 +115,7 @@ func TestMatchesChildReadOfAnotherController(t *testing.T) {
 			case tc.deleting && err != nil:
 				t.Fatalf("error = %v, want a wait", err)
 			case tc.deleting:
-				assertMessage(t, ctx, "job demo/migrate not ready: being deleted (finalizers: example.com/hold)")
+				assertMessage(t, ctx, "job demo/migrate not ready: being deleted (finalizers: example.com/hold), controlled by ConfigMap other (uid other-uid)")
 			case err == nil || retry.IsPermanent(err) || !strings.Contains(err.Error(), "still the child of the previous Secret of that name (uid previous-uid)"):
 				t.Fatalf("error = %v, want a retried error naming the previous owner", err)
 			}
