@@ -94,10 +94,12 @@
 // child's resourceVersion, under Config.FieldManager. A label of
 // OwnerLabels that the child carries and the owner lost (and Desired does
 // not set) differs too: the merge patch removes it (null), as an apply
-// removes a label its manager stops applying (TestMatchesRemovesStaleOwnerLabel),
-// but for a key that the Cache's selector requires, whose removal would
-// move the child out of the Cache: that is a permanent ErrInvalidChild, as
-// for a desired child the Cache would not hold (see Config.Cache).
+// removes a label its manager stops applying (TestMatchesRemovesStaleOwnerLabel).
+// A relabel whose labels the Cache's selector would not select (a key it
+// requires removed, or a value it does not select written: the child
+// would move out of the Cache) is not written: that is a permanent
+// ErrInvalidChild, as for a desired child the Cache would not hold (see
+// Config.Cache), also for a child read before its create (below).
 // A key that OwnerLabels no longer names (a new release's other shard
 // label, or none: the operator stopped sharding) is not removed: the
 // resource reads no managedFields, and does not know that it set it once;

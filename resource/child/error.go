@@ -18,7 +18,9 @@ var ErrInvalidConfig = okerr.ErrInvalidConfig
 // and name, deleted since: that error is retried, and a child of it being
 // deleted is waited for; nor one being deleted, whoever its controller:
 // it is waited for), a cluster-scoped child
-// of a namespaced owner, or an object the API server rejects as invalid.
+// of a namespaced owner, a child whose labels as written (applied, or
+// relabelled: Config.Matches) the Cache's selector does not select, or an
+// object the API server rejects as invalid.
 // Such errors are marked retry.Permanent (not retried with backoff: run
 // again when the owner changes, or at the informer's resync) and name the
 // owner and the child.

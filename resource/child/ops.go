@@ -493,10 +493,10 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 			}
 		}
 		change, err := o.change(c, ctrl, d, ref, w.GetLabels())
-		switch {
-		case errors.Is(err, errNotSelected):
-			return nil, o.invalid(w, childName(d), fmt.Sprintf("would carry the labels %v, which the Cache's selector %q does not select: it would be applied in every reconciliation (set the labels the selector requires in Desired, or copy them from the owner with OwnerLabels)", d.GetLabels(), o.selector))
-		case err != nil:
+		if err != nil {
+			if ns, ok := err.(notSelectedError); ok {
+				return nil, o.notSelected(w, childName(d), ns)
+			}
 			return nil, o.encodeError(w, d, err)
 		}
 		switch {
@@ -670,7 +670,7 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 	}
 	o.own(d, ref, wl)
 	if o.selector != nil && !o.selector.Matches(labels.Set(d.GetLabels())) {
-		return nil, errNotSelected
+		return nil, notSelectedError{d.GetLabels()}
 	}
 	body, err := json.Marshal(objectPayload(reflect.ValueOf(d).Elem(), o.apiVersion, o.config.GVK.Kind))
 	if err != nil {
@@ -704,7 +704,8 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 // would remove the fields of the content that the manager applied before
 // (and that an immutable field cannot lose), and a merge patch computed
 // from a child changed since fails with a conflict instead of undoing that
-// change.
+// change. The error is a notSelectedError when the Cache's selector would
+// not select c's labels once relabelled.
 func (o *ops[O, C]) relabelChange(c C, ctrl *metav1.OwnerReference, d C, ref metav1.OwnerReference) (*Change, error) {
 	dl, cl := d.GetLabels(), c.GetLabels()
 	stale := o.staleOwnerLabels(cl, dl)
@@ -752,17 +753,18 @@ func (o *ops[O, C]) relabelChange(c C, ctrl *metav1.OwnerReference, d C, ref met
 	}
 	if len(stale) > 0 {
 		sortFields(fields)
-		if o.selector != nil {
-			// Removed, a key the Cache selects would move the child
-			// out of it: refused as a desired child it would not hold.
-			after := maps.Clone(cl)
-			maps.Copy(after, set)
-			for _, k := range stale {
-				delete(after, k)
-			}
-			if !o.selector.Matches(labels.Set(after)) {
-				return nil, errNotSelected
-			}
+	}
+	if o.selector != nil && len(set)+len(stale) > 0 {
+		// A label set to a value the Cache does not select, or a key
+		// it requires removed, would move the child out of it: refused
+		// as a desired child it would not hold.
+		after := maps.Clone(cl)
+		maps.Copy(after, set)
+		for _, k := range stale {
+			delete(after, k)
+		}
+		if !o.selector.Matches(labels.Set(after)) {
+			return nil, notSelectedError{after}
 		}
 	}
 	body, err := json.Marshal(map[string]any{"metadata": patch})
@@ -846,9 +848,19 @@ func (o *ops[O, C]) setsOwnLabels(d C) bool {
 	return false
 }
 
-// errNotSelected is change's error for a child that the Cache's selector
-// would not select once written.
-var errNotSelected = errors.New("not selected by the cache")
+// notSelectedError is the error of change and relabelChange for a child
+// whose labels, once written, the Cache's selector would not select.
+type notSelectedError struct{ labels map[string]string }
+
+func (e notSelectedError) Error() string {
+	return fmt.Sprintf("labels %v not selected by the cache", e.labels)
+}
+
+// notSelected returns the permanent error of the desired child named child
+// of owner w that the Cache's selector would not select once written (ns).
+func (o *ops[O, C]) notSelected(w O, child string, ns notSelectedError) error {
+	return o.invalid(w, child, fmt.Sprintf("would carry the labels %v, which the Cache's selector %q does not select: it would be applied in every reconciliation (set the labels the selector requires in Desired, or copy them from the owner with OwnerLabels)", ns.labels, o.selector))
+}
 
 // own gives d the label LabelManagedBy=ManagedBy and the values of the
 // owner's labels wl that OwnerLabels names, in a copy of its labels (the
@@ -925,6 +937,15 @@ func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
 	}
 	for _, c := range cs {
 		answer, err := o.apply(ctx, c)
+		if ns, ok := err.(notSelectedError); ok {
+			// The relabel of a child read before its create: refused
+			// as in NewUpdatePatch, not written.
+			w, err := o.owner(obj)
+			if err != nil {
+				return err
+			}
+			return o.notSelected(w, childName(c.readFirst), ns)
+		}
 		if err != nil {
 			return o.writeError(obj, c, err)
 		}

@@ -413,3 +413,69 @@ func TestMatchesRelabelsAnEmptyOwnerLabel(t *testing.T) {
 		t.Errorf("Job's labels = %v, want %s=\"\"", srv.jobs["migrate"].Labels, team)
 	}
 }
+
+// TestMatchesRelabelTheCacheWouldNotSelect: an owner label whose new value
+// the Cache's selector does not select is not written to a Job that
+// Matches accepts (the Job would leave the Cache, and the next create
+// fail): the step fails as for a desired child the Cache would not hold,
+// a permanent ErrInvalidChild naming the selector, and nothing is written.
+// The relabel checked the selector only when it removed a label: it moved
+// the Job out of the Cache, and the owner failed at its next
+// reconciliation.
+func TestMatchesRelabelTheCacheWouldNotSelect(t *testing.T) {
+	const team = "example.com/team"
+	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+	sel, err := labels.Parse(team + " in (blue,green)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := selectingCache{Informer: informertest.New(), selector: sel}
+	r := matchingJob(t, srv, cache, stepV1, team)
+	ctx := context.Background()
+	w := owner()
+	w.Labels = map[string]string{team: "blue"}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	_ = cache.Add(srv.jobs["migrate"].DeepCopy())
+	w.Labels[team] = "red"
+	err = r.EnsureCreated(ctx, w)
+	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), `selector "example.com/team in (blue,green)"`) {
+		t.Errorf("error = %v, want a permanent ErrInvalidChild naming the selector", err)
+	}
+	if len(srv.writes) != 1 {
+		t.Errorf("writes = %q, want the create alone", srv.writes)
+	}
+}
+
+// TestMatchesChildReadTheCacheWouldNotSelect: a Job that the Cache does
+// not hold (it excludes paused Jobs), read before its create, whose
+// relabel the Cache would still not select, is not relabelled: the step
+// fails as for a cached one, a permanent ErrInvalidChild naming the
+// selector. The relabel was written, and the Job read again at every
+// create.
+func TestMatchesChildReadTheCacheWouldNotSelect(t *testing.T) {
+	const team, paused = "example.com/team", "example.com/paused"
+	sel, err := labels.Parse("!" + paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+	cache := selectingCache{Informer: informertest.New(), selector: sel}
+	r := matchingJob(t, srv, cache, stepV1, team)
+	ctx := context.Background()
+	w := owner()
+	w.Labels = map[string]string{team: "blue"}
+	if err := r.EnsureCreated(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	srv.jobs["migrate"].Labels[paused] = "true" // the Cache does not hold it
+	w.Labels[team] = "green"
+	err = r.EnsureCreated(ctx, w)
+	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), `selector "!example.com/paused"`) {
+		t.Errorf("error = %v, want a permanent ErrInvalidChild naming the selector", err)
+	}
+	if len(srv.writes) != 1 {
+		t.Errorf("writes = %q, want the create alone", srv.writes)
+	}
+}
