@@ -129,6 +129,16 @@ func (s *jobServer) Delete(context.Context, string, metav1.DeleteOptions) error 
 	return fmt.Errorf("no delete expected")
 }
 
+// showIn shows every Job of the server in cache, as a watch would.
+func (s *jobServer) showIn(cache *informertest.Informer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.jobs {
+		_ = cache.Delete(j)
+		_ = cache.Add(j.DeepCopy())
+	}
+}
+
 // matchingJob returns a child resource, of a Secret owner, of the Job
 // "migrate" whose pod runs image() (read at each reconciliation), through
 // client and c, with a Matches that accepts any Job it finds (an immutable
@@ -236,12 +246,7 @@ func TestMatchesRestoresControllerReference(t *testing.T) {
 	cache := informertest.New()
 	r := matchingJob(t, srv, cache, stepV1)
 	ctx := context.Background()
-	sync := func() {
-		for _, j := range srv.jobs {
-			_ = cache.Delete(j)
-			_ = cache.Add(j.DeepCopy())
-		}
-	}
+	sync := func() { srv.showIn(cache) }
 	if err := r.EnsureCreated(ctx, owner()); err != nil {
 		t.Fatal(err)
 	}
@@ -276,12 +281,7 @@ func TestMatchesRemovesStaleOwnerLabel(t *testing.T) {
 	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
 	cache := informertest.New()
 	r := matchingJob(t, srv, cache, stepV1, shard, team)
-	sync := func() {
-		for _, j := range srv.jobs {
-			_ = cache.Delete(j)
-			_ = cache.Add(j.DeepCopy())
-		}
-	}
+	sync := func() { srv.showIn(cache) }
 	ctx := context.Background()
 	w := owner()
 	w.Labels = map[string]string{shard: "replica-a", team: "blue"}
@@ -386,12 +386,7 @@ func TestMatchesRelabelsAnEmptyOwnerLabel(t *testing.T) {
 	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
 	cache := informertest.New()
 	r := matchingJob(t, srv, cache, stepV1, team)
-	sync := func() {
-		for _, j := range srv.jobs {
-			_ = cache.Delete(j)
-			_ = cache.Add(j.DeepCopy())
-		}
-	}
+	sync := func() { srv.showIn(cache) }
 	ctx := context.Background()
 	w := owner()
 	if err := r.EnsureCreated(ctx, w); err != nil {
