@@ -163,9 +163,10 @@ type Config[Owner, Child Object] struct {
 	// Cache holds the current children. Required. Give the operator's
 	// shared informer of the Child kind (operator.Operator.Informer),
 	// ideally label-filtered on LabelManagedBy=ManagedBy and typed
-	// (informer.Config.ObjectType); the resource never GETs a child. When
-	// Cache has a method GVR() schema.GroupVersionResource, as
-	// informer.Informer does, New fails when its group is not GVK's (an
+	// (informer.Config.ObjectType); the resource GETs no child, but
+	// before the create of one with Matches and OwnerLabels set (see
+	// Matches). When Cache has a method GVR() schema.GroupVersionResource,
+	// as informer.Informer does, New fails when its group is not GVK's (an
 	// informer of another group's resource, such as "cronjobs" of the core
 	// group for a CronJob, never holds the children). When Cache has a
 	// method Selection() (string, labels.Selector), as informer.Informer
