@@ -350,10 +350,16 @@
 //     field. An object that carries the Framework's
 //     finalizer is the one read until the Framework removes it, so its
 //     apply has no resourceVersion precondition: a concurrent spec change
-//     cannot make the write fail; unless the apply carries over a status
-//     field (statuscontext) from the object as read, which it then applies
-//     on that version only, so that a stale cache does not write back a
-//     field another writer changed (and took) since. An object that does not (DisableFinalizers,
+//     cannot make the write fail; unless the apply carries over, from the
+//     object as read, a condition (in a map list, below: one it applied
+//     before that no resource decides this time) or a status field
+//     (statuscontext), which it then applies on that version only, so that
+//     a stale cache does not write back a value another writer (kubectl, a
+//     controller that took the condition type over) changed since; a
+//     conflict reads the latest object and applies again, as below. Its
+//     apply that carries nothing over (every condition it applied before
+//     decided again, no status field left unset) has none, and costs
+//     nothing more. An object that does not (DisableFinalizers,
 //     or a finalizer removed by another writer) may be deleted and created
 //     again under its name while the chain runs, and the new one must not
 //     get the first one's outcome: its apply carries the resourceVersion of

@@ -712,9 +712,10 @@ func (s *statusRun) finishLocked(ctx context.Context, o outcome, tr *trace.Trace
 	// then the conflict is the reconciliation's, retried with the latest
 	// object). An object that carries the finalizer is the one read until
 	// this Framework removes it, so its apply has no precondition and a
-	// concurrent spec change costs nothing; unless it carries over status
-	// fields from the object as read (applyFields), which must not be
-	// written back over another writer's change the cache does not show.
+	// concurrent spec change costs nothing; unless it carries over
+	// conditions (plan, in a map list) or status fields (applyFields) from
+	// the object as read, which must not be written back over another
+	// writer's change the cache does not show.
 	for attempt := 0; ; attempt++ {
 		if s.stale {
 			// A lock's (or the apply's) conflict told that the object
@@ -795,11 +796,16 @@ func (s *statusRun) finishLocked(ctx context.Context, o outcome, tr *trace.Trace
 		if s.namespace() != "" {
 			metadata["namespace"] = s.namespace()
 		}
+		// In a map list, ours holds the decided conditions and then those
+		// carried over (plan).
+		if mode == listMap && len(ours) > len(decidedConds) {
+			carried = true
+		}
 		switch {
 		case carried && s.rv != "":
-			// Status fields carried over from the object as of s.rv:
-			// applied on that version only (a conflict reads the latest),
-			// finalizer or not.
+			// Conditions or status fields carried over from the object
+			// as of s.rv: applied on that version only (a conflict reads
+			// the latest), finalizer or not.
 			metadata["resourceVersion"] = s.rv
 		case !s.held:
 			if rv := s.lastResourceVersion(ctx); rv != "" {
@@ -885,8 +891,9 @@ func (s *statusRun) applyStatus(ctx context.Context, u *unstructured.Unstructure
 }
 
 // plan returns the conditions the Framework writes (decided, with their
-// observedGeneration and lastTransitionTime, and in a map list those it
-// owns and carries over), the object's conditions after the write, and the
+// observedGeneration and lastTransitionTime, and in a map list after them
+// those it owns and carries over: finish applies those on the version
+// read), the object's conditions after the write, and the
 // list to apply: the whole list when it is atomic (no
 // x-kubernetes-list-type: map), which the API server replaces as a whole.
 //

@@ -1538,3 +1538,57 @@ func TestFailureReasonOfALongResourceName(t *testing.T) {
 		t.Errorf("failureReason() = %q...%q, want the resource's name cut, then Failed", got[:min(len(got), 10)], got[max(0, len(got)-10):])
 	}
 }
+
+// TestConditionsCarriedOverFromAStaleCache: with status.conditions a map
+// list, a condition a resource set in an earlier reconciliation and not in
+// this one is carried over in the apply from the cached object; when
+// another writer changed it since (kubectl, a controller that took the
+// type over) and the cache does not show that yet, the apply must not write
+// the cached value back over the other writer's, even when the object
+// carries the finalizer (an apply without precondition otherwise).
+func TestConditionsCarriedOverFromAStaleCache(t *testing.T) {
+	var phase atomic.Int32
+	r := &funcResource{name: "db", create: func(ctx context.Context, _ any) error {
+		if phase.Load() == 0 {
+			conditioncontext.Set(ctx, "DatabaseReady", metav1.ConditionTrue, "Created", "database db-1")
+			return nil
+		}
+		return errors.New("boom") // Ready False: a write, DatabaseReady not set
+	}}
+	obj := object("a", 1, nil)
+	server := newStatusServer(obj)
+	server.mapList = true
+	st := newStatusTest(t, obj, server, testRouter(t, nil, r), func(c *Config) { c.DisableFinalizers = false })
+	st.traces(t, 1)
+	got := server.get()
+	if c := meta.FindStatusCondition(conditionsOf(t, got), "DatabaseReady"); !slices.Contains(got.GetFinalizers(), st.f.Finalizer()) || c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("after the first reconciliation: finalizers %q, DatabaseReady %+v; want the finalizer and DatabaseReady True", got.GetFinalizers(), c)
+	}
+	st.sync(t)
+
+	// Another writer sets DatabaseReady False (the Framework's manager
+	// still co-owns the list entry, as the API server keeps it). The cache
+	// does not show it yet.
+	server.bump(func(u *unstructured.Unstructured) {
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m := c.(map[string]any); m["type"] == "DatabaseReady" {
+				m["status"], m["reason"], m["message"] = "False", "DeletedByHand", "the database was deleted"
+			}
+		}
+		_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
+		u.SetManagedFields(append(u.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
+			Subresource: "status", FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"DatabaseReady\"}":{"f:status":{},"f:reason":{},"f:message":{}}}}}`)}}))
+	})
+
+	phase.Store(1)
+	st.f.Enqueue("ns/a")
+	pollUntil(t, "Ready False written", func() bool {
+		c := meta.FindStatusCondition(conditionsOf(t, server.get()), conditioncontext.Ready)
+		return c != nil && c.Status == metav1.ConditionFalse
+	})
+	if c := meta.FindStatusCondition(conditionsOf(t, server.get()), "DatabaseReady"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "DeletedByHand" {
+		t.Errorf("DatabaseReady = %+v after the Framework's apply from a stale cache, want the other writer's False DeletedByHand kept", c)
+	}
+}

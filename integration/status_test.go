@@ -1016,3 +1016,67 @@ func TestStatusNotWrittenToRecreatedObject(t *testing.T) {
 	closeNew.Do(func() { close(releaseNew) })
 	waitStatus(t, rc, "w1", "Ready True at its generation after its own reconciliation", readyAt)
 }
+
+// TestStatusCarriedConditionNotWrittenBack: with status.conditions a map
+// list (as controller-gen declares []metav1.Condition), a condition a
+// resource set in an earlier reconciliation and not in this one is carried
+// over in the Framework's apply from the object as read. Another writer
+// (kubectl, with force) changes it after the read: the Framework's apply,
+// on an object that carries its finalizer, must not write the value read
+// back over the other writer's.
+func TestStatusCarriedConditionNotWrittenBack(t *testing.T) {
+	t.Parallel()
+	crd := backupCRD(uniqueCRDGroup(t))
+	c, err := crdclient.New(crdclient.Config{Client: apiextensionsclient.NewForConfigOrDie(env.Config())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureCreated(t.Context(), crd, nil); err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
+	ns := newNamespace(t)
+	rc := dynamicClient(t, env.Config()).Resource(gvr).Namespace(ns)
+	var later atomic.Bool
+	var once sync.Once
+	writerErr := make(chan error, 1)
+	db := &statusResource{name: "database", create: func(ctx context.Context, obj *unstructured.Unstructured) error {
+		if !later.Load() {
+			conditioncontext.Set(ctx, "DatabaseReady", metav1.ConditionTrue, "Created", "database db-1")
+			return nil
+		}
+		once.Do(func() {
+			// Another writer, between the read and the Framework's apply.
+			apply := `{"apiVersion":"` + gvr.GroupVersion().String() + `","kind":"Backup","metadata":{"name":"b1"},"status":{"conditions":[` +
+				`{"type":"DatabaseReady","status":"False","reason":"DeletedByHand","message":"the database was deleted","lastTransitionTime":"2020-01-01T00:00:00Z"}]}}`
+			force := true
+			_, err := rc.Patch(ctx, obj.GetName(), types.ApplyPatchType, []byte(apply), metav1.PatchOptions{FieldManager: "kubectl", Force: &force}, "status")
+			writerErr <- err
+		})
+		return errors.New("the database is gone") // Ready False: a write, DatabaseReady not set
+	}}
+	startStatusFramework(t, ns, statusOptions{gvr: gvr, backOff: constantBackOff(50 * time.Millisecond)}, resourceSet(t, "", db))
+	b := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"secretName": "s", "schedule": "@daily"}}}
+	b.SetAPIVersion(gvr.GroupVersion().String())
+	b.SetKind("Backup")
+	b.SetName("b1")
+	if _, err := rc.Create(t.Context(), b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, rc, "b1", "DatabaseReady True and Ready", func(s widgetStatus) bool { return readyAt(s) && isTrue(s, "DatabaseReady") })
+
+	later.Store(true)
+	if _, err := rc.Patch(t.Context(), "b1", types.MergePatchType, []byte(`{"spec":{"schedule":"@hourly"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-writerErr; err != nil {
+		t.Fatal(err)
+	}
+	s := waitStatus(t, rc, "b1", "Ready False at generation 2", func(s widgetStatus) bool {
+		c := s.condition(conditioncontext.Ready)
+		return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == 2
+	})
+	if c := s.condition("DatabaseReady"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "DeletedByHand" {
+		t.Errorf("DatabaseReady = %+v after the Framework's apply, want the other writer's False DeletedByHand kept", c)
+	}
+}
