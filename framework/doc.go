@@ -77,9 +77,11 @@
 //     waits (result no_resource_set) for labels a set handles.
 //   - Own writes do not wake the operator: [DefaultUpdatePredicate] drops
 //     updates that change neither generation, labels, annotations nor the
-//     deletion state (status writes, the finalizer patch). Resyncs and
-//     [Framework.Enqueue] always enqueue (Enqueue drops, with a warning, a
-//     key that can name no object); watches on children call Enqueue.
+//     deletion state (status writes, the finalizer patch). Resyncs (but
+//     of an object during a wait its last error asked for, see Failures)
+//     and [Framework.Enqueue] always enqueue (Enqueue drops, with a
+//     warning, a key that can name no object); watches on children call
+//     Enqueue.
 //   - Own writes are waited for: a resource that writes the reconciled
 //     object itself (a status patch) reports the resourceVersion the API
 //     server returned with resourceversioncontext; the Framework does the
@@ -134,11 +136,17 @@
 //     the finalizer stays), and the object is requeued after the longer of
 //     that wait and its backoff interval: never sooner than the API asked,
 //     and never sooner than its backoff (the trace's RequeueAfter is the
-//     wait asked for). The wait binds the Framework's own retry, as the
-//     backoff does: a change of the object, an event that wakes it or a
-//     resync reconciles it sooner (a resource that must never call its
-//     API sooner keeps the time it may, and returns its error again
-//     without calling). A panic in a
+//     wait asked for). The informer's periodic resync does not reconcile
+//     the object before that wait has passed: it brings nothing new, and
+//     the requeue at the wait's end reconciles the object anyway (a
+//     resync still runs an object whose backoff alone has not passed, as
+//     client-go's queue does). The Framework keeps the wait's end with
+//     the object, in memory, until its next reconciliation begins, at the
+//     latest at the wait's end (a restart, or the next owner after
+//     Release, does not know it). A change of the object or
+//     an event that wakes it (a child's, [Framework.Enqueue]) reconciles
+//     it sooner (a resource that must never call its API sooner keeps the
+//     time it may, and returns its error again without calling). A panic in a
 //     resource, InitCtx or Handles is recovered, logged with its stack, counted
 //     (operatorkit_framework_panics_total) and retried with backoff; other
 //     objects go on. Each reconciliation is bounded by

@@ -24,28 +24,44 @@ func (f *Framework) AddFunc(obj any) {
 // says the change matters, and, whatever the predicate says, when someone
 // else removed the Framework's finalizer from an object that is not being
 // deleted, so that it is added back at once (the Framework itself removes
-// it only from objects in deletion). It is the informer's UpdateFunc; Boot
-// registers it, and it can be used as a drop-in with an informer of one's
-// own. The worker always reconciles the latest object from the cache, never
-// newObj.
+// it only from objects in deletion). A resync (oldObj and newObj at the
+// same resourceVersion) of an object whose last reconciliation failed with
+// an error that asked for a wait (retry.After, a Retry-After) is not
+// enqueued before that wait has passed: the object is requeued at its end
+// anyway, and the API that asked for it is not called sooner for nothing
+// new. It is the informer's UpdateFunc; Boot registers it, and it can be
+// used as a drop-in with an informer of one's own. The worker always
+// reconciles the latest object from the cache, never newObj.
 func (f *Framework) UpdateFunc(oldObj, newObj any) {
+	resyncKey := "" // the key of a resync (same resourceVersion)
 	if acc, err := meta.Accessor(newObj); err == nil {
-		if key, err := cache.MetaNamespaceKeyFunc(newObj); err == nil && f.state.observed(key, acc.GetResourceVersion()) {
+		key, err := cache.MetaNamespaceKeyFunc(newObj)
+		if err == nil && f.state.observed(key, acc.GetResourceVersion()) {
 			// A reconciliation waited for the cache to show this write.
 			f.Enqueue(key)
 			return
 		}
+		old, oldErr := meta.Accessor(oldObj)
 		if f.finalizers && acc.GetDeletionTimestamp() == nil && !slices.Contains(acc.GetFinalizers(), f.finalizer) {
-			if old, err := meta.Accessor(oldObj); err == nil && old.GetUID() == acc.GetUID() && slices.Contains(old.GetFinalizers(), f.finalizer) {
+			if oldErr == nil && old.GetUID() == acc.GetUID() && slices.Contains(old.GetFinalizers(), f.finalizer) {
 				// Until it is back, a delete while the operator is down
 				// would be lost.
 				f.enqueueObject(newObj)
 				return
 			}
 		}
+		if err == nil && oldErr == nil && old.GetResourceVersion() == acc.GetResourceVersion() {
+			resyncKey = key
+		}
 	}
 	if !f.updatePredicate(oldObj, newObj) {
 		f.metrics.eventsFiltered.Inc()
+		return
+	}
+	if resyncKey != "" && !f.state.resync(resyncKey) {
+		// During the wait its last failure asked for (the requeue at
+		// the wait's end reconciles it), or while it is reconciled (its
+		// end enqueues it, unless it asks for such a wait).
 		return
 	}
 	f.enqueueObject(newObj)

@@ -122,7 +122,8 @@ func (f *Framework) requeue(key string, o outcome) {
 	case o.result == ResultError && o.requeueAfter > 0:
 		// Its error asked for a wait (retry.DelayOf): not before it, nor
 		// before the object's backoff, which grows as for any failure
-		// (When is what AddRateLimited asks the limiter).
+		// (When is what AddRateLimited asks the limiter). A resync
+		// does not run it sooner (reconcile's waitFor).
 		f.queue.AddAfter(key, max(f.limiter.When(key), o.requeueAfter))
 	case o.result == ResultConflict:
 		// The cache does not show the winner yet: the retry waits for it
@@ -190,15 +191,29 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	}
 	var acc metav1.Object // set once the object is read
 	defer func() {
-		if acc == nil {
-			f.state.end(key, "", "", 0, false)
-			return
+		if o.result == ResultError {
+			if d, _ := retry.DelayOf(o.err); d > 0 {
+				// Requeued after d at the earliest (requeue): a resync
+				// until then, also one that came while it ran, does not
+				// run it sooner (UpdateFunc).
+				f.state.waitFor(key, d)
+			}
 		}
-		// Whatever the outcome, writes to the object that succeeded are
-		// expected in the cache before the next reconciliation, unless
-		// their watch event arrived already.
-		rv, ok := resourceversioncontext.ResourceVersion(ctx)
-		f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
+		var resync bool
+		if acc == nil {
+			resync = f.state.end(key, "", "", 0, false)
+		} else {
+			// Whatever the outcome, writes to the object that succeeded
+			// are expected in the cache before the next reconciliation,
+			// unless their watch event arrived already.
+			rv, ok := resourceversioncontext.ResourceVersion(ctx)
+			resync = f.state.end(key, acc.GetUID(), rv, acc.GetGeneration(), ok && rv != acc.GetResourceVersion())
+		}
+		if resync {
+			// A resync came while it ran: it runs again, as the queue
+			// does with a key added while it is processed.
+			f.add(key)
+		}
 	}()
 
 	obj, exists, err := f.informer.Get(key)

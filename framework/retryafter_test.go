@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -203,5 +204,93 @@ func TestRetryAfterIsAFailure(t *testing.T) {
 	}
 	if !warned {
 		t.Error("no Warning ReconcileFailed event with the error")
+	}
+}
+
+// TestRetryAfterHonouredAtResync: an object whose failure asked for a wait
+// (retry.After: a provider's 429 with Retry-After) is not reconciled by the
+// informer's periodic resync before the wait has passed (it called the
+// provider again at the next resync, 10 s into a wait of 60 s), nor by a
+// resync that came while the failing reconciliation ran: a resync brings
+// nothing new, and the object's requeue at the wait's end reconciles it
+// anyway. A change of the object still reconciles it at once; a resync
+// after the wait, or after the next reconciliation began, does as before,
+// as does one that came while a reconciliation that asks for no wait ran;
+// nothing is kept about the wait once it ended.
+func TestRetryAfterHonouredAtResync(t *testing.T) {
+	boom := errors.New("provider: 429 too many requests")
+	obj := object("a", 1, nil)
+	var f *Framework
+	var resyncWhileRunning bool
+	var fail error
+	r := &funcResource{name: "record", create: func(context.Context, any) error {
+		if resyncWhileRunning {
+			f.UpdateFunc(obj, obj)
+		}
+		return fail
+	}}
+	var err error
+	f, err = New(Config{Name: "op", Informer: informertest.New(obj), ResourceRouter: testRouter(t, nil, r),
+		DisableFinalizers: true, RateLimiter: &fixedLimiter{wait: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	f.state.now = func() time.Time { return now }
+	// run reconciles the object once and returns what was asked of the
+	// queue while it ran and after.
+	run := func(err error, resync bool) (during, after *recordingQueue) {
+		fail, resyncWhileRunning = err, resync
+		during = &recordingQueue{limiter: f.limiter}
+		f.queue = during
+		_, after = reconcileAndRequeue(f, "ns/a")
+		return during, after
+	}
+	var q *recordingQueue
+	resync := func() []string {
+		q.calls = nil
+		f.UpdateFunc(obj, obj) // a resync: the same resourceVersion
+		return q.calls
+	}
+
+	_, q = run(retry.After(boom, time.Minute), false)
+	if !equalDurations(q.delays, []time.Duration{time.Minute}) {
+		t.Fatalf("requeued after %v (queue calls %q), want after 1m", q.delays, q.calls)
+	}
+	now = now.Add(10 * time.Second)
+	if calls := resync(); len(calls) != 0 {
+		t.Errorf("a resync 10s into a wait of 1m: queue calls %q, want none (the requeue at the wait's end reconciles it)", calls)
+	}
+	changed := obj.DeepCopy()
+	changed.SetResourceVersion("2")
+	changed.SetGeneration(2)
+	q.calls = nil
+	f.UpdateFunc(obj, changed)
+	if !slices.Equal(q.calls, []string{"add ns/a"}) {
+		t.Errorf("a change of the object during the wait: queue calls %q, want it added at once", q.calls)
+	}
+	now = now.Add(time.Minute)
+	if calls := resync(); !slices.Equal(calls, []string{"add ns/a"}) {
+		t.Errorf("a resync after the wait: queue calls %q, want it added", calls)
+	}
+
+	// A resync while it runs: dropped when the reconciliation asks for a
+	// wait, run again after it otherwise.
+	during, q := run(retry.After(boom, time.Minute), true)
+	if len(during.calls) != 0 {
+		t.Errorf("a resync while a reconciliation that asks for a wait ran: queue calls %q, want none", during.calls)
+	}
+	if calls := resync(); len(calls) != 0 {
+		t.Errorf("a resync after a second failure with retry.After: queue calls %q, want none", calls)
+	}
+	during, q = run(nil, true)
+	if !slices.Equal(during.calls, []string{"add ns/a"}) {
+		t.Errorf("a resync while a reconciliation that began during the wait and succeeded ran: queue calls %q, want it added", during.calls)
+	}
+	if calls := resync(); !slices.Equal(calls, []string{"add ns/a"}) {
+		t.Errorf("a resync after a reconciliation that began during the wait: queue calls %q, want it added", calls)
+	}
+	if e := f.state.objects["ns/a"]; e != nil && e.rare != nil {
+		t.Errorf("the object's state keeps %+v after the wait ended, want nothing rare", *e.rare)
 	}
 }

@@ -14,10 +14,11 @@ import (
 // objectState is what the Framework remembers about objects between
 // reconciliations: last states of objects that vanished without its
 // finalizer, the objects (key and UID) whose finalizer it removed, since
-// when each object waits for a successful reconciliation, and which objects
-// are in deletion. It feeds the stuck-object gauges. Every entry is removed
-// when its object is gone (forget), so it is bounded by the number of live
-// objects.
+// when each object waits for a successful reconciliation, which objects
+// are in deletion, and until when an object waits for the wait its last
+// failure asked for (retry.After), which a resync does not cut short. It
+// feeds the stuck-object gauges. Every entry is removed when its object is
+// gone (forget), so it is bounded by the number of live objects.
 //
 // What it keeps per key is one objectEntry in one map: a reconciliation asks
 // about its key several times (begin, stale, resource set, end, done), and
@@ -73,6 +74,9 @@ type objectEntry struct {
 	// Framework: no reconciliation of it starts until its object leaves
 	// the informer (DeleteFunc) or Reclaim gives it back.
 	released bool
+	// resynced is set when a resync of the object came while it was
+	// being reconciled (running): end decides whether it runs again.
+	resynced bool
 	// noFields is set when the Framework knows that its field manager
 	// owns no status field of the object but the conditions and
 	// observedGeneration: the managedFields of the API server's last
@@ -96,6 +100,11 @@ type objectRare struct {
 	// idle, while a Release waits for the running reconciliation, is
 	// closed when it ends.
 	idle chan struct{}
+	// notBefore is the end of the wait the object's last failure asked
+	// for (retry.DelayOf: retry.After, a Retry-After), which a resync does
+	// not cut short (Framework.UpdateFunc); zero once the object's next
+	// reconciliation begins, at the latest when the wait ends.
+	notBefore time.Time
 }
 
 // rareOf returns e's rare part, made when it has none.
@@ -109,7 +118,7 @@ func (e *objectEntry) rareOf() *objectRare {
 // tidyRare drops e's rare part when it holds nothing (and e is not in
 // deletion, whose deletionTimestamp it holds, even a zero one).
 func (e *objectEntry) tidyRare() {
-	if r := e.rare; r != nil && r.tombstone == nil && r.deleting.IsZero() && r.idle == nil && !e.inDeletion {
+	if r := e.rare; r != nil && r.tombstone == nil && r.deleting.IsZero() && r.idle == nil && r.notBefore.IsZero() && !e.inDeletion {
 		e.rare = nil
 	}
 }
@@ -192,10 +201,15 @@ func (s *objectState) begin(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key)
+	if e.rare != nil && !e.rare.notBefore.IsZero() {
+		// Whatever woke it, the wait its last failure asked for is over.
+		e.rare.notBefore = time.Time{}
+		e.tidyRare()
+	}
 	if e.released {
 		return false
 	}
-	e.running, e.seen = true, nil
+	e.running, e.seen, e.resynced = true, nil, false
 	return true
 }
 
@@ -250,6 +264,36 @@ func (s *objectState) setOwnsNoFields(key string, none bool) {
 	}
 }
 
+// waitFor records that key's reconciliation, which runs, fails with an
+// error that asked for a wait of d (retry.DelayOf): until d has passed, or
+// the next reconciliation of key begins, a resync does not run it (resync).
+// Nothing is recorded for a key that is not running or is released.
+func (s *objectState) waitFor(key string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.objects[key]; e != nil && e.running && !e.released {
+		e.rareOf().notBefore = s.now().Add(d)
+	}
+}
+
+// resync reports whether a resync of key (an update event at the same
+// resourceVersion) enqueues it now: not while the wait its last failure
+// asked for has not passed (waitFor), and not while it is being
+// reconciled: end decides then, after its outcome.
+func (s *objectState) resync(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[key]
+	switch {
+	case e == nil:
+		return true
+	case e.running:
+		e.resynced = true
+		return false
+	}
+	return e.rare == nil || !s.now().Before(e.rare.notBefore)
+}
+
 // reclaim takes back release and reports whether key was released.
 func (s *objectState) reclaim(key string) bool {
 	s.mu.Lock()
@@ -276,8 +320,10 @@ func (s *objectState) isReleased(key string) bool {
 // object (uid) left it at resourceVersion rv (written is false when it
 // wrote nothing) at generation: the write is expected in the cache before
 // the next reconciliation, unless the cache delivered it (or a newer
-// version, see shows) already.
-func (s *objectState) end(key string, uid types.UID, rv string, generation int64, written bool) {
+// version, see shows) already. It reports whether key must be enqueued for
+// a resync that came while it ran: not when the reconciliation asked for a
+// wait (waitFor) that a resync does not cut short.
+func (s *objectState) end(key string, uid types.UID, rv string, generation int64, written bool) (resync bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.objects[key]
@@ -285,10 +331,11 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 		// Forgotten while it ran (its delete event came before the
 		// answer to the finalizer patch): the object is gone, no write of
 		// it is expected.
-		return
+		return false
 	}
+	resync = e.resynced && (e.rare == nil || !s.now().Before(e.rare.notBefore))
 	seen := e.seen
-	e.running, e.seen = false, nil
+	e.running, e.seen, e.resynced = false, nil, false
 	wakeIdle(e)
 	if e.expected != nil && e.expected.observed {
 		e.expected = nil // the cache shows it
@@ -297,6 +344,7 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 		e.expected = &expectation{uid: uid, rv: rv, generation: generation, since: s.now()}
 	}
 	s.prune(key, e)
+	return resync
 }
 
 // awaitChange records that key's reconciliation of the object (uid) at

@@ -855,6 +855,30 @@ func TestDNSRecordProviderOutage(t *testing.T) {
 	x.ready("new", "192.0.2.33")
 }
 
+// TestDNSRecordRetryAfterAtResync: while the provider answers 429 with
+// Retry-After: 3, the informer's resync (every second) does not call it
+// sooner than it asked: the operator read the record at every resync, three
+// times per wait.
+func TestDNSRecordRetryAfterAtResync(t *testing.T) {
+	t.Parallel()
+	x := newDNSFixture(t, 0)
+	x.start(dnsOptions{resync: time.Second, poll: 200 * time.Millisecond})
+	x.create("mail", "192.0.2.40")
+	x.ready("mail", "192.0.2.40")
+
+	x.provider.setFault("get", &dnsFault{code: http.StatusTooManyRequests, retryAfter: 3, times: -1})
+	_, err := x.client.Patch(t.Context(), "mail", types.MergePatchType, []byte(`{"spec":{"value":"192.0.2.41"}}`), metav1.PatchOptions{})
+	must(t, err)
+	x.waitFor("mail", "Ready False, ProviderRateLimited", func(r *DNSRecord) bool {
+		return isCondition(r, conditioncontext.Ready, metav1.ConditionFalse, "ProviderRateLimited")
+	})
+	if n := x.countOver("get", 6*time.Second, nil); n > 3 {
+		t.Errorf("%d reads in 6 s while the provider asked to wait 3 s between them (resync every 1 s), want at most 3", n)
+	}
+	x.provider.setFault("get", nil)
+	x.ready("mail", "192.0.2.41")
+}
+
 // TestDNSRecordDeleteOutage: while the provider fails the delete of its
 // record, a deleted DNSRecord keeps its finalizer and the delete is retried
 // after the provider's Retry-After (429), or with backoff (503), across a
