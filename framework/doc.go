@@ -64,9 +64,14 @@
 //     finalizerskeptcontext and none canceled the chain
 //     (reconciliationcanceledcontext: the resources after it did not run;
 //     the chain runs again, after the delay asked for with requeuecontext,
-//     else with the object's backoff). The patch carries the resourceVersion
-//     the chain's own writes of the object left (resourceversioncontext), so
-//     that a Guard in the delete chain does not make it conflict. An object
+//     else with the object's backoff). When a resource of the delete chain
+//     wrote the object itself (a Guard's lock, a status patch, its version
+//     reported with resourceversioncontext), the patch does not carry the
+//     version read, which would conflict with that write: the object's
+//     finalizers are read again (one read) and patched on the version read
+//     then, since that write need not have had a precondition and another
+//     controller may have removed its own finalizer before it (the API
+//     server refuses a finalizer added back to an object in deletion). An object
 //     deleted while the operator is down keeps the finalizer and is cleaned
 //     up after the next Boot. A finalizer that someone else removes from an
 //     object that is not being deleted is added back at once

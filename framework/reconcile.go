@@ -811,6 +811,9 @@ func (f *Framework) addFinalizer(ctx context.Context, obj any, acc metav1.Object
 
 // removeFinalizer removes the Framework's finalizer from the object key
 // after the delete chain succeeded. A 404 means the object is gone already.
+// The patch carries the finalizers and resourceVersion read, or, when the
+// delete chain wrote the object itself since (resourceversioncontext), those
+// of the object read again from the API server.
 //
 // The UID is marked finalized before the patch is sent: the object's
 // deletion event can arrive before the patch's answer, and must find the
@@ -829,17 +832,33 @@ func (f *Framework) removeFinalizer(ctx context.Context, key string, acc metav1.
 		tr.Record("framework", StepRemoveFinalizer, tr.Now(), trace.OutcomeError, err)
 		return err
 	}
-	finalizers := slices.DeleteFunc(slices.Clone(acc.GetFinalizers()), func(s string) bool { return s == f.finalizer })
-	// The object as the delete chain left it: a resource that wrote it (a
-	// Guard's lock, a status patch) reported the version it made, which the
-	// cached one's would conflict with.
-	rv := acc.GetResourceVersion()
-	if w, ok := resourceversioncontext.ResourceVersion(ctx); ok && w != "" {
-		rv = w
-	}
-	f.state.markFinalized(key, acc.GetUID())
 	tr := trace.FromContext(ctx)
 	start := tr.Now()
+	current, rv := acc.GetFinalizers(), acc.GetResourceVersion()
+	if w, ok := resourceversioncontext.ResourceVersion(ctx); ok && w != "" && w != rv {
+		// The delete chain wrote the object itself (a Guard's lock, a
+		// status patch): the version read would conflict with that write,
+		// and the finalizers read need not be the object's any more (the
+		// write need not have carried a precondition, and another
+		// controller may have removed its finalizer before it; the API
+		// server refuses to add one back to an object in deletion). They
+		// are read again, and patched on the version read.
+		cur, err := f.readMeta(ctx, acc)
+		if apierrors.IsNotFound(err) || err == nil && cur.GetUID() != acc.GetUID() {
+			// Gone: as a 404 of the patch.
+			f.state.markFinalized(key, acc.GetUID())
+			tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeDone, nil)
+			return nil
+		}
+		if err != nil {
+			err = fmt.Errorf("remove finalizer %s: read the object after the delete chain's own write: %w", f.finalizer, err)
+			tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeError, err)
+			return err
+		}
+		current, rv = cur.GetFinalizers(), cur.GetResourceVersion()
+	}
+	finalizers := slices.DeleteFunc(slices.Clone(current), func(s string) bool { return s == f.finalizer })
+	f.state.markFinalized(key, acc.GetUID())
 	if _, err := f.patchFinalizers(ctx, acc, rv, finalizers); err != nil && !apierrors.IsNotFound(err) {
 		f.state.unmarkFinalized(key, acc.GetUID())
 		tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeError, err)
@@ -847,6 +866,15 @@ func (f *Framework) removeFinalizer(ctx context.Context, key string, acc metav1.
 	}
 	tr.Record("framework", StepRemoveFinalizer, start, trace.OutcomeDone, nil)
 	return nil
+}
+
+// readMeta reads the object of acc from the API server, through
+// MetadataClient when it is set, else Client (one of them must be).
+func (f *Framework) readMeta(ctx context.Context, acc metav1.Object) (metav1.Object, error) {
+	if f.metaClient != nil {
+		return f.metaClient.Resource(f.resource).Namespace(acc.GetNamespace()).Get(ctx, acc.GetName(), metav1.GetOptions{})
+	}
+	return f.client.Resource(f.resource).Namespace(acc.GetNamespace()).Get(ctx, acc.GetName(), metav1.GetOptions{})
 }
 
 // resourceOf returns the resource an error came from, "framework" when none.

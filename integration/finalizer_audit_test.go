@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/operatorkit/operatorkit/context/resourceversioncontext"
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/router"
@@ -289,5 +290,56 @@ func TestDeleteChainFailsAndIsRetried(t *testing.T) {
 	}
 	if failed != 3 {
 		t.Errorf("failed delete reconciliations = %d, want 3", failed)
+	}
+}
+
+// TestDeleteChainOwnWriteAfterAnotherFinalizerLeft: while the delete chain
+// runs, another controller removes its own finalizer, and then a resource
+// writes the object itself (a status patch, its version reported with
+// resourceversioncontext). The Framework's finalizer patch, which carries
+// that version as precondition, must not send the finalizers as read: the
+// other controller's is back in that list, and the API server refuses a
+// finalizer added to an object in deletion (422), so the delete failed once
+// (a Warning event, the error metric) and ran again.
+func TestDeleteChainOwnWriteAfterAnotherFinalizerLeft(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	rc := widgetClient(t, ns)
+	const other = "test.operatorkit.io/other"
+	var once sync.Once
+	r := &signalResource{name: "record", onDelete: func(ctx context.Context) {
+		once.Do(func() {
+			// The other controller is done: it removes its finalizer.
+			w, err := rc.Get(ctx, "w1", metav1.GetOptions{})
+			if err == nil {
+				w.SetFinalizers(slices.DeleteFunc(w.GetFinalizers(), func(s string) bool { return s == other }))
+				_, err = rc.Update(ctx, w, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				t.Errorf("the other controller's update: %v", err)
+				return
+			}
+			// The resource's own write of the object.
+			u, err := rc.Patch(ctx, "w1", types.MergePatchType, []byte(`{"status":{"note":"deleting"}}`), metav1.PatchOptions{}, "status")
+			if err != nil {
+				t.Errorf("the resource's status patch: %v", err)
+				return
+			}
+			resourceversioncontext.SetResourceVersion(ctx, u.GetResourceVersion())
+		})
+	}}
+	f := startStatusFramework(t, ns, statusOptions{backOff: constantBackOff(50 * time.Millisecond)}, resourceSet(t, "", r))
+	w := newWidget(ns, "w1", "", nil)
+	w.SetFinalizers([]string{other})
+	createWidget(t, w)
+	waitStatus(t, rc, "w1", "Ready", readyAt)
+	if err := rc.Delete(t.Context(), "w1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWidgetGone(t, ns, "w1")
+	for _, tr := range f.Traces(ns + "/w1") {
+		if tr.Result == framework.ResultError {
+			t.Errorf("a delete reconciliation failed: %s %v", tr.Error, stepNames(tr))
+		}
 	}
 }
