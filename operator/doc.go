@@ -166,12 +166,17 @@
 // enqueues the objects that refer to the object that changed (by an index of
 // what each refers to); Watches enqueues what a map function returns. None
 // enqueues on a resync (the owner's
-// own informer resyncs it) nor on the echo of the operator's own write
+// own informer resyncs it), nor enqueues the written object's controller
+// on the echo of the operator's own write
 // (announced with OwnWrites.Begin by whatever wrote it), nor on the delete
 // event of the operator's own delete (OwnWrites.BeginDelete; not when
 // finalizers held the object, whose delete event comes later, when someone
 // else removes the last one), so that an operator's create, apply or
 // delete of a child does not make the owner reconcile again;
-// resource/child announces both. OwnWrites.Filter gives
-// the same filtering to any informer event handler.
+// resource/child announces both. Watches and References still enqueue the
+// other objects their map function or index names for such an echo (a
+// second owner waiting for a child's name to be free, an object referring
+// to another's child), and nothing for an object without a controller
+// reference. OwnWrites.Filter gives the filtering of Owns (no echo passes)
+// to any informer event handler.
 package operator

@@ -35,8 +35,9 @@ import (
 // so refs is the same either way; the predicates then get
 // *metav1.PartialObjectMetadata, as for Watches.
 //
-// Events of source are filtered as for Watches (resyncs, the operator's
-// own writes), and every predicate given must return true; a nil
+// Events of source are filtered as for Watches (resyncs; the echo of the
+// operator's own write or delete of an object wakes the objects that refer
+// to it but its controller), and every predicate given must return true; a nil
 // predicate is ErrInvalidConfig. f's informer must come from
 // Operator.Informer (or have a SharedIndexInformer method); otherwise the
 // error matches ErrInvalidConfig. It is called before Run.

@@ -249,10 +249,19 @@ func clusterScopedOwner(owners informer.Interface, key, name string) bool {
 // deleted object of source (from Informer). mapFunc gets the object (on a delete, the last
 // state known); it runs on the informer's event path and must not block.
 // On an update, the keys of the object before it are reconciled too (its
-// previous owner, when its controller reference changed). Resyncs and the
-// operator's own writes are filtered as for Owns, and every predicate given
-// must return true; a nil f, source, mapFunc or predicate, or a source
-// not made by Informer, is ErrInvalidConfig. It is called before Run.
+// previous owner, when its controller reference changed). Resyncs are
+// filtered as for Owns, and every predicate given must return true; a nil
+// f, source, mapFunc or predicate, or a source not made by Informer, is
+// ErrInvalidConfig. It is called before Run.
+//
+// The echo of the operator's own write or delete of an object (see
+// OwnWrites) does not wake the object's controller, whose reconciliation
+// made it, but it wakes the other keys mapFunc returns for it: a
+// reconciliation that deletes its child wakes the objects that wait for
+// that name to be free (two owners that want a child of one name; an
+// object that refers to another's child, through References). The echo
+// of an object without a controller reference wakes nothing, as for Owns
+// (who wrote it is not known).
 //
 // source may be metadata-only (Informer with ObjectType
 // &metav1.PartialObjectMetadata{}), which caches no object's content:
@@ -279,7 +288,7 @@ func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFu
 	if started {
 		return ErrAlreadyStarted
 	}
-	_, err := source.AddEventHandler(o.OwnWrites().Filter(source.gvr.GroupResource(), watchHandler(f.Enqueue, mapFunc, predicates)))
+	_, err := source.AddEventHandler(o.OwnWrites().watch(source.gvr.GroupResource(), f.Enqueue, mapFunc, predicates))
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", source.gvr, err)
 	}
@@ -336,6 +345,47 @@ func watchHandler(enqueue func(key string), mapFunc func(obj any) []string, pred
 				each(last)
 			}
 		},
+	}
+}
+
+// watch returns the event handler of Watches for an informer of resource:
+// watchHandler behind the filter of w, with the echoes of own writes and
+// deletes given to echoHandler.
+func (w *OwnWrites) watch(resource schema.GroupResource, enqueue func(key string), mapFunc func(obj any) []string, predicates []Predicate) cache.ResourceEventHandler {
+	return w.filter(resource, watchHandler(enqueue, mapFunc, predicates), echoHandler(enqueue, mapFunc, predicates))
+}
+
+// echoHandler is the handler of Watches for the echoes of the operator's
+// own writes and deletes, which Filter keeps from watchHandler: it enqueues
+// what watchHandler would for the event, but the keys of the echoed
+// object's controller (of either scope: "namespace/name" and "name"),
+// whose reconciliation wrote it, and nothing for an object without one.
+func echoHandler(enqueue func(key string), mapFunc func(obj any) []string, predicates []Predicate) cache.ResourceEventHandlerFuncs {
+	// others returns the handler of one echo of obj: watchHandler's,
+	// enqueueing every key but the writer's.
+	others := func(obj any) cache.ResourceEventHandler {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return cache.ResourceEventHandlerFuncs{}
+		}
+		ref := metav1.GetControllerOfNoCopy(m)
+		if ref == nil {
+			return cache.ResourceEventHandlerFuncs{}
+		}
+		writer := m.GetNamespace() + "/" + ref.Name
+		return watchHandler(func(key string) {
+			if key != writer && key != ref.Name {
+				enqueue(key)
+			}
+		}, mapFunc, predicates)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { others(obj).OnAdd(obj, false) },
+		UpdateFunc: func(oldObj, newObj any) { others(newObj).OnUpdate(oldObj, newObj) },
+		DeleteFunc: func(obj any) { others(obj).OnDelete(obj) },
 	}
 }
 
@@ -442,6 +492,7 @@ type heldEvent struct {
 	uid     types.UID
 	version string
 	fire    func()
+	echo    func() // called instead of fire for the echo; may be nil
 }
 
 // Begin announces a write (create, update, patch, apply) of the object
@@ -511,8 +562,9 @@ func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
 // resourceVersion), adds and updates that are the echo of the operator's
 // own write (announced with Begin), and deletes that are the echo of its
 // own delete (announced with BeginDelete). Other deletes pass. It is
-// the filtering of Owns and Watches, for a handler of your own that calls
-// framework.Framework.Enqueue: register the result with the informer's
+// the filtering of Owns (Watches and References pass an echo on for the
+// objects other than the written object's controller), for a handler of
+// your own that calls framework.Framework.Enqueue: register the result with the informer's
 // AddEventHandler. Each handler Filter returns drops the echoes (every
 // handler of resource is counted until the end: do not call Filter for a
 // handler you do not register, or echoes wait DeleteEchoTTL in memory).
@@ -524,13 +576,20 @@ func (w *OwnWrites) BeginDelete(uid types.UID) (done func(err error)) {
 // it must be safe for concurrent use (Framework.Enqueue is) and must not
 // block.
 func (w *OwnWrites) Filter(resource schema.GroupResource, h cache.ResourceEventHandler) cache.ResourceEventHandler {
+	return w.filter(resource, h, nil)
+}
+
+// filter is Filter, with echoes, when not nil, given the events that
+// Filter keeps from h as the echoes of the operator's own writes and
+// deletes (Watches wakes other objects than the writer with them).
+func (w *OwnWrites) filter(resource schema.GroupResource, h, echoes cache.ResourceEventHandler) cache.ResourceEventHandler {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.filters == nil {
 		w.filters = map[schema.GroupResource]int{}
 	}
 	w.filters[resource]++
-	return &filteredHandler{writes: w, resource: resource, next: h}
+	return &filteredHandler{writes: w, resource: resource, next: h, echoes: echoes}
 }
 
 // filteredHandler is the handler Filter returns.
@@ -538,22 +597,36 @@ type filteredHandler struct {
 	writes   *OwnWrites
 	resource schema.GroupResource
 	next     cache.ResourceEventHandler
+	// echoes, when not nil, gets the echoes kept from next.
+	echoes cache.ResourceEventHandler
 }
 
 func (h *filteredHandler) OnAdd(obj any, isInInitialList bool) {
-	h.writes.observe(h.resource, obj, func() { h.next.OnAdd(obj, isInInitialList) })
+	var echo func()
+	if h.echoes != nil {
+		echo = func() { h.echoes.OnAdd(obj, isInInitialList) }
+	}
+	h.writes.observe(h.resource, obj, func() { h.next.OnAdd(obj, isInInitialList) }, echo)
 }
 
 func (h *filteredHandler) OnUpdate(oldObj, newObj any) {
 	if resourceVersion(oldObj) == resourceVersion(newObj) {
 		return // a resync: the owner's own informer resyncs it
 	}
-	h.writes.observe(h.resource, newObj, func() { h.next.OnUpdate(oldObj, newObj) })
+	var echo func()
+	if h.echoes != nil {
+		echo = func() { h.echoes.OnUpdate(oldObj, newObj) }
+	}
+	h.writes.observe(h.resource, newObj, func() { h.next.OnUpdate(oldObj, newObj) }, echo)
 }
 
 func (h *filteredHandler) OnDelete(obj any) {
 	if h.writes.forget(h.resource, obj) {
-		return // the echo of the operator's own delete
+		// the echo of the operator's own delete
+		if h.echoes != nil {
+			h.echoes.OnDelete(obj)
+		}
+		return
 	}
 	h.next.OnDelete(obj)
 }
@@ -563,10 +636,13 @@ func (w *OwnWrites) settle(key writeKey, answer metav1.Object, err error) {
 	p := w.pending[key]
 	ours := err == nil && answer != nil && answer.GetUID() != ""
 	seen := 0 // handlers whose echo came first
-	var release []heldEvent
+	var release, echoed []heldEvent
 	for _, e := range p.held {
 		if ours && e.uid == answer.GetUID() && e.version == answer.GetResourceVersion() {
 			seen++ // drop it
+			if e.echo != nil {
+				echoed = append(echoed, e)
+			}
 			continue
 		}
 		release = append(release, e)
@@ -585,6 +661,9 @@ func (w *OwnWrites) settle(key writeKey, answer metav1.Object, err error) {
 		delete(w.pending, key)
 	}
 	w.mu.Unlock()
+	for _, e := range echoed {
+		e.echo()
+	}
 	for _, e := range release {
 		e.fire()
 	}
@@ -592,8 +671,9 @@ func (w *OwnWrites) settle(key writeKey, answer metav1.Object, err error) {
 
 // observe decides about a watch event of obj (of resource): it calls fire
 // now, later (held while a write of obj is in flight), or never (the echo of
-// the operator's own write).
-func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func()) {
+// the operator's own write: then it calls echo instead, when not nil, now
+// or at the write's answer).
+func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire, echo func()) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		fire()
@@ -607,10 +687,13 @@ func (w *OwnWrites) observe(resource schema.GroupResource, obj any, fire func())
 			delete(w.echoes, m.GetUID())
 		}
 		w.mu.Unlock()
+		if echo != nil {
+			echo()
+		}
 		return
 	}
 	if p := w.pending[writeKey{resource, m.GetNamespace(), m.GetName()}]; p != nil {
-		p.held = append(p.held, heldEvent{uid: m.GetUID(), version: m.GetResourceVersion(), fire: fire})
+		p.held = append(p.held, heldEvent{uid: m.GetUID(), version: m.GetResourceVersion(), fire: fire, echo: echo})
 		w.mu.Unlock()
 		return
 	}

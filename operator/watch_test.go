@@ -61,7 +61,7 @@ func TestOwnWrites(t *testing.T) {
 					done = w.Begin(configMaps, "ns", "c")
 				case s.event != nil:
 					ev := s.event
-					w.observe(configMaps, ev, func() { fired = append(fired, ev.ResourceVersion) })
+					w.observe(configMaps, ev, func() { fired = append(fired, ev.ResourceVersion) }, nil)
 				case s.answer != nil:
 					done(s.answer, nil)
 				case s.err != nil:
@@ -624,4 +624,71 @@ func TestOwnsFindsAClusterScopedOwner(t *testing.T) {
 	if clusterScopedOwner(nil, "team-a/acme", "acme") {
 		t.Error("clusterScopedOwner(nil informer) = true")
 	}
+}
+
+// TestWatchesEchoWakesTheOthers: the echo of an own write or delete of a
+// child does not wake its controller (the owner whose reconciliation made
+// it), but does wake the other objects Watches' map function names for it:
+// a second owner that waits for the name to be free, whose wake was lost
+// (it was woken only at its next resync). An echo of an object without a
+// controller wakes nobody; a foreign change wakes everyone.
+func TestWatchesEchoWakesTheOthers(t *testing.T) {
+	owned := func(owner, uid, rv string) *corev1.ConfigMap {
+		c := cm(uid, rv)
+		if owner != "" {
+			yes := true
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Thing", Name: owner, UID: types.UID(owner), Controller: &yes}}
+		}
+		return c
+	}
+	w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
+	var woken []string
+	// Every owner that wants the ConfigMap: a and b in its namespace, and
+	// the cluster-scoped c.
+	h := w.watch(configMaps, func(key string) { woken = append(woken, key) }, func(any) []string { return []string{"ns/a", "ns/b", "c"} }, nil)
+	want := func(step string, keys ...string) {
+		t.Helper()
+		if !slices.Equal(woken, keys) {
+			t.Fatalf("after %s: woke %q, want %q", step, woken, keys)
+		}
+		woken = nil
+	}
+
+	h.OnAdd(owned("a", "u", "1"), false)
+	want("a foreign create", "ns/a", "ns/b", "c")
+
+	w.Begin(configMaps, "ns", "c")(owned("a", "u", "2"), nil)
+	h.OnUpdate(owned("a", "u", "1"), owned("a", "u", "2"))
+	want("the echo of a's answered write", "ns/b", "c")
+
+	done := w.Begin(configMaps, "ns", "c")
+	h.OnUpdate(owned("a", "u", "2"), owned("a", "u", "3"))
+	want("the echo of a's write in flight (held)")
+	done(owned("a", "u", "3"), nil)
+	want("the answer of a's write", "ns/b", "c")
+
+	w.BeginDelete("u")(nil)
+	h.OnDelete(owned("a", "u", "4"))
+	want("the event of a's own delete", "ns/b", "c")
+
+	w.Begin(configMaps, "ns", "c")(owned("c", "v", "5"), nil)
+	h.OnAdd(owned("c", "v", "5"), false)
+	want("the echo of the cluster-scoped c's create", "ns/a", "ns/b")
+
+	w.BeginDelete("v")(nil)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: owned("c", "v", "6")})
+	want("the event of c's own delete, as a tombstone", "ns/a", "ns/b")
+
+	w.Begin(configMaps, "ns", "c")(owned("", "x", "7"), nil)
+	h.OnAdd(owned("", "x", "7"), false)
+	want("the echo of a write of an object without a controller")
+
+	// Owns' map function names the controller alone: its echoes wake nobody.
+	owns := w.watch(configMaps, func(key string) { woken = append(woken, key) }, func(obj any) []string {
+		return []string{"ns/" + metav1.GetControllerOfNoCopy(obj.(metav1.Object)).Name}
+	}, nil)
+	w.Begin(configMaps, "ns", "c")(owned("a", "y", "8"), nil)
+	owns.OnAdd(owned("a", "y", "8"), false)
+	h.OnAdd(owned("a", "y", "8"), false)
+	want("the echo of a's create, at Owns and at the other watch", "ns/b", "c")
 }
