@@ -164,7 +164,9 @@
 //
 // Child watches: Owns enqueues a child's controller owner; References
 // enqueues the objects that refer to the object that changed (by an index of
-// what each refers to); Watches enqueues what a map function returns. None
+// what each refers to); Watches enqueues what a map function returns
+// (Selecting's: the owners whose label selector selects the object, such
+// as the objects whose namespace selector selects a Namespace). None
 // enqueues on a resync (the owner's
 // own informer resyncs it), nor enqueues the written object's controller
 // on the echo of the operator's own write

@@ -11,12 +11,14 @@ import (
 	"github.com/go-kit/log"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/operatorkit/operatorkit/framework"
 	"github.com/operatorkit/operatorkit/informer"
+	"github.com/operatorkit/operatorkit/informer/informertest"
 	"github.com/operatorkit/operatorkit/operator"
 	"github.com/operatorkit/operatorkit/router"
 )
@@ -189,4 +191,25 @@ func ExampleSharding() {
 	// team-a/web -> widget-operator-2
 	// team-a/db -> widget-operator-0
 	// team-b/web -> widget-operator-1
+}
+
+// A map function for Watches over Namespaces that names the owners whose
+// selector selects a Namespace. Here the owners are ConfigMaps whose
+// "selector" key holds a label selector; an operator's owners are its
+// custom resources (a SharedConfig's spec.namespaceSelector, through
+// metav1.LabelSelectorAsSelector), from the Framework's informer:
+//
+//	err := op.Watches(f, namespaces, operator.Selecting(sharedConfigs, selectorOf))
+func ExampleSelecting() {
+	owner := func(name, selector string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"selector": selector}}
+	}
+	owners := informertest.New(owner("prod-config", "env=prod"), owner("everywhere", "env"), owner("dev-config", "env=dev"))
+	selecting := operator.Selecting(owners, func(cm *corev1.ConfigMap) (labels.Selector, error) {
+		return labels.Parse(cm.Data["selector"])
+	})
+	namespace := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"env": "prod"}}}
+	fmt.Println(selecting(namespace))
+	// Output:
+	// [everywhere prod-config]
 }
