@@ -261,7 +261,12 @@
 // of every namespace (informer.Config.Namespace empty, label-filtered);
 // operator.Owns wakes the owner of either scope. A cluster-scoped child of
 // a namespaced owner is bad input (below). integration/tenant_test.go is
-// such an operator.
+// such an operator; integration/replicator_test.go is one whose DesiredSet
+// names a child in every Namespace a selector picks, but those being
+// deleted: the API server refuses to create anything in a Namespace being
+// deleted (403), which fails the step until the Namespace is gone (see
+// docs/getting-started.md, "Later: one child in every Namespace a selector
+// picks").
 //
 // # Bad input
 //
@@ -277,9 +282,13 @@
 // [ErrInvalidChild] that names the child and the owner, once each, after
 // the resource and the step that crud's wrap names ("deployment: new
 // update patch: invalid child: deployment demo/web of webapp demo/web
-// exists and is controlled by ReplicaSet other (uid ...)"); it is not
-// retried with backoff, only when the owner changes (or at the informer's
-// periodic resync, which runs every owner again).
+// exists and is controlled by ReplicaSet other (uid ...)"), and fails the
+// whole step: a set with one such child is not written (found before any
+// write: none of it; refused by the API server: the children after it), so
+// a DesiredSet leaves out a child it can tell is another owner's (its
+// controller in the Cache) to write the others; it is not retried with
+// backoff, only when the owner changes (or at the informer's periodic
+// resync, which runs every owner again).
 //
 // # Cost
 //
