@@ -73,7 +73,8 @@
 //   - Own writes: the cache shows a write only when the watch delivers it.
 //     [Informer.Mutation] records the object a write returned, so that Get
 //     returns it meanwhile and a reconciliation that follows does not work
-//     from the version before the write (and fail its update with a 409).
+//     from the version before the write (and fail its update with a 409),
+//     nor, after a create, from no object at all.
 //   - Recovery: when the watch fails or expires the informer lists and
 //     watches again by itself, with client-go's backoff, and turns the
 //     difference into the right adds, updates and deletes; a delete it could

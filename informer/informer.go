@@ -238,6 +238,11 @@ type Informer struct {
 	// until the first call, so that Get costs nothing extra without it.
 	mutations     atomic.Pointer[mutations]
 	mutationsOnce sync.Once
+	// seen is the highest resourceVersion, as an integer, of the objects
+	// the informer gave its handlers (metricsHandler): the cache shows
+	// every change up to it. A recorded create at or below it is the
+	// cache's to show.
+	seen atomic.Uint64
 
 	// stopping is closed (under mu, once) when the context given to Run
 	// ends; Watch goroutines and pending Watch sends end with it.
@@ -721,7 +726,11 @@ func (i *Informer) WaitForCacheSync(ctx context.Context) error {
 // modify it; DeepCopy it first.
 func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 	if m := i.mutations.Load(); m != nil {
-		return i.getMutated(m, key)
+		if obj, exists, err = i.getMutated(m, key); err != nil || exists {
+			return obj, exists, err
+		}
+		obj, exists = m.created(key, i.seen.Load())
+		return obj, exists, nil
 	}
 	return i.informer.GetIndexer().GetByKey(key)
 }
@@ -749,13 +758,20 @@ func (i *Informer) getMutated(m *mutations, key string) (obj any, exists bool, e
 //   - resourceVersions are compared as integers, as etcd makes them, and
 //     the newest of the cache's object and the recorded ones wins (the
 //     answer of an older write never replaces a newer one);
-//   - Get returns a recorded object only while the cache has the object
-//     too (a created object is not returned before the cache has seen it,
-//     so a delete that follows a write is never hidden);
+//   - an object the cache does not hold (the answer of a create) is
+//     returned until the informer has delivered a change at or past its
+//     resourceVersion to its handlers: by then the cache shows it, or its
+//     later delete, which is so never hidden (created and deleted again
+//     while the watch was down, and shown by neither a later change nor
+//     the relist, it is returned until MutationTTL at most); an answer
+//     that the informer can never deliver (of another namespace than
+//     Config.Namespace, with labels that Config.LabelSelector does not
+//     select, or of an informer with a Config.FieldSelector) is not
+//     returned before the cache has it;
 //   - entries expire after MutationTTL, and at most Config.MutationCacheSize
-//     are kept (least recently written dropped first): enough for the
-//     writes of the time the watch lags behind, since an entry is needed
-//     only until the cache shows its version;
+//     are kept (least recently written dropped first; as many again for
+//     creates): enough for the writes of the time the watch lags behind,
+//     since an entry is needed only until the cache shows its version;
 //   - List, event handlers and Watch are not affected.
 //
 // obj must be of the type the informer caches (after Config.Transform) and
@@ -815,6 +831,7 @@ func (i *Informer) Mutation(obj runtime.Object) {
 		o = t
 	}
 	i.mutationCache().Mutation(o)
+	i.mutations.Load().create(i, o)
 }
 
 // MutationTTL and DefaultMutationCacheSize bound what Informer.Mutation
@@ -824,15 +841,105 @@ const (
 	DefaultMutationCacheSize = 512
 )
 
-// mutations holds the client-go MutationCache behind Informer.Mutation.
-type mutations struct{ cache cache.MutationCache }
+// mutations holds the client-go MutationCache behind Informer.Mutation,
+// which returns a recorded object only while the cache holds it too, and
+// the answers of creates, which Get returns until the informer's handlers
+// have seen their resourceVersion (Informer.seen).
+type mutations struct {
+	cache cache.MutationCache
+	size  int
+
+	mu      sync.Mutex
+	creates map[string]createdObject
+}
+
+// createdObject is a recorded answer of a create: the object, its
+// resourceVersion as an integer, and when it was recorded.
+type createdObject struct {
+	obj any
+	rv  uint64
+	at  time.Time
+}
+
+// create records o, an answer given to Mutation of an object the cache
+// does not hold (a create's), for Get to return while the cache does not
+// hold it, unless the informer can never deliver it (see Mutation) or has
+// delivered a change at or past its resourceVersion.
+func (m *mutations) create(i *Informer, o any) {
+	acc, err := meta.Accessor(o)
+	if err != nil || i.fieldSelector != "" || (i.namespace != "" && acc.GetNamespace() != i.namespace) ||
+		(i.selector != nil && !i.selector.Matches(labels.Set(acc.GetLabels()))) {
+		return
+	}
+	rv, err := strconv.ParseUint(acc.GetResourceVersion(), 10, 64)
+	if err != nil || rv <= i.seen.Load() {
+		return
+	}
+	key, err := cache.MetaNamespaceKeyFunc(o)
+	if err != nil {
+		return
+	}
+	if _, cached, _ := i.informer.GetIndexer().GetByKey(key); cached {
+		return // an update: the MutationCache's
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.creates[key]; ok && c.rv >= rv {
+		return
+	}
+	if m.creates == nil {
+		m.creates = map[string]createdObject{}
+	}
+	if len(m.creates) >= m.size {
+		m.sweepLocked(i.seen.Load(), now)
+	}
+	m.creates[key] = createdObject{obj: o, rv: rv, at: now}
+}
+
+// sweepLocked drops the creates the informer has delivered a change at or
+// past (seen) and the expired ones, and then, while there are too many,
+// the oldest.
+func (m *mutations) sweepLocked(seen uint64, now time.Time) {
+	for key, c := range m.creates {
+		if c.rv <= seen || now.Sub(c.at) > MutationTTL {
+			delete(m.creates, key)
+		}
+	}
+	for len(m.creates) >= m.size {
+		var oldest string
+		for key, c := range m.creates {
+			if oldest == "" || c.at.Before(m.creates[oldest].at) {
+				oldest = key
+			}
+		}
+		delete(m.creates, oldest)
+	}
+}
+
+// created returns the recorded create of key while the informer has not
+// delivered a change at or past its resourceVersion (seen) and it has not
+// expired.
+func (m *mutations) created(key string, seen uint64) (any, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.creates[key]
+	switch {
+	case !ok:
+		return nil, false
+	case c.rv <= seen || time.Since(c.at) > MutationTTL:
+		delete(m.creates, key)
+		return nil, false
+	}
+	return c.obj, true
+}
 
 func (i *Informer) mutationCache() cache.MutationCache {
 	i.mutationsOnce.Do(func() {
 		c := cache.NewIntegerResourceVersionMutationCacheWithOptions(klog.Background(), i.informer.GetStore(), cache.MutationCacheOptions{
 			Indexer: i.informer.GetIndexer(), TTL: MutationTTL, MaxCacheSize: i.mutationCacheSize,
 		})
-		i.mutations.Store(&mutations{cache: c})
+		i.mutations.Store(&mutations{cache: c, size: max(i.mutationCacheSize, 1)})
 	})
 	return i.mutations.Load().cache
 }
@@ -998,6 +1105,29 @@ func (i *Informer) resource() string {
 // the store instead: see cacheObjects).
 type metricsHandler struct{ i *Informer }
 
-func (h metricsHandler) OnAdd(any, bool)   { h.i.metrics.adds.Inc() }
-func (h metricsHandler) OnUpdate(_, _ any) { h.i.metrics.updates.Inc() }
-func (h metricsHandler) OnDelete(any)      { h.i.metrics.deletes.Inc() }
+// It also raises Informer.seen: a handler is given a change after the
+// cache shows it.
+func (h metricsHandler) OnAdd(obj any, _ bool) { h.i.metrics.adds.Inc(); h.i.see(obj) }
+func (h metricsHandler) OnUpdate(_, obj any)   { h.i.metrics.updates.Inc(); h.i.see(obj) }
+func (h metricsHandler) OnDelete(obj any) {
+	h.i.metrics.deletes.Inc()
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	h.i.see(obj)
+}
+
+// see raises seen to obj's resourceVersion, when it is an integer.
+func (i *Informer) see(obj any) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	rv, err := strconv.ParseUint(acc.GetResourceVersion(), 10, 64)
+	for err == nil {
+		s := i.seen.Load()
+		if rv <= s || i.seen.CompareAndSwap(s, rv) {
+			return
+		}
+	}
+}

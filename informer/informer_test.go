@@ -515,13 +515,14 @@ func TestMutation(t *testing.T) {
 		t.Errorf("Get after a mutation of the wrong type = %#v, want the cached widget at 9", obj)
 	}
 
-	// An object the cache does not hold is not returned: a delete after a
-	// write is never hidden.
+	// An object the cache does not hold, written at a version the informer
+	// delivered already, is not returned: a delete after a write is never
+	// hidden (and until then it is: TestMutationShowsCreates).
 	created := widget("ns", "b", nil)
-	created.SetResourceVersion("10")
+	created.SetResourceVersion("9")
 	inf.Mutation(created)
 	if _, ok := labelOf("ns/b"); ok {
-		t.Error("Get returned a mutation of an object the cache does not hold")
+		t.Error("Get returned a mutation of an object the cache does not hold, at a version the informer delivered")
 	}
 }
 

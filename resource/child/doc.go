@@ -235,6 +235,30 @@
 //	sum, err := child.Checksum(secret)
 //	... // template.Annotations["example.com/secret-checksum"] = sum
 //
+// # A desired child that depends on the current one
+//
+// Desired is given the owner alone, but may read the current child too,
+// from Config.Cache, typed, with informer.Get: a Secret holding a key or
+// certificate the operator generates, which a reconciliation must keep
+// while it is valid and generate again only when it is not (expired, for
+// other names, broken by an edit, deleted). Return the current values
+// when they are to be kept, and nothing is written: the resource compares
+// the fields Desired sets, and they are the child's own. The Cache
+// returns the answer of the resource's own write at once, a create's too
+// (informer.Informer.Mutation), so a reconciliation that follows within
+// the watch's lag (another event of the owner, a resource after this one
+// that reads the child) sees the child just written, not none, and does
+// not generate a second one. Such a Desired runs in every
+// reconciliation, resyncs and plans included: keep the check cheap, and
+// generate only when the current child is to be replaced. A change of
+// the child by someone else is not reverted to an earlier value, which
+// the operator no longer has: Desired judges the child as it now is (an
+// edit that breaks the certificate gets a new one; a deleted Secret is
+// created again, with a new key). To be woken when the child must change
+// by itself (a certificate that enters its renewal window), ask for it:
+// requeuecontext.SetRequeueAfter(ctx, time.Until(renewAt)), from Desired
+// or a resource after this one.
+//
 // # Plans and traces
 //
 // Patch parts hold [Changes]; each [Change] describes itself field by field
