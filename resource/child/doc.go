@@ -257,7 +257,8 @@
 // created again, with a new key). To be woken when the child must change
 // by itself (a certificate that enters its renewal window), ask for it:
 // requeuecontext.SetRequeueAfter(ctx, time.Until(renewAt)), from Desired
-// or a resource after this one.
+// or a resource after this one. integration/certificate_operator_test.go
+// is such an operator.
 //
 // # Plans and traces
 //
