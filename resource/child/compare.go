@@ -188,6 +188,12 @@ func isSet(v reflect.Value, omitempty bool) bool {
 	return !omitempty || !v.IsZero()
 }
 
+// emptyStruct reports whether v is a struct (not one with a JSON form of
+// its own) of which no field is set: pointed to, it is applied as {}.
+func emptyStruct(v reflect.Value) bool {
+	return v.Kind() == reflect.Struct && !isLeaf(v.Type()) && payloadValue(v) == nil
+}
+
 // differ collects the differences between a desired and a current object.
 type differ struct {
 	path   []segment
@@ -237,6 +243,12 @@ func (d *differ) walk(desired, current reflect.Value) {
 	case reflect.Pointer:
 		if current.IsValid() {
 			current = current.Elem()
+		}
+		if e := desired.Elem(); !current.IsValid() && emptyStruct(e) {
+			// Pointed to, an empty struct is a value ({}: a podSelector
+			// of every pod), which an absent one is not.
+			d.add(current, desired)
+			return
 		}
 		d.walk(desired.Elem(), current)
 	case reflect.Struct:
@@ -530,7 +542,11 @@ func show(v reflect.Value) string {
 		reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
 		return fmt.Sprint(v.Interface())
 	}
-	b, err := json.Marshal(payloadValue(v))
+	pv := payloadValue(v)
+	if emptyStruct(v) {
+		pv = map[string]any{} // pointed to (walk): {}
+	}
+	b, err := json.Marshal(pv)
 	if err != nil {
 		return fmt.Sprint(v.Interface())
 	}
@@ -553,7 +569,13 @@ func payloadValue(v reflect.Value) any {
 			// quantity), as encoding/json sends it.
 			return jsonValue(e.Interface())
 		}
-		return payloadValue(v.Elem())
+		pv := payloadValue(v.Elem())
+		if pv == nil && v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+			// Pointed to, an empty struct is {} (podSelector: {}, every
+			// pod), as encoding/json sends it; nil is no selector at all.
+			return map[string]any{}
+		}
+		return pv
 	case reflect.Struct:
 		if isLeaf(v.Type()) {
 			if v.IsZero() {

@@ -178,7 +178,9 @@
 // object sets, as its JSON has them (nil pointers, maps and slices, empty
 // maps and slices, zero omitempty scalars, and zero values of types with
 // their own JSON form such as metav1.Time or intstr.IntOrString are not
-// set); status, apiVersion and kind are never compared, and of metadata only
+// set; a pointer to an empty struct is set, as {}: a NetworkPolicy peer's
+// podSelector: {} selects every pod, where none selects none, so a child
+// without it differs); status, apiVersion and kind are never compared, and of metadata only
 // labels, annotations, ownerReferences and finalizers. A set field is drift
 // when the current object lacks it or has another value; fields the desired
 // object does not set (defaulted by the API server, or another manager's)

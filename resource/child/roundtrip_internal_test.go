@@ -3,10 +3,12 @@ package child
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,4 +93,34 @@ func TestListKeyedOnMoreThanTheMergeKey(t *testing.T) {
 		{TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule, MaxSkew: 1},
 		{TopologyKey: "zone", WhenUnsatisfiable: corev1.ScheduleAnyway, MaxSkew: 2},
 	}}})
+}
+
+// TestPointerToAnEmptyStruct: a pointer to an empty struct is a value of
+// its own in Kubernetes ("podSelector: {}" selects every pod, a nil one
+// none): the payload sends it as {}, as encoding/json does, and a current
+// object without it (a peer turned into "namespaceSelector: {}", every
+// pod of every namespace) differs.
+func TestPointerToAnEmptyStruct(t *testing.T) {
+	desired := &networkingv1.NetworkPolicy{Spec: networkingv1.NetworkPolicySpec{
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}},
+	}}
+	body, err := json.Marshal(objectPayload(reflect.ValueOf(desired).Elem(), "networking.k8s.io/v1", "NetworkPolicy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"ingress":[{"from":[{"podSelector":{}}]}]`; !strings.Contains(string(body), want) {
+		t.Errorf("payload %s, want it to hold %s", body, want)
+	}
+	roundTrip(t, "an ingress peer of every pod", desired)
+
+	opened := desired.DeepCopy()
+	opened.Spec.Ingress[0].From[0] = networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}}
+	fields, _ := diffObject(reflect.ValueOf(desired).Elem(), reflect.ValueOf(opened).Elem(), false)
+	if len(fields) != 1 || fields[0].Path != "spec.ingress[0].from[0].podSelector" {
+		t.Errorf("a peer of every namespace instead: fields %+v, want one at spec.ingress[0].from[0].podSelector", fields)
+	}
+	if fields, _ := diffObject(reflect.ValueOf(desired).Elem(), reflect.ValueOf(opened).Elem(), true); len(fields) == 0 {
+		t.Error("a peer of every namespace instead: no difference found by the walk that stops at the first")
+	}
 }
