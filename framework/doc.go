@@ -237,7 +237,9 @@
 // # Status conditions
 //
 // With Config.Conditions the Framework maintains the status of every object
-// it reconciles (its CRD needs a status subresource), following the kstatus
+// it reconciles (its CRD needs a status subresource; a kind built into
+// Kubernetes whose status its own controller writes, such as a Namespace,
+// is refused by New), following the kstatus
 // conventions of sigs.k8s.io/cli-utils, so that
 // "kubectl wait --for=condition=Ready" and kstatus-based tools understand
 // every operatorkit operator. Condition types and the resource-facing API

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,9 +15,11 @@ import (
 	"github.com/go-kit/log/level"
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -205,6 +208,12 @@ type Config struct {
 	// reconciliation, and not at all when nothing changed. Resources may
 	// run conditioncontext.Guard. Client is required; with DryRun nothing is
 	// written. See "Status conditions" in the package documentation.
+	// New refuses it (ErrInvalidConfig) for a kind built into Kubernetes
+	// whose status is not laid out so, a Namespace's or a Deployment's
+	// (their controllers write their status, with conditions of another
+	// type and no status.observedGeneration) or a ConfigMap's (none): the
+	// API server would refuse every status apply. An operator of such a
+	// kind reports through events and metrics instead.
 	// Server-side apply keeps other writers' conditions without a
 	// resourceVersion precondition while the object carries the
 	// finalizer (with DisableFinalizers it has one, and a conflict costs a
@@ -341,6 +350,28 @@ func ownGroupResource(config Config) schema.GroupResource {
 	return schema.GroupResource{}
 }
 
+// builtinWithoutConditions reports whether gvr is the resource of a kind
+// built into Kubernetes (client-go's scheme has its Go type) whose status
+// is not laid out as Config.Conditions writes it (status.conditions a list
+// of metav1.Condition, status.observedGeneration an int64): a Namespace's
+// or a Deployment's, which their own controllers write, or none at all (a
+// ConfigMap). The API server refuses to apply fields its schema of such a
+// kind does not declare. It returns the kind's name.
+func builtinWithoutConditions(gvr schema.GroupVersionResource) (string, bool) {
+	if gvr.Resource == "" || gvr.Version == "" {
+		return "", false
+	}
+	for kind, t := range scheme.Scheme.KnownTypes(gvr.GroupVersion()) {
+		gvk := gvr.GroupVersion().WithKind(kind)
+		if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural.Resource != gvr.Resource || t.Kind() != reflect.Struct {
+			continue
+		}
+		sf := statusFieldsOf(t)
+		return kind, !sf.ok || sf.conditions < 0 || sf.observed < 0
+	}
+	return "", false
+}
+
 // New validates config and returns a Framework ready to Boot. Errors wrap
 // ErrInvalidConfig and name the field; an interface field that holds a nil
 // pointer is an error too.
@@ -401,6 +432,12 @@ func New(config Config) (*Framework, error) {
 	conditions := config.Conditions && !config.DryRun
 	if conditions && config.Client == nil {
 		return nil, fmt.Errorf("%w: framework.Config.Client must not be empty when Conditions is set (it writes the status)", ErrInvalidConfig)
+	}
+	if conditions {
+		if kind, ok := builtinWithoutConditions(config.Resource); ok {
+			return nil, fmt.Errorf("%w: framework.Config.Conditions cannot be set for %s: %s is a kind built into Kubernetes whose status another controller writes, without status.conditions as a list of metav1.Condition and status.observedGeneration (every status apply would fail); leave Conditions off, the Framework's events and metrics still report each failure",
+				ErrInvalidConfig, config.Resource.GroupResource(), kind)
+		}
 	}
 	if conditions && config.CRD != nil {
 		for _, v := range config.CRD.Spec.Versions {

@@ -16,6 +16,9 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/goleak"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -1079,6 +1082,12 @@ func TestNewValidatesConditions(t *testing.T) {
 		{name: "field manager too long", change: func(c *Config) { c.FieldManager = strings.Repeat("x", 129) }, field: "FieldManager"},
 		{name: "field manager not printable", change: func(c *Config) { c.FieldManager = "a\nb" }, field: "FieldManager"},
 		{name: "CRD without status subresource", change: func(c *Config) { c.CRD = crd; c.CRDClient = &crdclient.CRDClient{} }, field: "CRD"},
+		// Built-in kinds whose status is their controller's, laid out
+		// otherwise: every status apply would fail with a 500
+		// (.status.observedGeneration: field not declared in schema).
+		{name: "Namespaces", change: func(c *Config) { c.Resource = corev1.SchemeGroupVersion.WithResource("namespaces") }, field: "Conditions"},
+		{name: "Deployments", change: func(c *Config) { c.Resource = appsv1.SchemeGroupVersion.WithResource("deployments") }, field: "Conditions"},
+		{name: "ConfigMaps", change: func(c *Config) { c.Resource = corev1.SchemeGroupVersion.WithResource("configmaps") }, field: "Conditions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1094,6 +1103,17 @@ func TestNewValidatesConditions(t *testing.T) {
 	c.DryRun, c.Client = true, nil
 	if _, err := New(c); err != nil {
 		t.Fatalf("New() with DryRun and no Client = %v, want nil (dry runs write nothing)", err)
+	}
+	// A built-in kind whose status is laid out as the Framework writes it.
+	c = base()
+	c.Resource = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+	if _, err := New(c); err != nil {
+		t.Fatalf("New() of ValidatingAdmissionPolicies with Conditions = %v, want nil (status.conditions is []metav1.Condition)", err)
+	}
+	c = base()
+	c.Resource, c.Conditions = corev1.SchemeGroupVersion.WithResource("namespaces"), false
+	if _, err := New(c); err != nil {
+		t.Fatalf("New() of Namespaces without Conditions = %v, want nil", err)
 	}
 }
 
