@@ -563,6 +563,31 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
+// TestCreateInANamespaceBeingDeleted: the API server refuses to create
+// anything in a Namespace being deleted (403, cause NamespaceTerminating),
+// which the owner's reconciliation may not know yet: its own deletion, or
+// the Namespace's, not in the cache yet. The child is waited for, as one
+// being deleted, not failed: no error, no backoff, no error log or Warning
+// event while the Namespace goes. Another 403 is still an error.
+func TestCreateInANamespaceBeingDeleted(t *testing.T) {
+	f := newFixture(t, nil)
+	terminating := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web",
+		errors.New("unable to create new content in namespace demo because it is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: "namespace demo is being terminated", Field: "metadata.namespace"}}
+	f.client.err = terminating
+	ctx := reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); err != nil {
+		t.Fatalf("create in a Namespace being deleted: error = %v, want a wait", err)
+	}
+	assertWaiting(t, ctx, "deployment demo/web not created: namespace demo is being deleted")
+
+	f.client.err = apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web", errors.New("RBAC says no"))
+	ctx = reconcileCtx()
+	if err := f.resource.EnsureCreated(ctx, owner()); !apierrors.IsForbidden(err) || reconciliationcanceledcontext.IsCanceled(ctx) {
+		t.Errorf("another 403: error = %v, canceled %v; want the error", err, reconciliationcanceledcontext.IsCanceled(ctx))
+	}
+}
+
 // TestNamespacedChildWithoutNamespaceOfAClusterScopedOwner: a cluster-scoped
 // owner gives its children no namespace, so a namespaced child whose
 // Desired sets none is applied at the cluster scope, which the API server

@@ -173,7 +173,14 @@
 //     run (they would fail: nothing can be created in a Namespace being
 //     deleted). One the Cache does not hold (someone else's, without the
 //     label) is adopted by the apply (Writes), whose answer shows it
-//     being deleted: the resource waits for it then.
+//     being deleted: the resource waits for it then. A create the API
+//     server refuses because the child's namespace is being deleted (403
+//     with the cause NamespaceTerminating: the reconciliation ran before
+//     the cache showed the deletion of the owner, or of the Namespace that
+//     the owner is) is waited for the same way ("configmap ns/x not
+//     created: namespace ns is being deleted"): no error, no backoff, no
+//     Warning event while the Namespace goes; the children after it in
+//     the patch are not written.
 //
 // # What counts as drift
 //
@@ -294,9 +301,10 @@
 // such an operator; integration/replicator_test.go is one whose DesiredSet
 // names a child in every Namespace a selector picks, but those being
 // deleted: the API server refuses to create anything in a Namespace being
-// deleted (403), which fails the step until the Namespace is gone (see
-// docs/getting-started.md, "Later: one child in every Namespace a selector
-// picks").
+// deleted (403), for which the step waits (see Children being deleted),
+// keeping the owner not Ready and the children after it unwritten until
+// the Namespace is gone (see docs/getting-started.md, "Later: one child in
+// every Namespace a selector picks").
 //
 // # Bad input
 //

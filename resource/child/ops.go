@@ -956,6 +956,19 @@ func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
 	}
 	for _, c := range cs {
 		answer, err := o.apply(ctx, c)
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// Nothing can be created in a Namespace being deleted, which
+			// the owner's reconciliation may not know yet (the owner's
+			// deletion, or the Namespace's, not in the cache yet):
+			// waited for, as a child being deleted, not an error. The
+			// children after this one would be refused too.
+			reasons := []string{fmt.Sprintf("%s %s/%s not created: namespace %s is being deleted", strings.ToLower(c.Kind), c.Namespace, c.Name, c.Namespace)}
+			if c.wait != nil {
+				reasons = append(c.wait.reasons, reasons...)
+			}
+			o.wait(ctx, reasons)
+			return nil
+		}
 		if ns, ok := err.(notSelectedError); ok {
 			// The relabel of a child read before its create: refused
 			// as in NewUpdatePatch, not written.
