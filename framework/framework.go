@@ -72,7 +72,18 @@ type Config struct {
 	// with a letter or digit.
 	Name string
 	// Informer is the cache the workers read objects from and whose events
-	// feed the work queue. Boot runs it. Required.
+	// feed the work queue. Boot runs it. Required. An object that leaves
+	// the view of a label- or field-selected Informer without being
+	// deleted (the label it selects removed) is forgotten: it is not
+	// reconciled any more, its delete chain does not run, what it made
+	// stays, and so does the Framework's finalizer, which then holds a
+	// later delete of the object until someone removes it. To undo what
+	// the operator made when an object stops being selected, give the
+	// Framework an Informer of every object and resources that desire
+	// nothing for an object without the label (a child resource's Desired
+	// returning nil), with DisableFinalizers when most objects are never
+	// the operator's (docs/getting-started.md, "Later: a built-in kind
+	// that is not yours").
 	Informer informer.Interface
 	// ResourceRouter picks the ResourceSet for each object. Required.
 	ResourceRouter *router.Router

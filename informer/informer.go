@@ -147,7 +147,9 @@ type Config struct {
 	Namespace string
 	// LabelSelector restricts the informer to objects whose labels match it,
 	// in the syntax of labels.Parse ("app=web,tier!=db"). Objects whose
-	// labels stop matching are reported as deleted. Validated by New.
+	// labels stop matching are reported as deleted (a framework.Framework
+	// over the informer forgets such an object without running its delete
+	// chain: see framework.Config.Informer). Validated by New.
 	LabelSelector string
 	// FieldSelector restricts the informer to objects whose fields match it,
 	// in the syntax of fields.ParseSelector ("metadata.name=x"). The server
