@@ -242,50 +242,6 @@ func TestAnswerThenInformerRelist(t *testing.T) {
 	}
 }
 
-// TestCreateNotCachedYetIsNotAppliedAgain: a reconciliation of the owner
-// that runs after the resource created its child and before the informer
-// shows it (woken by another event: a second child deleted by hand, the
-// owner's own change) finds the child in the answer of its create, and
-// applies nothing; the informer's showing it later changes nothing either.
-func TestCreateNotCachedYetIsNotAppliedAgain(t *testing.T) {
-	server := newFakeClient[corev1.ConfigMap]()
-	inf := &handCache{store: map[string]*corev1.ConfigMap{}}
-	r := newHandResource(t, server.For("demo"), inf)
-	ctx := context.Background()
-	w := owner()
-	if err := r.EnsureCreated(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	if len(server.applies) != 1 {
-		t.Fatalf("applies = %v, want the ConfigMap's create", server.applies)
-	}
-	if err := r.EnsureCreated(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	if len(server.applies) != 1 {
-		t.Errorf("applies = %v after a second reconciliation before the informer showed the create, want the create alone", server.applies)
-	}
-	// The informer shows it: still nothing to write.
-	server.mu.Lock()
-	created := server.objs[server.applies[0]].DeepCopy()
-	server.mu.Unlock()
-	inf.put(created)
-	if err := r.EnsureCreated(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	if len(server.applies) != 1 {
-		t.Errorf("applies = %v once the informer showed the create, want the create alone", server.applies)
-	}
-	// Deleted by someone else, as the informer shows: created again.
-	inf.remove(created)
-	if err := r.EnsureCreated(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	if len(server.applies) != 2 {
-		t.Errorf("applies = %v after the child's delete, want it created again", server.applies)
-	}
-}
-
 // newHandResource returns the ConfigMap resource of the tests above, over
 // client and the cache inf.
 func newHandResource(t *testing.T, client child.Client[*corev1.ConfigMap], inf *handCache) *crud.Resource {

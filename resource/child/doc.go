@@ -38,10 +38,7 @@
 //     writes at once, so that an owner deleted an instant after its child
 //     was created (before the informer showed the child) still has it
 //     deleted by its delete chain, also where no garbage collector runs
-//     (testenv's API server), and that a reconciliation woken by another
-//     event in that instant finds the child it created in place (the
-//     Cache shows no created object before its informer has) and does not
-//     apply it again; an answer the informer's handler is already
+//     (testenv's API server); an answer the informer's handler is already
 //     past (it saw the child deleted, adopted or relabelled since) is not
 //     taken back, and one it passes without showing the child (a relist
 //     that shows it adopted, or not at all) is dropped. The resources over one informer with one ManagedBy (the

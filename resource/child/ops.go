@@ -460,13 +460,6 @@ func (o *ops[O, C]) NewUpdatePatch(ctx context.Context, obj, currentState, desir
 		if err != nil {
 			return nil, err
 		}
-		if reflect.ValueOf(c).IsNil() {
-			// Created by this resource an instant ago: the owner index
-			// holds the create's answer, the Cache does not yet (its
-			// mutation cache returns no object it has not seen). It is
-			// in place: not applied again.
-			c = namedChild(owned, d.GetNamespace(), d.GetName())
-		}
 		var ctrl *metav1.OwnerReference // c's controller, when c exists
 		if !reflect.ValueOf(c).IsNil() {
 			if ctrl = metav1.GetControllerOfNoCopy(c); ctrl != nil && ctrl.UID != w.GetUID() {
@@ -628,18 +621,6 @@ func (o *ops[O, C]) states(currentState, desiredState any, one *[2]C) (owned, ch
 		return owned, nil, false, nil
 	}
 	return owned, des.children, true, nil
-}
-
-// namedChild returns the child of children named namespace/name, or a nil
-// C.
-func namedChild[C Object](children []C, namespace, name string) C {
-	for _, c := range children {
-		if c.GetName() == name && c.GetNamespace() == namespace {
-			return c
-		}
-	}
-	var none C
-	return none
 }
 
 // namedIn reports whether children names the child namespace/name (a
