@@ -240,11 +240,6 @@ type Informer struct {
 	// until the first call, so that Get costs nothing extra without it.
 	mutations     atomic.Pointer[mutations]
 	mutationsOnce sync.Once
-	// seen is the highest resourceVersion, as an integer, of the objects
-	// the informer gave its handlers (metricsHandler): the cache shows
-	// every change up to it. A recorded create at or below it is the
-	// cache's to show.
-	seen atomic.Uint64
 
 	// stopping is closed (under mu, once) when the context given to Run
 	// ends; Watch goroutines and pending Watch sends end with it.
@@ -731,7 +726,7 @@ func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 		if obj, exists, err = i.getMutated(m, key); err != nil || exists {
 			return obj, exists, err
 		}
-		obj, exists = m.created(key, i.seen.Load())
+		obj, exists = m.created(key, i.delivered())
 		return obj, exists, nil
 	}
 	return i.informer.GetIndexer().GetByKey(key)
@@ -761,9 +756,10 @@ func (i *Informer) getMutated(m *mutations, key string) (obj any, exists bool, e
 //     the newest of the cache's object and the recorded ones wins (the
 //     answer of an older write never replaces a newer one);
 //   - an object the cache does not hold (the answer of a create) is
-//     returned until the informer has delivered a change at or past its
-//     resourceVersion to its handlers: by then the cache shows it, or its
-//     later delete, which is so never hidden (created and deleted again
+//     returned until the informer's watch has received a change at or
+//     past its resourceVersion: the cache shows it then, or its later
+//     delete, which is so never hidden (a Get in the instant the change
+//     waits in the informer's queue misses it; created and deleted again
 //     while the watch was down, and shown by neither a later change nor
 //     the relist, it is returned until MutationTTL at most); an answer
 //     that the informer can never deliver (of another namespace than
@@ -845,8 +841,8 @@ const (
 
 // mutations holds the client-go MutationCache behind Informer.Mutation,
 // which returns a recorded object only while the cache holds it too, and
-// the answers of creates, which Get returns until the informer's handlers
-// have seen their resourceVersion (Informer.seen).
+// the answers of creates, which Get returns until the informer's watch has
+// received their resourceVersion (Informer.delivered).
 type mutations struct {
 	cache cache.MutationCache
 	size  int
@@ -874,7 +870,7 @@ func (m *mutations) create(i *Informer, o any) {
 		return
 	}
 	rv, err := strconv.ParseUint(acc.GetResourceVersion(), 10, 64)
-	if err != nil || rv <= i.seen.Load() {
+	if err != nil || rv <= i.delivered() {
 		return
 	}
 	key, err := cache.MetaNamespaceKeyFunc(o)
@@ -894,7 +890,7 @@ func (m *mutations) create(i *Informer, o any) {
 		m.creates = map[string]createdObject{}
 	}
 	if len(m.creates) >= m.size {
-		m.sweepLocked(i.seen.Load(), now)
+		m.sweepLocked(i.delivered(), now)
 	}
 	m.creates[key] = createdObject{obj: o, rv: rv, at: now}
 }
@@ -1107,29 +1103,26 @@ func (i *Informer) resource() string {
 // the store instead: see cacheObjects).
 type metricsHandler struct{ i *Informer }
 
-// It also raises Informer.seen: a handler is given a change after the
-// cache shows it.
-func (h metricsHandler) OnAdd(obj any, _ bool) { h.i.metrics.adds.Inc(); h.i.see(obj) }
-func (h metricsHandler) OnUpdate(_, obj any)   { h.i.metrics.updates.Inc(); h.i.see(obj) }
-func (h metricsHandler) OnDelete(obj any) {
-	h.i.metrics.deletes.Inc()
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	h.i.see(obj)
-}
+func (h metricsHandler) OnAdd(any, bool)   { h.i.metrics.adds.Inc() }
+func (h metricsHandler) OnUpdate(_, _ any) { h.i.metrics.updates.Inc() }
+func (h metricsHandler) OnDelete(any)      { h.i.metrics.deletes.Inc() }
 
-// see raises seen to obj's resourceVersion, when it is an integer.
-func (i *Informer) see(obj any) {
-	acc, err := meta.Accessor(obj)
+// delivered returns the resourceVersion, as an integer, up to which the
+// informer's reflector has received every change (a watch event, a
+// bookmark, a list) and queued it for the cache: the last synced
+// resourceVersion, 0 before the first list or when it is not an integer. A
+// recorded create at or below it is the cache's to show (or its delete's):
+// it is not returned then, even when the cache does not hold the object
+// yet (an instant while the change waits in the informer's queue: a Get
+// misses it, as before a create's answer was recorded), so that a delete
+// that follows it is never hidden. It is the reflector's, not an event
+// handler's: a handler sees a change after the cache, by a lag of its own,
+// during which an object created and deleted again would still be
+// returned, and the owner woken by the delete would find it in place.
+func (i *Informer) delivered() uint64 {
+	rv, err := strconv.ParseUint(i.informer.LastSyncResourceVersion(), 10, 64)
 	if err != nil {
-		return
+		return 0
 	}
-	rv, err := strconv.ParseUint(acc.GetResourceVersion(), 10, 64)
-	for err == nil {
-		s := i.seen.Load()
-		if rv <= s || i.seen.CompareAndSwap(s, rv) {
-			return
-		}
-	}
+	return rv
 }

@@ -43,6 +43,9 @@ func TestDesiredFromTheCurrentChildAfterItsCreate(t *testing.T) {
 	}
 
 	client := newFakeClient[corev1.Secret]()
+	// One API server's versions: the create's answer is newer than the
+	// list the informer synced from (the fake's "1").
+	client.rv = 100
 	r, err := child.New(child.Config[*corev1.Secret, *corev1.Secret]{
 		Name: "secret", Client: client.For, Cache: inf, FieldManager: "test-operator",
 		Desired: func(_ context.Context, o *corev1.Secret) (*corev1.Secret, error) {
