@@ -317,38 +317,6 @@ func TestMatchesRemovesStaleOwnerLabel(t *testing.T) {
 	}
 }
 
-// TestMatchesStaleOwnerLabelTheCacheSelects: an owner label that the
-// owner lost, but that the Cache's selector requires, is not removed from
-// a Job that Matches accepts (the Job would leave the Cache, and be read
-// and found again at every create): the step fails as for a desired child
-// the Cache would not hold, a permanent ErrInvalidChild naming the
-// selector, and nothing is written.
-func TestMatchesStaleOwnerLabelTheCacheSelects(t *testing.T) {
-	const team = "example.com/team"
-	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
-	sel, err := labels.Parse(team)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := selectingCache{Informer: informertest.New(), selector: sel}
-	r := matchingJob(t, srv, cache, stepV1, team)
-	ctx := context.Background()
-	w := owner()
-	w.Labels = map[string]string{team: "blue"}
-	if err := r.EnsureCreated(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	_ = cache.Add(srv.jobs["migrate"].DeepCopy())
-	delete(w.Labels, team)
-	err = r.EnsureCreated(ctx, w)
-	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), `selector "example.com/team"`) {
-		t.Errorf("error = %v, want a permanent ErrInvalidChild naming the selector", err)
-	}
-	if len(srv.writes) != 1 {
-		t.Errorf("writes = %q, want the create alone", srv.writes)
-	}
-}
-
 // TestMatchesRelabelOfAChildGone: the relabel of a cached Job that was
 // deleted an instant before (the Cache still shows it) is answered 404: an
 // error that is retried, naming the Job, not a permanent ErrInvalidChild
@@ -409,37 +377,49 @@ func TestMatchesRelabelsAnEmptyOwnerLabel(t *testing.T) {
 	}
 }
 
-// TestMatchesRelabelTheCacheWouldNotSelect: an owner label whose new value
-// the Cache's selector does not select is not written to a Job that
-// Matches accepts (the Job would leave the Cache, and the next create
-// fail): the step fails as for a desired child the Cache would not hold,
-// a permanent ErrInvalidChild naming the selector, and nothing is written.
-// The relabel checked the selector only when it removed a label: it moved
-// the Job out of the Cache, and the owner failed at its next
-// reconciliation.
+// TestMatchesRelabelTheCacheWouldNotSelect: a relabel of a Job that
+// Matches accepts, after which the Cache's selector would not select it,
+// is not written (the Job would leave the Cache, and be read and found
+// again at every create, or the next create fail): the step fails as for a
+// desired child the Cache would not hold, a permanent ErrInvalidChild
+// naming the selector, and nothing is written. Both when the owner lost a
+// label the selector requires (not removed from the Job) and when its
+// label took a value the selector does not select (the relabel checked the
+// selector only when it removed a label: it moved the Job out of the
+// Cache, and the owner failed at its next reconciliation).
 func TestMatchesRelabelTheCacheWouldNotSelect(t *testing.T) {
 	const team = "example.com/team"
-	srv := &jobServer{jobs: map[string]*batchv1.Job{}}
-	sel, err := labels.Parse(team + " in (blue,green)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := selectingCache{Informer: informertest.New(), selector: sel}
-	r := matchingJob(t, srv, cache, stepV1, team)
-	ctx := context.Background()
-	w := owner()
-	w.Labels = map[string]string{team: "blue"}
-	if err := r.EnsureCreated(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	_ = cache.Add(srv.jobs["migrate"].DeepCopy())
-	w.Labels[team] = "red"
-	err = r.EnsureCreated(ctx, w)
-	if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), `selector "example.com/team in (blue,green)"`) {
-		t.Errorf("error = %v, want a permanent ErrInvalidChild naming the selector", err)
-	}
-	if len(srv.writes) != 1 {
-		t.Errorf("writes = %q, want the create alone", srv.writes)
+	for _, tc := range []struct {
+		name, selector string
+		relabel        func(owner map[string]string)
+	}{
+		{name: "stale owner label the selector requires", selector: team, relabel: func(l map[string]string) { delete(l, team) }},
+		{name: "owner label of a value the selector does not select", selector: team + " in (blue,green)", relabel: func(l map[string]string) { l[team] = "red" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &jobServer{jobs: map[string]*batchv1.Job{}}
+			sel, err := labels.Parse(tc.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cache := selectingCache{Informer: informertest.New(), selector: sel}
+			r := matchingJob(t, srv, cache, stepV1, team)
+			ctx := context.Background()
+			w := owner()
+			w.Labels = map[string]string{team: "blue"}
+			if err := r.EnsureCreated(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			_ = cache.Add(srv.jobs["migrate"].DeepCopy())
+			tc.relabel(w.Labels)
+			err = r.EnsureCreated(ctx, w)
+			if !errors.Is(err, child.ErrInvalidChild) || !retry.IsPermanent(err) || !strings.Contains(err.Error(), fmt.Sprintf("selector %q", tc.selector)) {
+				t.Errorf("error = %v, want a permanent ErrInvalidChild naming the selector", err)
+			}
+			if len(srv.writes) != 1 {
+				t.Errorf("writes = %q, want the create alone", srv.writes)
+			}
+		})
 	}
 }
 
