@@ -2,27 +2,19 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-kit/log"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
-	"github.com/operatorkit/operatorkit/framework"
-	"github.com/operatorkit/operatorkit/informer"
-	operatorpkg "github.com/operatorkit/operatorkit/operator"
-	resourcepkg "github.com/operatorkit/operatorkit/resource"
 	"github.com/operatorkit/operatorkit/resource/child"
-	"github.com/operatorkit/operatorkit/router"
 )
 
 // TestChildNameHeldByAnotherControllerBeingDeleted: the object of a
@@ -35,36 +27,8 @@ import (
 // failed until its resync.
 func TestChildNameHeldByAnotherControllerBeingDeleted(t *testing.T) {
 	t.Parallel()
-	crd := tenantCRD(uniqueCRDGroup(t))
-	deleteCRDOnCleanup(t, newCRDClient(t), crd)
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
-	ns := newNamespace(t)
-	name := fmt.Sprintf("tenant-operator-%d", nsCounter.Add(1))
-	op, err := operatorpkg.New(operatorpkg.Config{Name: name, RESTConfig: env.Config(), Logger: log.NewNopLogger()})
-	must(t, err)
-	kube := op.Kubernetes()
-	tenantInf, err := op.Informer(informer.Config{GVR: gvr, ObjectType: &Tenant{}})
-	must(t, err)
-	cms, err := op.Informer(informer.Config{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), ObjectType: &corev1.ConfigMap{},
-		LabelSelector: child.LabelManagedBy + "=" + name})
-	must(t, err)
-	cm, err := child.New(child.Config[*Tenant, *corev1.ConfigMap]{
-		Name: "configmap", Cache: cms, FieldManager: name, Writes: op.OwnWrites(), WaitDelay: time.Second,
-		Client: child.Typed(kube.CoreV1().ConfigMaps),
-		Desired: func(context.Context, *Tenant) (*corev1.ConfigMap, error) {
-			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns}}, nil
-		},
-	})
-	must(t, err)
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resourcepkg.Interface{cm}})
-	must(t, err)
-	rtr, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
-	must(t, err)
-	f, err := op.NewFramework(framework.Config{Name: name, Informer: tenantInf, ResourceRouter: rtr, Resource: gvr, Conditions: true, CRD: crd})
-	must(t, err)
-	must(t, op.Owns(f, schema.GroupKind{Group: gvr.Group, Kind: "Tenant"}, cms))
-	stop, _ := runOperator(op)
-	t.Cleanup(func() { must(t, stop()) })
+	x := runTenantConfigMapOperator(t, time.Second, func(*Tenant) string { return "shared" })
+	gvr, ns, name, kube := x.gvr, x.ns, x.name, x.kube
 
 	// The other Tenant's ConfigMap, with the operator's label, held by a
 	// finalizer and deleted.
@@ -73,7 +37,7 @@ func TestChildNameHeldByAnotherControllerBeingDeleted(t *testing.T) {
 		Finalizers: []string{"example.com/hold"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: gvr.GroupVersion().String(), Kind: "Tenant", Name: "other",
 			UID: "0d6b3d0e-0000-4000-8000-000000000001", Controller: new(true)}}}}
-	_, err = kube.CoreV1().ConfigMaps(ns).Create(t.Context(), held, metav1.CreateOptions{})
+	_, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), held, metav1.CreateOptions{})
 	must(t, err)
 	must(t, kube.CoreV1().ConfigMaps(ns).Delete(t.Context(), "shared", metav1.DeleteOptions{}))
 

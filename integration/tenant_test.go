@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/operatorkit/operatorkit/context/conditioncontext"
@@ -420,36 +421,8 @@ func TestTenantNamespaceTerminating(t *testing.T) {
 // its own as soon as it goes, not after WaitDelay (an hour here).
 func TestTenantChildOfThePreviousTenantGoes(t *testing.T) {
 	t.Parallel()
-	crd := tenantCRD(uniqueCRDGroup(t))
-	deleteCRDOnCleanup(t, newCRDClient(t), crd)
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
-	ns := newNamespace(t)
-	name := fmt.Sprintf("tenant-operator-%d", nsCounter.Add(1))
-	op, err := operatorpkg.New(operatorpkg.Config{Name: name, RESTConfig: env.Config(), Logger: log.NewNopLogger()})
-	must(t, err)
-	kube := op.Kubernetes()
-	tenantInf, err := op.Informer(informer.Config{GVR: gvr, ObjectType: &Tenant{}})
-	must(t, err)
-	cms, err := op.Informer(informer.Config{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), ObjectType: &corev1.ConfigMap{},
-		LabelSelector: child.LabelManagedBy + "=" + name})
-	must(t, err)
-	cm, err := child.New(child.Config[*Tenant, *corev1.ConfigMap]{
-		Name: "configmap", Cache: cms, FieldManager: name, Writes: op.OwnWrites(), WaitDelay: time.Hour,
-		Client: child.Typed(kube.CoreV1().ConfigMaps),
-		Desired: func(_ context.Context, tn *Tenant) (*corev1.ConfigMap, error) {
-			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + tn.Name, Namespace: ns}}, nil
-		},
-	})
-	must(t, err)
-	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resourcepkg.Interface{cm}})
-	must(t, err)
-	rtr, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
-	must(t, err)
-	f, err := op.NewFramework(framework.Config{Name: name, Informer: tenantInf, ResourceRouter: rtr, Resource: gvr, Conditions: true, CRD: crd})
-	must(t, err)
-	must(t, op.Owns(f, schema.GroupKind{Group: gvr.Group, Kind: "Tenant"}, cms))
-	stop, _ := runOperator(op)
-	t.Cleanup(func() { must(t, stop()) })
+	x := runTenantConfigMapOperator(t, time.Hour, func(tn *Tenant) string { return "tenant-" + tn.Name })
+	gvr, ns, kube := x.gvr, x.ns, x.kube
 
 	tenants := dynamicClientset(t).Resource(gvr)
 	poll := func(what string, cond wait.ConditionWithContextFunc) {
@@ -486,7 +459,7 @@ func TestTenantChildOfThePreviousTenantGoes(t *testing.T) {
 	poll("the first Tenant's ConfigMap", controlledBy(first))
 	// Someone else's finalizer holds the ConfigMap when the Tenant's
 	// delete chain deletes it.
-	_, err = kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "tenant-zeta", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{})
+	_, err := kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), "tenant-zeta", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{})
 	must(t, err)
 	must(t, tenants.Delete(t.Context(), "zeta", metav1.DeleteOptions{}))
 	poll("the first Tenant gone", func(ctx context.Context) (bool, error) {
@@ -508,4 +481,51 @@ func TestTenantChildOfThePreviousTenantGoes(t *testing.T) {
 		_, err := tenants.Get(ctx, "zeta", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
+}
+
+// tenantConfigMapOperator is a running operator of Tenants (of a CRD of
+// its own) that keep one ConfigMap each, in a Namespace of the test.
+type tenantConfigMapOperator struct {
+	gvr  schema.GroupVersionResource
+	ns   string // the ConfigMaps' Namespace
+	name string // the operator's name, its ConfigMaps' LabelManagedBy
+	kube kubernetes.Interface
+}
+
+// runTenantConfigMapOperator runs, until the test ends, an operator whose
+// Tenants keep the ConfigMap configMapName names, waiting waitDelay for a
+// child not ready (one being deleted).
+func runTenantConfigMapOperator(t *testing.T, waitDelay time.Duration, configMapName func(*Tenant) string) tenantConfigMapOperator {
+	t.Helper()
+	crd := tenantCRD(uniqueCRDGroup(t))
+	deleteCRDOnCleanup(t, newCRDClient(t), crd)
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
+	ns := newNamespace(t)
+	name := fmt.Sprintf("tenant-operator-%d", nsCounter.Add(1))
+	op, err := operatorpkg.New(operatorpkg.Config{Name: name, RESTConfig: env.Config(), Logger: log.NewNopLogger()})
+	must(t, err)
+	kube := op.Kubernetes()
+	tenantInf, err := op.Informer(informer.Config{GVR: gvr, ObjectType: &Tenant{}})
+	must(t, err)
+	cms, err := op.Informer(informer.Config{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), ObjectType: &corev1.ConfigMap{},
+		LabelSelector: child.LabelManagedBy + "=" + name})
+	must(t, err)
+	cm, err := child.New(child.Config[*Tenant, *corev1.ConfigMap]{
+		Name: "configmap", Cache: cms, FieldManager: name, Writes: op.OwnWrites(), WaitDelay: waitDelay,
+		Client: child.Typed(kube.CoreV1().ConfigMaps),
+		Desired: func(_ context.Context, tn *Tenant) (*corev1.ConfigMap, error) {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: configMapName(tn), Namespace: ns}}, nil
+		},
+	})
+	must(t, err)
+	set, err := router.NewResourceSet(router.ResourceSetConfig{Name: "v1", Handles: func(any) bool { return true }, Resources: []resourcepkg.Interface{cm}})
+	must(t, err)
+	rtr, err := router.New(router.Config{ResourceSets: []*router.ResourceSet{set}})
+	must(t, err)
+	f, err := op.NewFramework(framework.Config{Name: name, Informer: tenantInf, ResourceRouter: rtr, Resource: gvr, Conditions: true, CRD: crd})
+	must(t, err)
+	must(t, op.Owns(f, schema.GroupKind{Group: gvr.Group, Kind: "Tenant"}, cms))
+	stop, _ := runOperator(op)
+	t.Cleanup(func() { must(t, stop()) })
+	return tenantConfigMapOperator{gvr: gvr, ns: ns, name: name, kube: kube}
 }
