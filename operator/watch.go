@@ -259,9 +259,13 @@ func clusterScopedOwner(owners informer.Interface, key, name string) bool {
 // made it, but it wakes the other keys mapFunc returns for it: a
 // reconciliation that deletes its child wakes the objects that wait for
 // that name to be free (two owners that want a child of one name; an
-// object that refers to another's child, through References). The echo
-// of an object without a controller reference wakes nothing, as for Owns
-// (who wrote it is not known).
+// object that refers to another's child, through References). The
+// controller is the object of f's informer that the controller reference
+// names with its UID: an object of f's that only has its name (f
+// reconciles another kind than the controller's, as an App named as the
+// Certificate whose Secret it refers to; or an owner created again under
+// that name) is woken. The echo of an object without a controller
+// reference wakes nothing, as for Owns (who wrote it is not known).
 //
 // source may be metadata-only (Informer with ObjectType
 // &metav1.PartialObjectMetadata{}), which caches no object's content:
@@ -288,7 +292,7 @@ func (o *Operator) Watches(f *framework.Framework, source *SharedInformer, mapFu
 	if started {
 		return ErrAlreadyStarted
 	}
-	_, err := source.AddEventHandler(o.OwnWrites().watch(source.gvr.GroupResource(), f.Enqueue, mapFunc, predicates))
+	_, err := source.AddEventHandler(o.OwnWrites().watch(source.gvr.GroupResource(), f.Informer(), f.Enqueue, mapFunc, predicates))
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", source.gvr, err)
 	}
@@ -350,17 +354,19 @@ func watchHandler(enqueue func(key string), mapFunc func(obj any) []string, pred
 
 // watch returns the event handler of Watches for an informer of resource:
 // watchHandler behind the filter of w, with the echoes of own writes and
-// deletes given to echoHandler.
-func (w *OwnWrites) watch(resource schema.GroupResource, enqueue func(key string), mapFunc func(obj any) []string, predicates []Predicate) cache.ResourceEventHandler {
-	return w.filter(resource, watchHandler(enqueue, mapFunc, predicates), echoHandler(enqueue, mapFunc, predicates))
+// deletes given to echoHandler. owners is the informer of the objects the
+// keys name (the Framework's).
+func (w *OwnWrites) watch(resource schema.GroupResource, owners informer.Interface, enqueue func(key string), mapFunc func(obj any) []string, predicates []Predicate) cache.ResourceEventHandler {
+	return w.filter(resource, watchHandler(enqueue, mapFunc, predicates), echoHandler(owners, enqueue, mapFunc, predicates))
 }
 
 // echoHandler is the handler of Watches for the echoes of the operator's
 // own writes and deletes, which Filter keeps from watchHandler: it enqueues
 // what watchHandler would for the event, but the keys of the echoed
 // object's controller (of either scope: "namespace/name" and "name"),
-// whose reconciliation wrote it, and nothing for an object without one.
-func echoHandler(enqueue func(key string), mapFunc func(obj any) []string, predicates []Predicate) cache.ResourceEventHandlerFuncs {
+// whose reconciliation wrote it (see isController), and nothing for an
+// object without one.
+func echoHandler(owners informer.Interface, enqueue func(key string), mapFunc func(obj any) []string, predicates []Predicate) cache.ResourceEventHandlerFuncs {
 	// others returns the handler of one echo of obj: watchHandler's,
 	// enqueueing every key but the writer's.
 	others := func(obj any) cache.ResourceEventHandler {
@@ -377,7 +383,7 @@ func echoHandler(enqueue func(key string), mapFunc func(obj any) []string, predi
 		}
 		writer := m.GetNamespace() + "/" + ref.Name
 		return watchHandler(func(key string) {
-			if key != writer && key != ref.Name {
+			if (key != writer && key != ref.Name) || !isController(owners, key, ref.UID) {
 				enqueue(key)
 			}
 		}, mapFunc, predicates)
@@ -387,6 +393,26 @@ func echoHandler(enqueue func(key string), mapFunc func(obj any) []string, predi
 		UpdateFunc: func(oldObj, newObj any) { others(newObj).OnUpdate(oldObj, newObj) },
 		DeleteFunc: func(obj any) { others(obj).OnDelete(obj) },
 	}
+}
+
+// isController reports whether key, which has the name of an echoed
+// object's controller reference, names that controller (uid): the object
+// owners hold under key has its UID, or owners hold none (a controller
+// whose delete chain runs from its last state, or nothing to wake). An
+// object of another UID under that name is not the writer: one of another
+// kind than the controller's (a Secret named as the Certificate that
+// controls the Secret it refers to), or an owner created again under its
+// previous one's name. One cache lookup, on the echo's path only.
+func isController(owners informer.Interface, key string, uid types.UID) bool {
+	if owners == nil {
+		return true
+	}
+	obj, ok, err := owners.Get(key)
+	if err != nil || !ok {
+		return true
+	}
+	m, err := meta.Accessor(obj)
+	return err != nil || m.GetUID() == uid
 }
 
 // OwnWrites returns the Operator's record of its own writes to watched

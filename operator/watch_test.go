@@ -645,7 +645,7 @@ func TestWatchesEchoWakesTheOthers(t *testing.T) {
 	var woken []string
 	// Every owner that wants the ConfigMap: a and b in its namespace, and
 	// the cluster-scoped c.
-	h := w.watch(configMaps, func(key string) { woken = append(woken, key) }, func(any) []string { return []string{"ns/a", "ns/b", "c"} }, nil)
+	h := w.watch(configMaps, nil, func(key string) { woken = append(woken, key) }, func(any) []string { return []string{"ns/a", "ns/b", "c"} }, nil)
 	want := func(step string, keys ...string) {
 		t.Helper()
 		if !slices.Equal(woken, keys) {
@@ -684,11 +684,49 @@ func TestWatchesEchoWakesTheOthers(t *testing.T) {
 	want("the echo of a write of an object without a controller")
 
 	// Owns' map function names the controller alone: its echoes wake nobody.
-	owns := w.watch(configMaps, func(key string) { woken = append(woken, key) }, func(obj any) []string {
+	owns := w.watch(configMaps, nil, func(key string) { woken = append(woken, key) }, func(obj any) []string {
 		return []string{"ns/" + metav1.GetControllerOfNoCopy(obj.(metav1.Object)).Name}
 	}, nil)
 	w.Begin(configMaps, "ns", "c")(owned("a", "y", "8"), nil)
 	owns.OnAdd(owned("a", "y", "8"), false)
 	h.OnAdd(owned("a", "y", "8"), false)
 	want("the echo of a's create, at Owns and at the other watch", "ns/b", "c")
+}
+
+// TestWatchesEchoSparesTheControllerOnly: the echo of an own write of a
+// child spares the key of its controller only when the Framework's
+// informer holds the controller itself under it (the reference's UID), or
+// nothing: an object of the Framework's that merely has the controller's
+// name (of another kind, referring to the child; or an owner created again)
+// is woken. The integration test is
+// TestReferencesEchoWakesAnObjectOfTheControllersName.
+func TestWatchesEchoSparesTheControllerOnly(t *testing.T) {
+	yes := true
+	child := cm("u", "1")
+	child.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Certificate", Name: "web", UID: "cert-uid", Controller: &yes}}
+	object := func(ns string, uid types.UID) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", UID: uid}}
+	}
+	for _, tt := range []struct {
+		name   string
+		owners *informertest.Informer
+		want   []string
+	}{
+		{"the controller", informertest.New(object("ns", "cert-uid")), nil},
+		{"the cluster-scoped controller", informertest.New(object("", "cert-uid")), nil},
+		{"no object of the controller's name", informertest.New(), nil},
+		{"another object of the controller's name", informertest.New(object("ns", "app-uid")), []string{"ns/web"}},
+		{"another cluster-scoped object of the controller's name", informertest.New(object("", "app-uid")), []string{"web"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &OwnWrites{pending: map[writeKey]*pendingWrite{}, echoes: map[types.UID]echo{}}
+			var woken []string
+			h := w.watch(configMaps, tt.owners, func(key string) { woken = append(woken, key) }, func(any) []string { return []string{"ns/web", "web"} }, nil)
+			w.Begin(configMaps, "ns", "c")(child, nil)
+			h.OnAdd(child, false)
+			if !slices.Equal(woken, tt.want) {
+				t.Errorf("the echo of the Certificate's write of its child woke %q, want %q", woken, tt.want)
+			}
+		})
+	}
 }
