@@ -20,13 +20,21 @@ import (
 // (its framework.Config.Informer); selector returns one owner's selector,
 // typed (T is the owners' ObjectType, such as *v1alpha1.SharedConfig).
 //
-// Each event lists every owner and calls selector for each (a cluster of
-// thousands of owners pays that on every event of the watched kind: keep
-// selector cheap, and cache the selector it builds when it is not). An
-// owner of another type than T, an owner whose selector returns an error
-// (its reconciliation reports the invalid selector) or a nil selector,
-// and an object without labels' accessor, name nobody. The keys are
-// "namespace/name", or "name" for a cluster-scoped owner, sorted.
+// As a label selector does in Kubernetes (a Service's, a NetworkPolicy's
+// pod selector), a namespaced owner's selector selects the objects of its
+// own namespace, and cluster-scoped objects (Namespaces); a cluster-scoped
+// owner's selects objects of every namespace. An object of a namespace
+// selects nothing in the owners of the other namespaces, so that a Pod
+// does not wake every namespace's policy.
+//
+// Each event lists every owner and calls selector for each that may select
+// the object (a cluster of thousands of owners pays that on every event of
+// the watched kind: keep selector cheap, and cache the selector it builds
+// when it is not). An owner of another type than T, an owner whose
+// selector returns an error (its reconciliation reports the invalid
+// selector) or a nil selector, and an object without labels' accessor,
+// name nobody. The keys are "namespace/name", or "name" for a
+// cluster-scoped owner, sorted.
 func Selecting[T runtime.Object](owners informer.Lister, selector func(owner T) (labels.Selector, error)) func(obj any) []string {
 	return func(obj any) []string {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -37,11 +45,18 @@ func Selecting[T runtime.Object](owners informer.Lister, selector func(owner T) 
 			return nil
 		}
 		set := labels.Set(m.GetLabels())
+		namespace := m.GetNamespace()
 		var keys []string
 		for _, o := range owners.List() {
 			owner, ok := o.(T)
 			if !ok {
 				continue
+			}
+			if namespace != "" {
+				// A namespaced owner selects in its namespace only.
+				if om, err := meta.Accessor(owner); err != nil || om.GetNamespace() != "" && om.GetNamespace() != namespace {
+					continue
+				}
 			}
 			sel, err := selector(owner)
 			if err != nil || sel == nil || !sel.Matches(set) {

@@ -63,3 +63,33 @@ func TestSelecting(t *testing.T) {
 		t.Errorf("Selecting of no owners = %q, want none", got)
 	}
 }
+
+// TestSelectingInTheOwnersNamespace: the selector of a namespaced owner
+// selects the objects of its own namespace (a NetworkPolicy's pod selector,
+// a Service's), and cluster-scoped ones (Namespaces); a cluster-scoped
+// owner's selects objects of every namespace. A Pod's event woke every
+// namespaced owner of every namespace whose selector matched its labels:
+// with one such owner per namespace, each Pod event woke them all.
+func TestSelectingInTheOwnersNamespace(t *testing.T) {
+	owner := func(ns, name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	owners := informertest.New(owner("a", "policy"), owner("b", "policy"), owner("", "cluster-wide"))
+	mapFunc := Selecting(owners, func(*corev1.ConfigMap) (labels.Selector, error) {
+		return labels.SelectorFromSet(labels.Set{"app": "web"}), nil
+	})
+	web := map[string]string{"app": "web"}
+	for _, tt := range []struct {
+		name string
+		obj  any
+		want []string
+	}{
+		{"a Pod of namespace a", &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", Labels: web}}, []string{"a/policy", "cluster-wide"}},
+		{"a Pod of namespace c", &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "x", Labels: web}}, []string{"cluster-wide"}},
+		{"a Namespace", &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: web}}, []string{"a/policy", "b/policy", "cluster-wide"}},
+	} {
+		if got := mapFunc(tt.obj); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Selecting = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
