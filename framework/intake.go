@@ -50,7 +50,7 @@ func (f *Framework) UpdateFunc(oldObj, newObj any) {
 				return
 			}
 		}
-		if err == nil && oldErr == nil && old.GetResourceVersion() == acc.GetResourceVersion() {
+		if err == nil && oldErr == nil && old.GetResourceVersion() == acc.GetResourceVersion() && validKey(key) {
 			resyncKey = key
 		}
 	}
@@ -58,10 +58,14 @@ func (f *Framework) UpdateFunc(oldObj, newObj any) {
 		f.metrics.eventsFiltered.Inc()
 		return
 	}
-	if resyncKey != "" && !f.state.resync(resyncKey) {
-		// During the wait its last failure asked for (the requeue at
-		// the wait's end reconciles it), or while it is reconciled (its
-		// end enqueues it, unless it asks for such a wait).
+	if resyncKey != "" {
+		// Enqueue, unless during the wait its last failure asked for
+		// (the requeue at the wait's end reconciles it), or while it is
+		// reconciled (its end enqueues it, unless it asks for such a
+		// wait); resync marks it pending as Enqueue does.
+		if f.state.resync(resyncKey) {
+			f.add(resyncKey)
+		}
 		return
 	}
 	f.enqueueObject(newObj)

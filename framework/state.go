@@ -279,19 +279,24 @@ func (s *objectState) waitFor(key string, d time.Duration) {
 // resync reports whether a resync of key (an update event at the same
 // resourceVersion) enqueues it now: not while the wait its last failure
 // asked for has not passed (waitFor), and not while it is being
-// reconciled: end decides then, after its outcome.
+// reconciled: end decides then, after its outcome. When it does, key is
+// marked pending, as markPending does: the caller adds it to the queue
+// without Enqueue, in one look-up of the state.
 func (s *objectState) resync(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.objects[key]
+	e := s.entry(key)
 	switch {
-	case e == nil:
-		return true
 	case e.running:
 		e.resynced = true
 		return false
+	case e.rare != nil && s.now().Before(e.rare.notBefore):
+		return false
 	}
-	return e.rare == nil || !s.now().Before(e.rare.notBefore)
+	if e.pending.IsZero() {
+		e.pending = s.now()
+	}
+	return true
 }
 
 // reclaim takes back release and reports whether key was released.
