@@ -759,18 +759,10 @@ func (f *Framework) patchFinalizers(ctx context.Context, acc metav1.Object, rv s
 // reconciliation); with DisableFinalizers it is one read per deleted
 // object. Without a client, an object is taken to be deleted.
 func (f *Framework) leftSelection(ctx context.Context, acc metav1.Object) (bool, error) {
-	var cur metav1.Object
-	var err error
-	switch {
-	case f.resource.Resource == "":
-		return false, nil
-	case f.metaClient != nil:
-		cur, err = f.metaClient.Resource(f.resource).Namespace(acc.GetNamespace()).Get(ctx, acc.GetName(), metav1.GetOptions{})
-	case f.client != nil:
-		cur, err = f.client.Resource(f.resource).Namespace(acc.GetNamespace()).Get(ctx, acc.GetName(), metav1.GetOptions{})
-	default:
+	if f.resource.Resource == "" || f.metaClient == nil && f.client == nil {
 		return false, nil
 	}
+	cur, err := f.readMeta(ctx, acc)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
