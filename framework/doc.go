@@ -142,16 +142,21 @@
 //     that wait and its backoff interval: never sooner than the API asked,
 //     and never sooner than its backoff (the trace's RequeueAfter is the
 //     wait asked for). The informer's periodic resync does not reconcile
-//     the object before that wait has passed: it brings nothing new, and
-//     the requeue at the wait's end reconciles the object anyway (a
-//     resync still runs an object whose backoff alone has not passed, as
-//     client-go's queue does). The Framework keeps the wait's end with
-//     the object, in memory, until its next reconciliation begins, at the
-//     latest at the wait's end (a restart, or the next owner after
-//     Release, does not know it). A change of the object or
-//     an event that wakes it (a child's, [Framework.Enqueue]) reconciles
-//     it sooner (a resource that must never call its API sooner keeps the
-//     time it may, and returns its error again without calling). A panic in a
+//     the object before that wait has passed, nor does a requeue the
+//     Framework asked for before it (an earlier failure's shorter wait or
+//     backoff, a delay a resource asked for: client-go's queue keeps the
+//     earliest time a key was added after), which waits for the rest of
+//     it: they bring nothing new, and the requeue at the wait's end
+//     reconciles the object anyway (a resync still runs an object whose
+//     backoff alone has not passed, as client-go's queue does). The
+//     Framework keeps the wait's end with the object, in memory, until an
+//     event wakes it or its next reconciliation begins after the wait (a
+//     restart, or the next owner after Release, does not know it). A
+//     change of the object or an event that wakes it (a child's,
+//     [Framework.Enqueue]; also one that came while the failing
+//     reconciliation ran) reconciles it sooner (a resource that must
+//     never call its API sooner keeps the time it may, and returns its
+//     error again without calling). A panic in a
 //     resource, InitCtx or Handles is recovered, logged with its stack, counted
 //     (operatorkit_framework_panics_total) and retried with backoff; other
 //     objects go on. Each reconciliation is bounded by

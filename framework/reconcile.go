@@ -58,6 +58,12 @@ const (
 	ResultSuperseded = "superseded"
 )
 
+// resultWaiting is the outcome of a key the queue gave back during the wait
+// its object's last failure asked for (a requeue asked for before that
+// wait): not a reconciliation, recorded nowhere, the key requeued after
+// the rest of the wait.
+const resultWaiting = "waiting"
+
 // outcome is what one reconciliation tells the worker.
 type outcome struct {
 	result string
@@ -112,6 +118,9 @@ func (f *Framework) processNextItem(ctx, detached context.Context) bool {
 // reconciliation calls for.
 func (f *Framework) requeue(key string, o outcome) {
 	switch {
+	case o.result == resultWaiting:
+		// The rest of the wait its object's last failure asked for.
+		f.queue.AddAfter(key, o.requeueAfter)
 	case o.result == ResultSuperseded || (o.result == ResultConflict && f.cacheMovedOn(key, o.resourceVersion)):
 		// The cache already holds a newer version (the one that won the
 		// conflict, or the newer generation): reconcile it now, without
@@ -186,6 +195,12 @@ func (f *Framework) reconcile(ctx context.Context, rctx *reconcileContext, key s
 	// returned at once started it after the hand-over, once the object's
 	// delete event had forgotten the release.
 	if !f.state.begin(key) {
+		if d, ok := f.state.waiting(key); ok {
+			// A requeue asked for before the wait its last failure
+			// asked for, which the queue does not move later: not
+			// before the wait's end.
+			return outcome{result: resultWaiting, requeueAfter: d}
+		}
 		// Released (Release): another owner takes the object over.
 		return outcome{result: ResultSkipped}
 	}
@@ -609,6 +624,10 @@ func errorOutcome(err error) outcome {
 // finish records the outcome of one reconciliation: metrics, trace, log,
 // events and object state.
 func (f *Framework) finish(ctx context.Context, key string, obj any, tr *trace.Trace, o outcome) {
+	if o.result == resultWaiting {
+		tr.Release() // nothing ran
+		return
+	}
 	// One clock read for the trace, the duration metric and the time of
 	// the last success.
 	d := tr.Finish(o.result, o.requeueAfter, o.err)

@@ -283,12 +283,97 @@ func TestRetryAfterHonouredAtResync(t *testing.T) {
 	if calls := resync(); len(calls) != 0 {
 		t.Errorf("a resync after a second failure with retry.After: queue calls %q, want none", calls)
 	}
+	f.Enqueue("ns/a") // an event wakes it during the wait
 	during, q = run(nil, true)
 	if !slices.Equal(during.calls, []string{"add ns/a"}) {
 		t.Errorf("a resync while a reconciliation that began during the wait and succeeded ran: queue calls %q, want it added", during.calls)
 	}
 	if calls := resync(); !slices.Equal(calls, []string{"add ns/a"}) {
 		t.Errorf("a resync after a reconciliation that began during the wait: queue calls %q, want it added", calls)
+	}
+	if e := f.state.objects["ns/a"]; e != nil && e.rare != nil {
+		t.Errorf("the object's state keeps %+v after the wait ended, want nothing rare", *e.rare)
+	}
+}
+
+// TestRetryAfterNotCutShortByAnEarlierRequeue: the work queue keeps the
+// earliest of the times a key was added after (client-go's AddAfter does
+// not move a waiting key later), so a requeue asked for before a failure
+// that asked for a longer wait (the requeue of an earlier failure with a
+// shorter wait or backoff, a delay a resource asked for) came before that
+// wait had passed, and the object was reconciled then, calling the API
+// that asked for the wait sooner than it allowed. Such a requeue now waits
+// for the rest of the wait, without running the chain; an event that
+// wakes the object (Enqueue, a change) still reconciles it at once, also
+// one that came while the failing reconciliation ran.
+func TestRetryAfterNotCutShortByAnEarlierRequeue(t *testing.T) {
+	boom := errors.New("provider: 429 too many requests")
+	obj := object("a", 1, nil)
+	var calls int
+	var fail error
+	var f *Framework
+	var enqueueWhileRunning bool
+	r := &funcResource{name: "record", create: func(context.Context, any) error {
+		calls++
+		if enqueueWhileRunning {
+			f.Enqueue("ns/a") // a child's event while it runs
+		}
+		return fail
+	}}
+	var err error
+	f, err = New(Config{Name: "op", Informer: informertest.New(obj), ResourceRouter: testRouter(t, nil, r),
+		DisableFinalizers: true, RateLimiter: &fixedLimiter{wait: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	f.state.now = func() time.Time { return now }
+	f.queue = &recordingQueue{limiter: f.limiter}
+	// run dequeues the key: it reconciles the object, unless it waits,
+	// and reports whether the chain ran and what was asked of the queue.
+	run := func(err error) (ran bool, q *recordingQueue) {
+		fail, calls = err, 0
+		_, q = reconcileAndRequeue(f, "ns/a")
+		return calls > 0, q
+	}
+
+	// The first failure asks for 10s: requeued after 10s.
+	if ran, q := run(retry.After(boom, 10*time.Second)); !ran || !equalDurations(q.delays, []time.Duration{10 * time.Second}) {
+		t.Fatalf("first failure: ran %v, requeued after %v; want it run and requeued after 10s", ran, q.delays)
+	}
+	// 1s later an event wakes it; it fails again, asking for 1m: the
+	// queue keeps the requeue at 10s.
+	now = now.Add(time.Second)
+	f.Enqueue("ns/a")
+	if ran, _ := run(retry.After(boom, time.Minute)); !ran {
+		t.Fatal("an event during the wait: the object was not reconciled")
+	}
+	// At 10s the earlier requeue comes: it waits for the rest of the
+	// minute, without calling the API.
+	now = now.Add(9 * time.Second)
+	ran, q := run(nil)
+	if ran {
+		t.Errorf("the requeue of the first failure, 9s into a wait of 1m: the chain ran, want it left until the wait's end")
+	}
+	if !equalDurations(q.delays, []time.Duration{51 * time.Second}) {
+		t.Errorf("the requeue of the first failure, 9s into a wait of 1m: requeued after %v (queue calls %q), want after the 51s left", q.delays, q.calls)
+	}
+	// At the wait's end it runs.
+	now = now.Add(51 * time.Second)
+	if ran, _ := run(nil); !ran {
+		t.Error("at the wait's end: the object was not reconciled")
+	}
+
+	// An event that comes while the failing reconciliation runs wakes it
+	// once that ends: its next dequeue runs the chain.
+	enqueueWhileRunning = true
+	if ran, _ := run(retry.After(boom, time.Minute)); !ran {
+		t.Fatal("a failure asking for 1m: the chain did not run")
+	}
+	enqueueWhileRunning = false
+	now = now.Add(time.Second)
+	if ran, _ := run(nil); !ran {
+		t.Error("an event while the failing reconciliation ran: its next dequeue did not run the chain")
 	}
 	if e := f.state.objects["ns/a"]; e != nil && e.rare != nil {
 		t.Errorf("the object's state keeps %+v after the wait ended, want nothing rare", *e.rare)

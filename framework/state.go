@@ -16,9 +16,10 @@ import (
 // finalizer, the objects (key and UID) whose finalizer it removed, since
 // when each object waits for a successful reconciliation, which objects
 // are in deletion, and until when an object waits for the wait its last
-// failure asked for (retry.After), which a resync does not cut short. It
-// feeds the stuck-object gauges. Every entry is removed when its object is
-// gone (forget), so it is bounded by the number of live objects.
+// failure asked for (retry.After), which neither a resync nor an earlier
+// requeue cuts short. It feeds the stuck-object gauges. Every entry is
+// removed when its object is gone (forget), so it is bounded by the number
+// of live objects.
 //
 // What it keeps per key is one objectEntry in one map: a reconciliation asks
 // about its key several times (begin, stale, resource set, end, done), and
@@ -77,6 +78,10 @@ type objectEntry struct {
 	// resynced is set when a resync of the object came while it was
 	// being reconciled (running): end decides whether it runs again.
 	resynced bool
+	// woken is set when an event woke the object (markPending, a delete)
+	// while it was being reconciled (running): its next reconciliation
+	// runs at once, and waitFor records no wait for this one.
+	woken bool
 	// noFields is set when the Framework knows that its field manager
 	// owns no status field of the object but the conditions and
 	// observedGeneration: the managedFields of the API server's last
@@ -101,9 +106,11 @@ type objectRare struct {
 	// closed when it ends.
 	idle chan struct{}
 	// notBefore is the end of the wait the object's last failure asked
-	// for (retry.DelayOf: retry.After, a Retry-After), which a resync does
-	// not cut short (Framework.UpdateFunc); zero once the object's next
-	// reconciliation begins, at the latest when the wait ends.
+	// for (retry.DelayOf: retry.After, a Retry-After), which neither a
+	// resync (Framework.UpdateFunc) nor a requeue the Framework asked for
+	// earlier (begin) cuts short; zero once an event wakes the object
+	// (markPending, setTombstone) or its next reconciliation begins after
+	// the wait.
 	notBefore time.Time
 }
 
@@ -195,22 +202,56 @@ func (s *objectState) prune(key string, e *objectEntry) {
 
 // begin records that key is being reconciled: the resourceVersions the
 // cache delivers until end are remembered. It returns false, and records
-// nothing, when key was released (Framework.Release): the reconciliation
-// must not start.
+// nothing, when key was released (Framework.Release), or during the wait
+// its last failure asked for (waitFor) when nothing woke it since (the
+// key came back from a requeue asked for before that wait, which the
+// work queue does not move later; waiting tells the rest): the
+// reconciliation must not start.
 func (s *objectState) begin(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key)
 	if e.rare != nil && !e.rare.notBefore.IsZero() {
-		// Whatever woke it, the wait its last failure asked for is over.
+		if !e.released && s.now().Before(e.rare.notBefore) {
+			return false
+		}
 		e.rare.notBefore = time.Time{}
 		e.tidyRare()
 	}
 	if e.released {
 		return false
 	}
-	e.running, e.seen, e.resynced = true, nil, false
+	e.running, e.seen, e.resynced, e.woken = true, nil, false, false
 	return true
+}
+
+// waiting reports, for a key begin refused, whether it was refused for
+// the wait its last failure asked for rather than for a Release, and how
+// much of that wait is left (0 when an event ended it since).
+func (s *objectState) waiting(key string) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[key]
+	if e == nil || e.released {
+		return 0, false
+	}
+	if e.rare == nil || e.rare.notBefore.IsZero() {
+		return 0, true
+	}
+	return max(0, e.rare.notBefore.Sub(s.now())), true
+}
+
+// woke records that an event woke key (s.mu held): the wait its last
+// failure asked for ends, and a failure of the reconciliation that runs
+// records none (waitFor), so that the object is reconciled at once.
+func (e *objectEntry) woke() {
+	if e.rare != nil && !e.rare.notBefore.IsZero() {
+		e.rare.notBefore = time.Time{}
+		e.tidyRare()
+	}
+	if e.running {
+		e.woken = true
+	}
 }
 
 // release marks key released and returns nil when no reconciliation of key
@@ -266,12 +307,13 @@ func (s *objectState) setOwnsNoFields(key string, none bool) {
 
 // waitFor records that key's reconciliation, which runs, fails with an
 // error that asked for a wait of d (retry.DelayOf): until d has passed, or
-// the next reconciliation of key begins, a resync does not run it (resync).
-// Nothing is recorded for a key that is not running or is released.
+// an event wakes key, neither a resync (resync) nor a requeue (begin)
+// runs it. Nothing is recorded for a key that is not running, is
+// released, or that an event woke while it ran (woke).
 func (s *objectState) waitFor(key string, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.objects[key]; e != nil && e.running && !e.released {
+	if e := s.objects[key]; e != nil && e.running && !e.released && !e.woken {
 		e.rareOf().notBefore = s.now().Add(d)
 	}
 }
@@ -340,7 +382,7 @@ func (s *objectState) end(key string, uid types.UID, rv string, generation int64
 	}
 	resync = e.resynced && (e.rare == nil || !s.now().Before(e.rare.notBefore))
 	seen := e.seen
-	e.running, e.seen, e.resynced = false, nil, false
+	e.running, e.seen, e.resynced, e.woken = false, nil, false, false
 	wakeIdle(e)
 	if e.expected != nil && e.expected.observed {
 		e.expected = nil // the cache shows it
@@ -374,6 +416,7 @@ func (s *objectState) setTombstone(key string, obj any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(key)
+	e.woke()
 	e.rareOf().tombstone = obj
 	if e.pending.IsZero() {
 		e.pending = s.now()
@@ -444,12 +487,17 @@ func (s *objectState) finalized(key string, uid types.UID) bool {
 	return true
 }
 
+// markPending records that an event wakes key (Enqueue): it is pending
+// from now, unless it was already, and the wait its last failure asked
+// for ends (woke).
 func (s *objectState) markPending(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.entry(key); e.pending.IsZero() {
+	e := s.entry(key)
+	if e.pending.IsZero() {
 		e.pending = s.now()
 	}
+	e.woke()
 }
 
 // pendingKeys returns the keys pending before Boot, which pend from now

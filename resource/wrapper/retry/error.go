@@ -45,10 +45,11 @@ func IsPermanent(err error) bool {
 //     True, the error metric, the error log line, a Warning event, the
 //     object's backoff grows) and requeues the object after the longer of
 //     d and the interval its backoff gives: never sooner than the API
-//     asked, never sooner than its backoff. The informer's periodic
-//     resync does not run it before d has passed; a change of the object
-//     or an event that wakes it does. In a delete chain the finalizer
-//     stays, and the delete runs again then.
+//     asked, never sooner than its backoff. Neither the informer's
+//     periodic resync nor a requeue the Framework asked for before (an
+//     earlier failure's) runs it before d has passed; a change of the
+//     object or an event that wakes it does. In a delete chain the
+//     finalizer stays, and the delete runs again then.
 //
 // An error marked with [Permanent] too is permanent: it is not retried at
 // all, so d does not matter. When err holds several After marks, the
