@@ -362,7 +362,8 @@ func ownGroupResource(config Config) schema.GroupResource {
 }
 
 // builtinWithoutConditions reports whether gvr is the resource of a kind
-// built into Kubernetes (client-go's scheme has its Go type) whose status
+// built into Kubernetes (client-go's scheme has its Go type, from
+// k8s.io/api: an operator may register its own types there too) whose status
 // is not laid out as Config.Conditions writes it (status.conditions a list
 // of metav1.Condition, status.observedGeneration an int64): a Namespace's
 // or a Deployment's, which their own controllers write, or none at all (a
@@ -376,6 +377,9 @@ func builtinWithoutConditions(gvr schema.GroupVersionResource) (string, bool) {
 		gvk := gvr.GroupVersion().WithKind(kind)
 		if plural, _ := meta.UnsafeGuessKindToResource(gvk); plural.Resource != gvr.Resource || t.Kind() != reflect.Struct {
 			continue
+		}
+		if !strings.HasPrefix(t.PkgPath(), "k8s.io/api/") {
+			return "", false // a custom resource's: its CRD's schema decides
 		}
 		sf := statusFieldsOf(t)
 		return kind, !sf.ok || sf.conditions < 0 || sf.observed < 0
