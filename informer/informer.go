@@ -726,7 +726,7 @@ func (i *Informer) Get(key string) (obj any, exists bool, err error) {
 		if obj, exists, err = i.getMutated(m, key); err != nil || exists {
 			return obj, exists, err
 		}
-		obj, exists = m.created(key, i.delivered())
+		obj, exists = m.created(key, i.delivered)
 		return obj, exists, nil
 	}
 	return i.informer.GetIndexer().GetByKey(key)
@@ -916,16 +916,17 @@ func (m *mutations) sweepLocked(seen uint64, now time.Time) {
 }
 
 // created returns the recorded create of key while the informer has not
-// delivered a change at or past its resourceVersion (seen) and it has not
-// expired.
-func (m *mutations) created(key string, seen uint64) (any, bool) {
+// delivered a change at or past its resourceVersion (delivered, read only
+// when there is one, after the caller found no object in the cache) and it
+// has not expired.
+func (m *mutations) created(key string, delivered func() uint64) (any, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.creates[key]
 	switch {
 	case !ok:
 		return nil, false
-	case c.rv <= seen || time.Since(c.at) > MutationTTL:
+	case c.rv <= delivered() || time.Since(c.at) > MutationTTL:
 		delete(m.creates, key)
 		return nil, false
 	}
