@@ -206,8 +206,12 @@
 // list element the desired object stops setting is not drift by itself (it
 // is removed from the object by the next apply, which any other difference
 // triggers); and a field that the API server normalises to another value
-// than the one applied (rare for built-in kinds) is seen as drift on every
-// reconciliation. Config.Matches replaces the rule for such kinds.
+// than the one applied (rare for built-in kinds), or drops, is seen as
+// drift on every reconciliation, and applied again each time: a Service's
+// sessionAffinityConfig: {} (an empty &corev1.SessionAffinityConfig{})
+// while its sessionAffinity is None, which the server's defaulting
+// removes, is one; leave such a field nil. Config.Matches replaces the
+// rule for such kinds.
 //
 // # Readiness
 //
