@@ -942,7 +942,10 @@ func (o *ops[O, C]) applyAll(ctx context.Context, obj, change any) error {
 			// the owner's reconciliation may not know yet (the owner's
 			// deletion, or the Namespace's, not in the cache yet):
 			// waited for, as a child being deleted, not an error. The
-			// children after this one would be refused too.
+			// children after this one are not written: those in this
+			// namespace would be refused too, and those of a
+			// cluster-scoped owner in other namespaces wait with them
+			// until the namespace is gone (or no longer desired).
 			reasons := []string{fmt.Sprintf("%s %s/%s not created: namespace %s is being deleted", strings.ToLower(c.Kind), c.Namespace, c.Name, c.Namespace)}
 			if c.wait != nil {
 				reasons = append(c.wait.reasons, reasons...)
