@@ -187,9 +187,12 @@ type Config struct {
 	// fast. An error makes client-go abandon the current list or watch and
 	// start over, so it should not fail.
 	Transform cache.TransformFunc
-	// MutationCacheSize caps the objects Mutation keeps (least recently
-	// written dropped first; a dropped one can only cost a conflict). Zero
-	// means DefaultMutationCacheSize; negative is invalid.
+	// MutationCacheSize caps the objects Mutation keeps: as many written
+	// objects the cache holds, and as many again created ones it does not
+	// hold yet (least recently written dropped first; a dropped one can
+	// only cost a conflict, or, for a create, a Get that finds no object
+	// until the watch delivers it, as without Mutation). Zero means
+	// DefaultMutationCacheSize; negative is invalid.
 	MutationCacheSize int
 	// Logger receives the informer's own logs. nil means no logs; a nil
 	// pointer in it is an error.
