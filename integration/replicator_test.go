@@ -253,12 +253,7 @@ func (replicatorConflicts) EnsureDeleted(context.Context, any) error { return ni
 // of a SharedConfig removes every copy.
 func TestReplicatorOperator(t *testing.T) {
 	t.Parallel()
-	crd := sharedConfigCRD(uniqueCRDGroup(t))
-	deleteCRDOnCleanup(t, newCRDClient(t), crd)
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
-	reg, counter := prometheus.NewRegistry(), &writeCounter{}
-	runReplicator(t, operatorpkg.Config{Name: replicatorOperator, RESTConfig: counter.Wrap(env.Config()), Logger: log.NewNopLogger(), Registry: reg}, crd)
-	h := newReplicatorHarness(t, gvr)
+	h, reg, counter := startReplicator(t, 0)
 
 	// Three Namespaces: two labelled env=prod, one env=dev.
 	prod1, prod2, dev := h.namespace("prod"), h.namespace("prod"), h.namespace("dev")
@@ -293,7 +288,7 @@ func TestReplicatorOperator(t *testing.T) {
 	h.relabel(prod2, "team")
 	h.create("team", "shared", map[string]any{"matchExpressions": []any{map[string]any{"key": h.label, "operator": "In", "values": []any{"team", "prod"}}}},
 		map[string]any{"k": "team"})
-	u, err := env.WaitCondition(t.Context(), gvr, "", "team", conditioncontext.Stalled, metav1.ConditionTrue, "ConfigMapConflict")
+	u, err := env.WaitCondition(t.Context(), h.gvr, "", "team", conditioncontext.Stalled, metav1.ConditionTrue, "ConfigMapConflict")
 	must(t, err)
 	for _, ns := range []string{prod1, dev, prod3} {
 		if msg := conditionMessage(u, conditioncontext.Ready); !strings.Contains(msg, ns+" (SharedConfig app)") {
@@ -321,12 +316,7 @@ func TestReplicatorOperator(t *testing.T) {
 // Stalled naming the other, and nothing is written once they settled.
 func TestReplicatorConflictAtOnce(t *testing.T) {
 	t.Parallel()
-	crd := sharedConfigCRD(uniqueCRDGroup(t))
-	deleteCRDOnCleanup(t, newCRDClient(t), crd)
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
-	reg, counter := prometheus.NewRegistry(), &writeCounter{}
-	runReplicator(t, operatorpkg.Config{Name: replicatorOperator, RESTConfig: counter.Wrap(env.Config()), Logger: log.NewNopLogger(), Registry: reg}, crd)
-	h := newReplicatorHarness(t, gvr)
+	h, reg, counter := startReplicator(t, 0)
 	namespaces := []string{h.namespace("both"), h.namespace("both"), h.namespace("both")}
 	selector := map[string]any{"matchLabels": map[string]any{h.label: "both"}}
 	done := make(chan struct{})
@@ -389,12 +379,7 @@ func TestReplicatorConflictAtOnce(t *testing.T) {
 // finalizer.
 func TestReplicatorNamespaceTerminating(t *testing.T) {
 	t.Parallel()
-	crd := sharedConfigCRD(uniqueCRDGroup(t))
-	deleteCRDOnCleanup(t, newCRDClient(t), crd)
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
-	reg, counter := prometheus.NewRegistry(), &writeCounter{}
-	runReplicator(t, operatorpkg.Config{Name: replicatorOperator, RESTConfig: counter.Wrap(env.Config()), Logger: log.NewNopLogger(), Registry: reg}, crd)
-	h := newReplicatorHarness(t, gvr)
+	h, reg, counter := startReplicator(t, 0)
 	keep, doomed := h.namespace("on"), h.namespace("on")
 	h.create("cfg", "cfg", map[string]any{"matchLabels": map[string]any{h.label: "on"}}, map[string]any{"a": "b"})
 	h.ready("cfg")
@@ -433,13 +418,7 @@ func TestReplicatorNamespaceTerminating(t *testing.T) {
 // times.
 func TestReplicatorScale(t *testing.T) {
 	t.Parallel()
-	crd := sharedConfigCRD(uniqueCRDGroup(t))
-	deleteCRDOnCleanup(t, newCRDClient(t), crd)
-	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
-	reg, counter := prometheus.NewRegistry(), &writeCounter{}
-	runReplicator(t, operatorpkg.Config{Name: replicatorOperator, RESTConfig: counter.Wrap(env.Config()), Logger: log.NewNopLogger(), Registry: reg,
-		ResyncPeriod: time.Second}, crd)
-	h := newReplicatorHarness(t, gvr)
+	h, reg, counter := startReplicator(t, time.Second)
 	var namespaces []string
 	for range 50 {
 		namespaces = append(namespaces, h.namespace("many"))
@@ -464,6 +443,21 @@ type replicatorHarness struct {
 	label  string
 	kube   kubernetes.Interface
 	client dynamic.ResourceInterface
+}
+
+// startReplicator runs the replicator over a SharedConfig CRD of its own
+// until the test ends, its informers resynced every resync (0: the
+// default), and returns the test's harness, the operator's metrics
+// registry and the counter of its writes.
+func startReplicator(t *testing.T, resync time.Duration) (*replicatorHarness, *prometheus.Registry, *writeCounter) {
+	t.Helper()
+	crd := sharedConfigCRD(uniqueCRDGroup(t))
+	deleteCRDOnCleanup(t, newCRDClient(t), crd)
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: "v1", Resource: crd.Spec.Names.Plural}
+	reg, counter := prometheus.NewRegistry(), &writeCounter{}
+	runReplicator(t, operatorpkg.Config{Name: replicatorOperator, RESTConfig: counter.Wrap(env.Config()), Logger: log.NewNopLogger(), Registry: reg,
+		ResyncPeriod: resync}, crd)
+	return newReplicatorHarness(t, gvr), reg, counter
 }
 
 func newReplicatorHarness(t *testing.T, gvr schema.GroupVersionResource) *replicatorHarness {
