@@ -72,6 +72,11 @@ type Change struct {
 	// exists and that Matches accepts instead of applying it (see
 	// ops.readFirst).
 	readFirst metav1.Object
+	// learnFrom, set on the apply of a desired child holding a pointer to
+	// an empty struct that the current one lacks, is that desired child:
+	// the paths where the answer lacks it too are recorded as dropped by
+	// the API server (see droppedPaths).
+	learnFrom metav1.Object
 	// wait collects the not-ready children of the patch; the last change
 	// applied signals the wait.
 	wait *waitState

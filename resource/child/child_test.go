@@ -51,6 +51,11 @@ type fakeClient[T any, PT interface {
 	deleteCalls int
 	rv          int
 	err         error
+	// defaults, when set, changes each object applied before it is stored
+	// and answered, as the API server's defaulting does.
+	defaults func(PT)
+	// bodies holds the last apply body of each key.
+	bodies map[string][]byte
 }
 
 func newFakeClient[T any, PT interface {
@@ -97,8 +102,15 @@ func (c *nsClient[T, PT]) Patch(_ context.Context, name string, pt types.PatchTy
 	} else {
 		obj.SetUID(types.UID("uid-" + name))
 	}
+	if c.f.defaults != nil {
+		c.f.defaults(obj)
+	}
 	c.f.objs[key] = obj
 	c.f.applies = append(c.f.applies, key)
+	if c.f.bodies == nil {
+		c.f.bodies = map[string][]byte{}
+	}
+	c.f.bodies[key] = data
 	return obj, nil
 }
 

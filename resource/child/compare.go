@@ -201,6 +201,17 @@ type differ struct {
 	more   int // differences beyond maxFields
 	// any stops the walk at the first difference, for Matches-like checks.
 	any bool
+	// dropped are the paths at which the API server dropped an empty
+	// struct the resource applied (nil: none): its absence there is no
+	// difference.
+	dropped *droppedPaths
+	// emptyAbsent is set when the walk found a pointer to an empty struct
+	// that current lacks (and dropped does not hold): the apply's answer
+	// tells whether the API server keeps it (learn).
+	emptyAbsent bool
+	// learned, when not nil, makes the walk collect the paths of those
+	// (shapeOf) instead of differences: the walk of learn.
+	learned *[]string
 }
 
 func (d *differ) done() bool { return d.any && len(d.fields) > 0 }
@@ -209,6 +220,9 @@ func (d *differ) push(s segment) { d.path = append(d.path, s) }
 func (d *differ) pop()           { d.path = d.path[:len(d.path)-1] }
 
 func (d *differ) add(from, to reflect.Value) {
+	if d.learned != nil {
+		return
+	}
 	if len(d.fields) >= maxFields {
 		d.more++
 		return
@@ -217,6 +231,9 @@ func (d *differ) add(from, to reflect.Value) {
 }
 
 func (d *differ) addString(key string, from *string, to string) {
+	if d.learned != nil {
+		return
+	}
 	if len(d.fields) >= maxFields {
 		d.more++
 		return
@@ -246,7 +263,17 @@ func (d *differ) walk(desired, current reflect.Value) {
 		}
 		if e := desired.Elem(); !current.IsValid() && emptyStruct(e) {
 			// Pointed to, an empty struct is a value ({}: a podSelector
-			// of every pod), which an absent one is not.
+			// of every pod), which an absent one is not; unless the API
+			// server dropped it here from an apply of this resource (a
+			// Service's sessionAffinityConfig: {} under sessionAffinity
+			// None): applied again, it would be dropped again.
+			if d.dropped.has(d.path) {
+				return
+			}
+			d.emptyAbsent = true
+			if d.learned != nil {
+				*d.learned = append(*d.learned, shapeOf(d.path))
+			}
 			d.add(current, desired)
 			return
 		}
@@ -371,7 +398,7 @@ func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
 			key := de.Field(idx)
 			var ce reflect.Value
 			if current.IsValid() {
-				ce = matchByKey(de, key, idx, current, &used)
+				ce = d.matchByKey(de, key, idx, current, &used)
 			}
 			d.push(segment{key: key})
 			d.walk(de, ce)
@@ -423,8 +450,10 @@ func (d *differ) list(f *fieldInfo, desired, current reflect.Value) {
 // containerPort and protocol, topologySpreadConstraints on topologyKey and
 // whenUnsatisfiable), so current may hold the key twice: then it is the
 // first element not matched before that de finds no difference with, else
-// the first not matched before (*used, made then, marks them).
-func matchByKey(de, key reflect.Value, idx int, current reflect.Value, used *[]bool) reflect.Value {
+// the first not matched before (*used, made then, marks them). Whether de
+// differs from an element is decided as d decides it, at d's path (an empty
+// struct absent where the API server drops it is no difference).
+func (d *differ) matchByKey(de, key reflect.Value, idx int, current reflect.Value, used *[]bool) reflect.Value {
 	first, dup := -1, false
 	for j := range current.Len() {
 		c := reflect.Indirect(current.Index(j))
@@ -446,6 +475,7 @@ func matchByKey(de, key reflect.Value, idx int, current reflect.Value, used *[]b
 		*used = make([]bool, current.Len())
 	}
 	pick := -1
+	path := append(d.path[:len(d.path):len(d.path)], segment{key: key}) // the elements'
 	for j := first; j < current.Len(); j++ {
 		c := reflect.Indirect(current.Index(j))
 		if !c.IsValid() || (*used)[j] || !c.Field(idx).Equal(key) {
@@ -454,7 +484,7 @@ func matchByKey(de, key reflect.Value, idx int, current reflect.Value, used *[]b
 		if pick < 0 {
 			pick = j
 		}
-		sub := differ{any: true}
+		sub := differ{any: true, dropped: d.dropped, path: path}
 		if sub.walk(de, c); len(sub.fields) == 0 {
 			pick = j
 			break
@@ -691,12 +721,33 @@ var skipTop = map[string]bool{"status": true, "apiVersion": true, "kind": true, 
 // struct, not a pointer), with current (invalid when there is none). With
 // first, it stops at the first difference.
 func diffObject(desired, current reflect.Value, first bool) (fields []Field, more int) {
+	fields, more, _ = diffChild(desired, current, first, nil)
+	return fields, more
+}
+
+// diffChild is diffObject for a resource whose API server drops empty
+// structs at the paths dropped (nil: none): their absence there is no
+// difference. emptyAbsent reports a pointer to an empty struct that current
+// lacks elsewhere (every one, for a create): the apply's answer is to be
+// learnt from (learn).
+func diffChild(desired, current reflect.Value, first bool, dropped *droppedPaths) (fields []Field, more int, emptyAbsent bool) {
 	d := differs.Get().(*differ)
-	d.any = first
+	d.any, d.dropped = first, dropped
 	defer func() {
-		d.path, d.fields, d.more = d.path[:0], nil, 0
+		d.path, d.fields, d.more, d.dropped, d.emptyAbsent = d.path[:0], nil, 0, nil, false
 		differs.Put(d)
 	}()
+	d.object(desired, current)
+	if len(d.fields) > 1 {
+		sortFields(d.fields)
+	}
+	return d.fields, d.more, d.emptyAbsent
+}
+
+// object walks the object desired and current (invalid when there is
+// none): the owned fields of metadata, and every other field but status,
+// apiVersion and kind.
+func (d *differ) object(desired, current reflect.Value) {
 	si := infoOf(desired.Type())
 	for i := range si.fields {
 		f := &si.fields[i]
@@ -708,10 +759,134 @@ func diffObject(desired, current reflect.Value, first bool) (fields []Field, mor
 		}
 		d.field(f, desired, current)
 	}
-	if len(d.fields) > 1 {
-		sortFields(d.fields)
+}
+
+// maxDropped bounds the paths a resource records as dropped (see
+// droppedPaths); past it, an empty struct the API server drops elsewhere is
+// applied again in every reconciliation, as before there was a record.
+const maxDropped = 32
+
+// droppedPaths are the paths at which the API server dropped a pointer to
+// an empty struct that a resource applied as {} and that its answer
+// lacked (learn): a Service's spec.sessionAffinityConfig: {} while
+// sessionAffinity is None, which the server's defaulting removes. The
+// comparison does not count its absence there as drift: applied again, it
+// would be dropped again, a write in every reconciliation. A path is
+// recorded by its shape, field names with the elements of lists and maps
+// as "[]" ("spec.template.spec.containers[].securityContext"): a set
+// bounded by the desired type (and maxDropped), not by the children (whose
+// names and merge keys are data), shared by every child of the resource.
+// That is safe because what the API server does with {} at a field is the
+// type's code (defaulting, or a webhook), not the child's name, and
+// because the record only stops the absence of {} at that path from being
+// drift: a value there that differs from a desired one is compared as
+// ever, and so is {} at every other path (a NetworkPolicy peer's
+// podSelector: {}, which the server keeps, is never recorded, so a peer
+// turned into namespaceSelector: {} is drift). What it cannot see is {}
+// removed by hand from a child on which the server would keep it, at a
+// path where it dropped it from another child of the same resource (the
+// code depending on other fields); no built-in kind is known to do both
+// (a Service's sessionAffinityConfig under ClientIP is defaulted, never
+// absent), and such a child gets its {} back with its next write. A
+// record is not forgotten: the server drops {} there for as long as it
+// runs the same code.
+type droppedPaths struct {
+	mu    sync.Mutex // serialises add
+	paths atomic.Pointer[[]string]
+}
+
+// has reports whether p (nil: none) holds the shape of path.
+func (p *droppedPaths) has(path []segment) bool {
+	if p == nil {
+		return false
 	}
-	return d.fields, d.more
+	ps := p.paths.Load()
+	if ps == nil {
+		return false
+	}
+	for _, s := range *ps {
+		if shapeIs(path, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// add records the shapes, but those held and those beyond maxDropped.
+func (p *droppedPaths) add(shapes []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ps []string
+	if old := p.paths.Load(); old != nil {
+		ps = *old
+	}
+	added := false
+	for _, s := range shapes {
+		if len(ps) >= maxDropped {
+			break
+		}
+		if !slices.Contains(ps, s) {
+			ps = append(slices.Clip(ps), s) // a new array: readers hold the old one
+			added = true
+		}
+	}
+	if added {
+		p.paths.Store(&ps)
+	}
+}
+
+// learn records in dropped the paths of the pointers to empty structs of
+// desired (a struct value, as applied) that answer (the API server's
+// answer to that apply) lacks, list elements matched as the comparison
+// matches them: the server dropped them.
+func learn(dropped *droppedPaths, desired, answer reflect.Value) {
+	var shapes []string
+	d := differ{dropped: dropped, learned: &shapes}
+	d.object(desired, answer)
+	if len(shapes) > 0 {
+		dropped.add(shapes)
+	}
+}
+
+// shapeOf formats path as pathString does, with every key and index as
+// "[]": "spec.ingress[].from[].podSelector".
+func shapeOf(path []segment) string {
+	var b strings.Builder
+	for _, p := range path {
+		if p.name == "" {
+			b.WriteString("[]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p.name)
+	}
+	return b.String()
+}
+
+// shapeIs reports whether shapeOf(path) is s, without formatting path.
+func shapeIs(path []segment, s string) bool {
+	for i, p := range path {
+		if p.name == "" {
+			if !strings.HasPrefix(s, "[]") {
+				return false
+			}
+			s = s[2:]
+			continue
+		}
+		if i > 0 {
+			if s == "" || s[0] != '.' {
+				return false
+			}
+			s = s[1:]
+		}
+		if !strings.HasPrefix(s, p.name) {
+			return false
+		}
+		s = s[len(p.name):]
+	}
+	return s == ""
 }
 
 // differs recycles differs, whose path stacks would otherwise be allocated

@@ -202,15 +202,34 @@
 // apply body holds exactly the compared fields, so what is compared is what
 // is owned.
 //
+// A pointer to an empty struct that the API server drops is not drift
+// either. When the answer to one of the resource's applies (a create's
+// too) lacks one that the desired object set, at its path (list elements
+// matched as above), such as a Service's sessionAffinityConfig: {} while
+// its sessionAffinity is None, which the server's defaulting removes, the
+// resource records that path by its shape (list elements and map values as
+// "[]": spec.template.spec.containers[].securityContext, every element; at
+// most 32 paths, kept as long as the resource), and from then on the
+// absence of {} there is no drift, for every child of the resource: the
+// child is written once, not in every reconciliation (the record is kept in
+// memory: after a restart, the first child reconciled that lacks it is
+// written once more, which records it again). A value there is
+// compared as ever, and {} that the server keeps (that podSelector) is
+// never recorded, so a peer turned into namespaceSelector: {} is drift.
+// What such a record hides is {} removed by hand from a child on which the
+// server would keep it, at a path where it dropped it from another child
+// of the same resource: it stays removed until the next write of that
+// child. No built-in kind is known to do both: under sessionAffinity
+// ClientIP the server defaults sessionAffinityConfig, so it is never
+// absent.
+//
 // Limits of this rule, which reads no managedFields: a field, map key or
 // list element the desired object stops setting is not drift by itself (it
 // is removed from the object by the next apply, which any other difference
 // triggers); and a field that the API server normalises to another value
-// than the one applied (rare for built-in kinds), or drops, is seen as
-// drift on every reconciliation, and applied again each time: a Service's
-// sessionAffinityConfig: {} (an empty &corev1.SessionAffinityConfig{})
-// while its sessionAffinity is None, which the server's defaulting
-// removes, is one; leave such a field nil. Config.Matches replaces the
+// than the one applied (rare for built-in kinds), or drops (but a pointer
+// to an empty struct, above, at up to 32 paths), is seen as drift on every
+// reconciliation, and applied again each time. Config.Matches replaces the
 // rule for such kinds.
 //
 // # Readiness

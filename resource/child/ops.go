@@ -67,6 +67,10 @@ type ops[O, C Object] struct {
 	// answered with a child in none: the kind is cluster-scoped, and a
 	// namespaced owner cannot own its objects.
 	clusterScoped atomic.Bool
+	// dropped are the paths at which the API server dropped an empty
+	// struct this resource applied: learnt from the answers of its applies
+	// (learn), no drift when absent.
+	dropped droppedPaths
 }
 
 // apiVersionOf is a GroupVersion with its string, and the apiVersion of a
@@ -661,7 +665,7 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 	if exists && o.secret {
 		compared = asStored(d)
 	}
-	fields, more := diffObject(reflect.ValueOf(compared).Elem(), cv, false)
+	fields, more, emptyAbsent := diffChild(reflect.ValueOf(compared).Elem(), cv, false, &o.dropped)
 	if exists && o.config.Matches == nil && len(fields) == 0 {
 		return nil, nil
 	}
@@ -687,6 +691,9 @@ func (o *ops[O, C]) change(c C, ctrl *metav1.OwnerReference, d C, ref metav1.Own
 		}
 	} else {
 		change.UID = c.GetUID()
+	}
+	if emptyAbsent {
+		change.learnFrom = d
 	}
 	return change, nil
 }
@@ -1016,6 +1023,9 @@ func (o *ops[O, C]) apply(ctx context.Context, c *Change) (C, error) {
 		return answer, err
 	}
 	if !reflect.ValueOf(answer).IsNil() {
+		if c.learnFrom != nil && !c.relabel {
+			learn(&o.dropped, reflect.ValueOf(c.learnFrom).Elem(), reflect.ValueOf(answer).Elem())
+		}
 		o.known(answer)
 		level.Debug(o.logger).Log("msg", "applied child", "action", c.Action, "kind", c.Kind, "child", c.Namespace+"/"+c.Name, "resourceVersion", answer.GetResourceVersion())
 	}
