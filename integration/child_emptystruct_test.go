@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -39,7 +38,7 @@ func (c countingClient[C]) Patch(ctx context.Context, name string, pt types.Patc
 // emptyStructsSteady creates desired, a child of the kind of gvr, in ns
 // with a child resource over an informer of that kind, and fails t when,
 // once the informer holds the child, the resource's plan has an update, or
-// when any of a few reconciliations after, a moment apart, writes it again.
+// when any of a few reconciliations after writes it again.
 func emptyStructsSteady[C child.Object](t *testing.T, rc rest.Interface, gvr schema.GroupVersionResource, obj runtime.Object, ns string, client func(string) child.Client[C], desired C) {
 	t.Helper()
 	t.Parallel()
@@ -70,8 +69,7 @@ func emptyStructsSteady[C child.Object](t *testing.T, rc rest.Interface, gvr sch
 			t.Errorf("created child has drift: %v: it would be applied in every reconciliation", framework.DescribeChange(c))
 		}
 	}
-	for i := range 3 {
-		time.Sleep(100 * time.Millisecond) // a resync's, or another event's, reconciliation
+	for i := range 3 { // a resync's, or another event's, reconciliation
 		if err := r.EnsureCreated(t.Context(), owner); err != nil {
 			t.Fatalf("reconciliation %d: %v", i+2, err)
 		}
