@@ -789,7 +789,9 @@ const maxDropped = 32
 // (a Service's sessionAffinityConfig under ClientIP is defaulted, never
 // absent), and such a child gets its {} back with its next write. A
 // record is not forgotten: the server drops {} there for as long as it
-// runs the same code.
+// runs the same code; after a change of that code (a CRD's schema that
+// stops pruning the field) the absence stays hidden until the process
+// restarts, or the child's next write brings the {} back.
 type droppedPaths struct {
 	mu    sync.Mutex // serialises add
 	paths atomic.Pointer[[]string]
