@@ -243,6 +243,11 @@ type Informer struct {
 	// until the first call, so that Get costs nothing extra without it.
 	mutations     atomic.Pointer[mutations]
 	mutationsOnce sync.Once
+	// seen is the highest resourceVersion, as an integer, of the changes
+	// an event handler of the informer was given (seeing, metricsHandler):
+	// the cache shows every change up to it, and whatever a handler woke
+	// for a change came after seen reached it.
+	seen atomic.Uint64
 
 	// stopping is closed (under mu, once) when the context given to Run
 	// ends; Watch goroutines and pending Watch sends end with it.
@@ -759,10 +764,10 @@ func (i *Informer) getMutated(m *mutations, key string) (obj any, exists bool, e
 //     the newest of the cache's object and the recorded ones wins (the
 //     answer of an older write never replaces a newer one);
 //   - an object the cache does not hold (the answer of a create) is
-//     returned until the informer's watch has received a change at or
-//     past its resourceVersion: the cache shows it then, or its later
-//     delete, which is so never hidden (a Get in the instant the change
-//     waits in the informer's queue misses it; created and deleted again
+//     returned until the informer's event handlers have been given a
+//     change at or past its resourceVersion: the cache shows it then, or
+//     its later delete, which is so never hidden from what a handler
+//     registered with AddEventHandler wakes for it (created and deleted again
 //     while the watch was down, and shown by neither a later change nor
 //     the relist, it is returned until MutationTTL at most); an answer
 //     that the informer can never deliver (of another namespace than
@@ -844,8 +849,8 @@ const (
 
 // mutations holds the client-go MutationCache behind Informer.Mutation,
 // which returns a recorded object only while the cache holds it too, and
-// the answers of creates, which Get returns until the informer's watch has
-// received their resourceVersion (Informer.delivered).
+// the answers of creates, which Get returns until the informer's event
+// handlers have been given their resourceVersion (Informer.delivered).
 type mutations struct {
 	cache cache.MutationCache
 	size  int
@@ -953,6 +958,9 @@ func (i *Informer) List() []any { return i.informer.GetIndexer().List() }
 // AddEventHandler registers h and returns its registration, which
 // RemoveEventHandler takes and whose HasSynced reports whether h has seen
 // the initial list. h gets resyncs as updates every Config.ResyncPeriod.
+// Before h is given a change, Get no longer returns a create's answer
+// (Mutation) that the change has passed, so that an owner h wakes for a
+// child's delete does not read the child as still there.
 //
 // Calls to one handler are sequential, from a goroutine of their own, and
 // are buffered without bound: a slow handler delays only itself, never the
@@ -962,7 +970,7 @@ func (i *Informer) List() []any { return i.informer.GetIndexer().List() }
 // cache.DeletedFinalStateUnknown when the informer missed the delete.
 // Adding a handler after Run returned fails.
 func (i *Informer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
-	reg, err := i.informer.AddEventHandler(h)
+	reg, err := i.informer.AddEventHandler(seeing{i: i, h: h})
 	if err != nil {
 		return nil, fmt.Errorf("add event handler to informer %s: %w", i.name, err)
 	}
@@ -1107,26 +1115,52 @@ func (i *Informer) resource() string {
 // the store instead: see cacheObjects).
 type metricsHandler struct{ i *Informer }
 
-func (h metricsHandler) OnAdd(any, bool)   { h.i.metrics.adds.Inc() }
-func (h metricsHandler) OnUpdate(_, _ any) { h.i.metrics.updates.Inc() }
-func (h metricsHandler) OnDelete(any)      { h.i.metrics.deletes.Inc() }
+func (h metricsHandler) OnAdd(obj any, _ bool) { h.i.metrics.adds.Inc(); h.i.see(obj) }
+func (h metricsHandler) OnUpdate(_, obj any)   { h.i.metrics.updates.Inc(); h.i.see(obj) }
+func (h metricsHandler) OnDelete(obj any)      { h.i.metrics.deletes.Inc(); h.i.see(obj) }
+
+// seeing is an event handler registered with AddEventHandler: it raises
+// Informer.seen to the changed object's resourceVersion before h is given
+// the change, so that what h wakes (an owner, through Framework.Enqueue)
+// reads no recorded create that the change has passed: a delete that
+// follows a create is never hidden from the owner it wakes, whatever the
+// other handlers' lag.
+type seeing struct {
+	i *Informer
+	h cache.ResourceEventHandler
+}
+
+func (s seeing) OnAdd(obj any, initial bool) { s.i.see(obj); s.h.OnAdd(obj, initial) }
+func (s seeing) OnUpdate(old, obj any)       { s.i.see(obj); s.h.OnUpdate(old, obj) }
+func (s seeing) OnDelete(obj any)            { s.i.see(obj); s.h.OnDelete(obj) }
+
+// see raises seen to obj's resourceVersion, when it is an integer.
+func (i *Informer) see(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	rv, err := strconv.ParseUint(acc.GetResourceVersion(), 10, 64)
+	for err == nil {
+		s := i.seen.Load()
+		if rv <= s || i.seen.CompareAndSwap(s, rv) {
+			return
+		}
+	}
+}
 
 // delivered returns the resourceVersion, as an integer, up to which the
-// informer's reflector has received every change (a watch event, a
-// bookmark, a list) and queued it for the cache: the last synced
-// resourceVersion, 0 before the first list or when it is not an integer. A
-// recorded create at or below it is the cache's to show (or its delete's):
-// it is not returned then, even when the cache does not hold the object
-// yet (an instant while the change waits in the informer's queue: a Get
-// misses it, as before a create's answer was recorded), so that a delete
-// that follows it is never hidden. It is the reflector's, not an event
-// handler's: a handler sees a change after the cache, by a lag of its own,
-// during which an object created and deleted again would still be
-// returned, and the owner woken by the delete would find it in place.
-func (i *Informer) delivered() uint64 {
-	rv, err := strconv.ParseUint(i.informer.LastSyncResourceVersion(), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return rv
-}
+// informer's event handlers have been given every change (seen): the cache
+// shows each of them (a handler is given a change after the cache has it),
+// so a recorded create at or below it is the cache's to show, or its
+// later delete's, and is not returned. It is not the watch's point (the
+// reflector's last synced resourceVersion), which runs ahead of the cache
+// by the changes waiting in the informer's queue: a Get in between would
+// miss the create. Whatever a handler wakes for a change comes after seen
+// reached the change's version (seeing), so that an owner woken by a
+// child's delete never reads the child's create as in place, whatever the
+// lag of the other handlers.
+func (i *Informer) delivered() uint64 { return i.seen.Load() }
