@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -857,6 +858,19 @@ type mutations struct {
 
 	mu      sync.Mutex
 	creates map[string]createdObject
+	// order holds the creates' keys and resourceVersions in the order
+	// recorded (about the order of their versions), so that see drops
+	// each once the handlers have been given it (passed): the recorded
+	// objects are not kept past the instant they are needed. ncreates
+	// counts the entries of creates, for see's check without the lock.
+	order    []createdKey
+	ncreates atomic.Int32
+}
+
+// createdKey is an entry of mutations.order.
+type createdKey struct {
+	key string
+	rv  uint64
 }
 
 // createdObject is a recorded answer of a create: the object, its
@@ -901,6 +915,34 @@ func (m *mutations) create(i *Informer, o any) {
 		m.sweepLocked(i.delivered(), now)
 	}
 	m.creates[key] = createdObject{obj: o, rv: rv, at: now}
+	m.order = append(m.order, createdKey{key: key, rv: rv})
+	m.ncreates.Store(int32(len(m.creates)))
+}
+
+// passed drops the creates at or below seen, the point the informer's
+// handlers have reached, from the oldest recorded on, stopping at the
+// first one above it (one recorded out of order behind it goes with it,
+// or with a sweep).
+func (m *mutations) passed(seen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, e := range m.order {
+		if e.rv > seen {
+			break
+		}
+		if c, ok := m.creates[e.key]; ok && c.rv <= seen {
+			delete(m.creates, e.key)
+		}
+		n++
+	}
+	if n > 0 {
+		m.order = m.order[n:]
+		if len(m.order) == 0 {
+			m.order = nil // the array's old entries go with it
+		}
+	}
+	m.ncreates.Store(int32(len(m.creates)))
 }
 
 // sweepLocked drops the creates the informer has delivered a change at or
@@ -921,6 +963,12 @@ func (m *mutations) sweepLocked(seen uint64, now time.Time) {
 		}
 		delete(m.creates, oldest)
 	}
+	// order keeps only the keys still recorded.
+	m.order = slices.DeleteFunc(m.order, func(e createdKey) bool {
+		c, ok := m.creates[e.key]
+		return !ok || c.rv != e.rv
+	})
+	m.ncreates.Store(int32(len(m.creates)))
 }
 
 // created returns the recorded create of key while the informer has not
@@ -935,7 +983,8 @@ func (m *mutations) created(key string, delivered func() uint64) (any, bool) {
 	case !ok:
 		return nil, false
 	case c.rv <= delivered() || time.Since(c.at) > MutationTTL:
-		delete(m.creates, key)
+		delete(m.creates, key) // its order entry goes with passed or a sweep
+		m.ncreates.Store(int32(len(m.creates)))
 		return nil, false
 	}
 	return c.obj, true
@@ -1147,8 +1196,11 @@ func (i *Informer) see(obj any) {
 	for err == nil {
 		s := i.seen.Load()
 		if rv <= s || i.seen.CompareAndSwap(s, rv) {
-			return
+			break
 		}
+	}
+	if m := i.mutations.Load(); m != nil && m.ncreates.Load() > 0 {
+		m.passed(i.seen.Load())
 	}
 }
 

@@ -77,6 +77,22 @@ func TestMutationShowsCreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually("ns/c to go once the informer is past it", func() bool { return !exists("ns/c") })
+	// A recorded answer is not kept once the informer is past it, even
+	// when nobody asks for it again: it held the created object in memory
+	// until a later create's sweep (hundreds of them after a burst).
+	g := widget("ns", "g", labelled)
+	g.SetResourceVersion("26")
+	inf.Mutation(g)
+	if _, err := client.Resource(widgets).Namespace("ns").Create(t.Context(), g, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the recorded create of ns/g dropped once delivered", func() bool {
+		m := inf.mutations.Load()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		_, recorded := m.creates["ns/g"]
+		return !recorded
+	})
 
 	// Answers the informer can never deliver are not shown: another
 	// namespace, or labels its selector does not select.
