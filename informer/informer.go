@@ -1165,7 +1165,7 @@ func (i *Informer) resource() string {
 type metricsHandler struct{ i *Informer }
 
 func (h metricsHandler) OnAdd(obj any, _ bool) { h.i.metrics.adds.Inc(); h.i.see(obj) }
-func (h metricsHandler) OnUpdate(_, obj any)   { h.i.metrics.updates.Inc(); h.i.see(obj) }
+func (h metricsHandler) OnUpdate(old, obj any) { h.i.metrics.updates.Inc(); h.i.seeUpdate(old, obj) }
 func (h metricsHandler) OnDelete(obj any)      { h.i.metrics.deletes.Inc(); h.i.see(obj) }
 
 // seeing is an event handler registered with AddEventHandler: it raises
@@ -1180,8 +1180,22 @@ type seeing struct {
 }
 
 func (s seeing) OnAdd(obj any, initial bool) { s.i.see(obj); s.h.OnAdd(obj, initial) }
-func (s seeing) OnUpdate(old, obj any)       { s.i.see(obj); s.h.OnUpdate(old, obj) }
+func (s seeing) OnUpdate(old, obj any)       { s.i.seeUpdate(old, obj); s.h.OnUpdate(old, obj) }
 func (s seeing) OnDelete(obj any)            { s.i.see(obj); s.h.OnDelete(obj) }
+
+// seeUpdate is see for an update from old to obj: a resync (the cached
+// object given as both) brings no version a handler was not given before,
+// so it reads none (the steady path of every informer).
+func (i *Informer) seeUpdate(old, obj any) {
+	// Objects of an informer are pointers (metav1.Object's methods have
+	// pointer receivers), so the comparison cannot panic.
+	if a, ok := old.(metav1.Object); ok {
+		if b, ok := obj.(metav1.Object); ok && a == b {
+			return
+		}
+	}
+	i.see(obj)
+}
 
 // see raises seen to obj's resourceVersion, when it is an integer.
 func (i *Informer) see(obj any) {
